@@ -1,0 +1,59 @@
+# ql3 — one Makefile for the whole go.work workspace.
+# `make run` starts the edge binary; `make test` runs every test (see README).
+
+MODULES    := core controlplane worker edge migrations scripts
+GO         ?= go
+FUZZTIME   ?= 5s
+LONGFUZZ   ?= 2m
+BENCHTIME  ?= 1s
+DATA_DIR   ?= ./data
+LISTEN     ?= 127.0.0.1:5700
+VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS    := -s -w -X main.version=$(VERSION)
+
+.PHONY: all build test vet fmt-check unit fuzz-smoke fuzz bench cross run clean
+
+all: build
+
+build:
+	@mkdir -p bin
+	cd edge && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o ../bin/ql3-edge ./cmd/ql3-edge
+	cd controlplane && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o ../bin/ql3-control ./cmd/ql3-control
+	cd worker && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o ../bin/ql3-worker ./cmd/ql3-worker
+
+# test: formatting, vet, every module's tests, then a short run of every fuzz target.
+test: fmt-check vet unit fuzz-smoke
+
+fmt-check:
+	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	@for m in $(MODULES); do echo "== vet $$m"; (cd $$m && $(GO) vet ./...) || exit 1; done
+
+unit:
+	@for m in $(MODULES); do echo "== test $$m"; (cd $$m && $(GO) test -count=1 -timeout 20m ./...) || exit 1; done
+
+fuzz-smoke:
+	./scripts/fuzz.sh $(FUZZTIME)
+
+fuzz:
+	./scripts/fuzz.sh $(LONGFUZZ)
+
+bench:
+	cd core && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+# Static worker builds for the routers and boards it ships to.
+cross:
+	@mkdir -p dist
+	cd worker && for t in linux/amd64 linux/arm64 linux/arm/7 linux/arm/5 linux/mipsle/softfloat linux/mips/softfloat; do \
+		os=$${t%%/*}; rest=$${t#*/}; arch=$${rest%%/*}; sub=$${rest#*/}; [ "$$sub" = "$$rest" ] && sub=""; \
+		out=../dist/ql3-worker-$$os-$$arch$${sub:+-$$sub}; \
+		case $$arch in arm) env="GOARM=$$sub";; mips|mipsle) env="GOMIPS=$$sub";; *) env="";; esac; \
+		echo "== $$out"; env CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $$env $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out ./cmd/ql3-worker || exit 1; \
+	done
+
+run: build
+	./bin/ql3-edge serve --data-dir $(DATA_DIR) --listen $(LISTEN)
+
+clean:
+	rm -rf bin dist

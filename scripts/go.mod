@@ -1,0 +1,3 @@
+module github.com/ql3/ql3/scripts
+
+go 1.26
