@@ -4,7 +4,8 @@
 // bodies) is first checked structurally by Validate — size, depth, entries
 // per container, string length, valid UTF-8, no duplicate keys, exactly one
 // value — and only then decoded into a Go struct with unknown fields
-// rejected. Errors name the offending field as a dotted path and the limit.
+// rejected (field names matched exactly, not case-insensitively). Errors
+// name the offending field as a dotted path and the limit.
 //
 // Canonical re-encodes a value with object keys sorted, no insignificant
 // whitespace and no HTML escaping, so equal documents have equal bytes and
@@ -18,6 +19,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -158,7 +161,9 @@ func Join(parent, key string) string {
 }
 
 // DecodeStrict validates data against lim and decodes it into v (a pointer
-// to a struct), rejecting unknown fields. The top level must be an object.
+// to a struct), rejecting unknown fields. Struct field names must match
+// exactly (encoding/json alone would accept "Kind" for "kind"). The top
+// level must be an object.
 func DecodeStrict(data []byte, lim Limits, v any) error {
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
@@ -168,6 +173,9 @@ func DecodeStrict(data []byte, lim Limits, v any) error {
 		return errs.Invalidf("", "expected a JSON object")
 	}
 	if err := Validate(data, lim); err != nil {
+		return err
+	}
+	if err := checkFieldNames(data, v); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -214,6 +222,9 @@ func Normalize(raw []byte) ([]byte, error) {
 	if err := dec.Decode(&generic); err != nil {
 		return nil, err
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errs.Invalidf("", "unexpected data after the JSON value")
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -242,15 +253,17 @@ func Sum(domain string, canonical []byte) Digest {
 // String renders the digest as "sha256:<64 hex>".
 func (d Digest) String() string { return "sha256:" + hex.EncodeToString(d[:]) }
 
-// ParseDigest parses the "sha256:<64 hex>" form.
+// ParseDigest parses the "sha256:<64 lower-case hex>" form. Upper-case hex
+// is rejected so every digest has exactly one text form and text compares
+// agree with value compares.
 func ParseDigest(s string) (Digest, error) {
 	var d Digest
 	hexPart, ok := strings.CutPrefix(s, "sha256:")
-	if !ok || len(hexPart) != 2*sha256.Size {
-		return d, errs.Invalidf("", "digest must be sha256:<64 hex digits>")
+	if !ok || len(hexPart) != 2*sha256.Size || strings.ContainsAny(hexPart, "ABCDEF") {
+		return d, errs.Invalidf("", "digest must be sha256:<64 lower-case hex digits>")
 	}
 	if _, err := hex.Decode(d[:], []byte(hexPart)); err != nil {
-		return d, errs.Invalidf("", "digest must be sha256:<64 hex digits>")
+		return d, errs.Invalidf("", "digest must be sha256:<64 lower-case hex digits>")
 	}
 	return d, nil
 }
@@ -266,4 +279,127 @@ func (d *Digest) UnmarshalText(b []byte) error {
 	}
 	*d = v
 	return nil
+}
+
+// checkFieldNames rejects object keys that do not exactly equal a JSON field
+// name of the struct they decode into. encoding/json matches field names
+// case-insensitively (with Unicode folding: "ſ" matches "s"), so without
+// this check {"Kind": …} would be accepted as "kind" and DisallowUnknownFields
+// would never fire; a strict decoder accepts only the spelling the canonical
+// form uses. The error names the full path of the key.
+func checkFieldNames(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var generic any
+	if err := dec.Decode(&generic); err != nil {
+		return decodeError(err)
+	}
+	return checkNames(reflect.TypeOf(v), generic, "")
+}
+
+var (
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[interface{ UnmarshalText([]byte) error }]()
+)
+
+func checkNames(t reflect.Type, v any, path string) error {
+	if t == nil {
+		return nil
+	}
+	for t.Kind() == reflect.Pointer {
+		if customDecoded(t) {
+			return nil
+		}
+		t = t.Elem()
+	}
+	if customDecoded(t) || customDecoded(reflect.PointerTo(t)) {
+		return nil // the type decides for itself what it accepts
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil // a type mismatch; encoding/json reports it with its field
+		}
+		fields := make(map[string]reflect.Type)
+		structFields(t, fields)
+		keys := make([]string, 0, len(obj))
+		for k := range obj {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys) // deterministic: the same document always reports the same key
+		for _, k := range keys {
+			ft, known := fields[k]
+			if !known {
+				return errs.Invalidf(Join(path, k), "unknown field")
+			}
+			if err := checkNames(ft, obj[k], Join(path, k)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		for k, val := range obj {
+			if err := checkNames(t.Elem(), val, Join(path, k)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		arr, ok := v.([]any)
+		if !ok {
+			return nil
+		}
+		for i, val := range arr {
+			if err := checkNames(t.Elem(), val, path+"["+strconv.Itoa(i)+"]"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func customDecoded(t reflect.Type) bool {
+	return t.Implements(jsonUnmarshaler) || t.Implements(textUnmarshaler)
+}
+
+// structFields collects the JSON names of t's fields the way encoding/json
+// names them: the tag name, else the Go name; "-" skipped; untagged embedded
+// structs promote their fields.
+// Direct fields are collected before promoted ones so a shallower field
+// shadows a deeper one, as in encoding/json.
+func structFields(t reflect.Type, into map[string]reflect.Type) {
+	var embedded []reflect.Type
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				embedded = append(embedded, ft)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if _, taken := into[name]; !taken {
+			into[name] = f.Type
+		}
+	}
+	for _, et := range embedded {
+		structFields(et, into)
+	}
 }
