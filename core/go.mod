@@ -3,7 +3,9 @@ module github.com/ql3/ql3/core
 go 1.26
 
 require (
-	github.com/Masterminds/semver/v3 v3.5.0 // indirect
-	github.com/robfig/cron/v3 v3.0.1 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
+	github.com/Masterminds/semver/v3 v3.5.0
+	github.com/ql3/ql3/scripts v0.0.0
+	github.com/robfig/cron/v3 v3.0.1
 )
+
+replace github.com/ql3/ql3/scripts => ../scripts
