@@ -1,0 +1,159 @@
+package run
+
+import (
+	"encoding/json"
+
+	"github.com/ql3/ql3/core/canonjson"
+	"github.com/ql3/ql3/core/errs"
+)
+
+// MaxPayloadBytes bounds the JSON of one event payload (DESIGN.md §8).
+const MaxPayloadBytes = 16 << 10
+
+// maxPayloadString bounds every string in a payload.
+const maxPayloadString = 128
+
+var payloadLimits = canonjson.Limits{
+	MaxBytes:   MaxPayloadBytes,
+	MaxDepth:   1,
+	MaxEntries: 64,
+	MaxString:  maxPayloadString,
+}
+
+// Payload is the body of a RunEvent. Its fields are the allow-list: the
+// strict decoder rejects any other key, and every string must be a short
+// token ([A-Za-z0-9._:@/+-], at most 128 bytes). Free text has no place to
+// go, so logs, command lines, environment values and secrets cannot end up
+// in the event stream (DESIGN.md §8).
+type Payload struct {
+	AttemptID     string `json:"attemptId,omitempty"`
+	AttemptNumber int    `json:"attemptNumber,omitempty"`
+	// From and To name the statuses of a status event (Run or Attempt).
+	From       string     `json:"from,omitempty"`
+	To         string     `json:"to,omitempty"`
+	ErrorClass ErrorClass `json:"errorClass,omitempty"`
+	// Reason is a low-cardinality code such as lease_expired,
+	// concurrency_forbid or fence_drift:token.
+	Reason   string `json:"reason,omitempty"`
+	ExitCode *int   `json:"exitCode,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+
+	WorkerID          string `json:"workerId,omitempty"`
+	SessionID         string `json:"sessionId,omitempty"`
+	SessionGeneration int64  `json:"sessionGeneration,omitempty"`
+	OfferID           string `json:"offerId,omitempty"`
+	LeaseGeneration   int64  `json:"leaseGeneration,omitempty"`
+
+	TriggerID               string `json:"triggerId,omitempty"`
+	TriggerRevision         int64  `json:"triggerRevision,omitempty"`
+	ScheduledForMs          int64  `json:"scheduledForMs,omitempty"`
+	Missed                  int64  `json:"missed,omitempty"`
+	ExecutionRevisionID     string `json:"executionRevisionId,omitempty"`
+	ExecutionRevisionDigest string `json:"executionRevisionDigest,omitempty"`
+	RerunOfRunID            string `json:"rerunOfRunId,omitempty"`
+	RetryAtMs               int64  `json:"retryAtMs,omitempty"`
+	// Actor is the principal id that asked for a manual run or a cancel.
+	Actor string `json:"actor,omitempty"`
+
+	StdoutBytes  int64 `json:"stdoutBytes,omitempty"`
+	StderrBytes  int64 `json:"stderrBytes,omitempty"`
+	LogTruncated bool  `json:"logTruncated,omitempty"`
+	DurationMs   int64 `json:"durationMs,omitempty"`
+}
+
+// DecodePayload strictly decodes and validates an event payload.
+func DecodePayload(data []byte) (Payload, error) {
+	var p Payload
+	if err := canonjson.DecodeStrict(data, payloadLimits, &p); err != nil {
+		return Payload{}, err
+	}
+	if err := p.Validate(); err != nil {
+		return Payload{}, err
+	}
+	return p, nil
+}
+
+// Encode validates p and returns its canonical JSON.
+func (p Payload) Encode() ([]byte, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return nil, errs.E(errs.Internal, "", "encode event payload: %v", err)
+	}
+	out, err := canonjson.Normalize(raw)
+	if err != nil {
+		return nil, errs.E(errs.Internal, "", "encode event payload: %v", err)
+	}
+	if len(out) > MaxPayloadBytes {
+		return nil, errs.TooLargef("", "event payload is %d bytes, limit is %d", len(out), MaxPayloadBytes)
+	}
+	return out, nil
+}
+
+// Validate checks every field against its format and range.
+func (p Payload) Validate() error {
+	tokens := []struct {
+		field, value string
+	}{
+		{"attemptId", p.AttemptID}, {"from", p.From}, {"to", p.To}, {"reason", p.Reason},
+		{"signal", p.Signal}, {"workerId", p.WorkerID}, {"sessionId", p.SessionID},
+		{"offerId", p.OfferID}, {"triggerId", p.TriggerID},
+		{"executionRevisionId", p.ExecutionRevisionID},
+		{"executionRevisionDigest", p.ExecutionRevisionDigest},
+		{"rerunOfRunId", p.RerunOfRunID}, {"actor", p.Actor},
+	}
+	for _, t := range tokens {
+		if err := checkToken(t.field, t.value); err != nil {
+			return err
+		}
+	}
+	for _, st := range []struct{ field, value string }{{"from", p.From}, {"to", p.To}} {
+		if st.value != "" && !RunStatus(st.value).Valid() && !AttemptStatus(st.value).Valid() {
+			return errs.Invalidf(st.field, "unknown run or attempt status %q", st.value)
+		}
+	}
+	if p.ErrorClass != "" && !p.ErrorClass.Valid() {
+		return errs.Invalidf("errorClass", "unknown error class %q", string(p.ErrorClass))
+	}
+	if p.AttemptNumber < 0 || p.AttemptNumber > 16 {
+		return errs.Invalidf("attemptNumber", "must be 1..16, got %d", p.AttemptNumber)
+	}
+	if p.ExitCode != nil && (*p.ExitCode < 0 || *p.ExitCode > 255) {
+		return errs.Invalidf("exitCode", "must be 0..255, got %d", *p.ExitCode)
+	}
+	nonNegative := []struct {
+		field string
+		value int64
+	}{
+		{"sessionGeneration", p.SessionGeneration}, {"leaseGeneration", p.LeaseGeneration},
+		{"triggerRevision", p.TriggerRevision}, {"scheduledForMs", p.ScheduledForMs},
+		{"missed", p.Missed}, {"retryAtMs", p.RetryAtMs}, {"stdoutBytes", p.StdoutBytes},
+		{"stderrBytes", p.StderrBytes}, {"durationMs", p.DurationMs},
+	}
+	for _, n := range nonNegative {
+		if n.value < 0 {
+			return errs.Invalidf(n.field, "must not be negative, got %d", n.value)
+		}
+	}
+	return nil
+}
+
+// checkToken accepts "" (absent) or a short token without spaces or
+// control characters.
+func checkToken(field, s string) error {
+	if len(s) > maxPayloadString {
+		return errs.TooLargef(field, "is %d bytes, limit is %d", len(s), maxPayloadString)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '.', c == '_', c == ':', c == '@', c == '/', c == '+', c == '-':
+		default:
+			return errs.Invalidf(field, "byte %d is not allowed in a token (letters, digits and ._:@/+- only)", i)
+		}
+	}
+	return nil
+}
