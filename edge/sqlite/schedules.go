@@ -1,0 +1,157 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/schedule"
+	"github.com/ql3/ql3/edge"
+)
+
+// DueSchedules implements edge.ScheduleStore. Uninitialised rows have
+// next_fire_at_ms = 0, so one index range on (active, next_fire_at_ms)
+// returns them first, then the most overdue.
+func (s *Store) DueSchedules(ctx context.Context, nowMs int64, limit int) ([]edge.ScheduleItem, error) {
+	if limit <= 0 || limit > maxScheduleBatch {
+		return nil, errs.Invalidf("limit", "must be 1..%d, got %d", maxScheduleBatch, limit)
+	}
+	rows, err := s.reader.QueryContext(ctx, selectTrigger+` WHERE s.active = 1 AND s.next_fire_at_ms <= ?
+        ORDER BY s.next_fire_at_ms, s.trigger_id LIMIT ?`, nowMs, limit)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer rows.Close()
+	var out []edge.ScheduleItem
+	for rows.Next() {
+		t, err := scanTrigger(rows)
+		if err != nil {
+			return nil, translate(err)
+		}
+		out = append(out, edge.ScheduleItem{Trigger: t, Schedule: t.Schedule})
+	}
+	return out, translate(rows.Err())
+}
+
+// maxScheduleBatch bounds one DueSchedules read (DESIGN.md §8: 256).
+const maxScheduleBatch = 256
+
+// NextFireAtMs implements edge.ScheduleStore.
+func (s *Store) NextFireAtMs(ctx context.Context, nowMs int64) (int64, bool, error) {
+	var at sql.NullInt64
+	if err := s.reader.QueryRowContext(ctx, `SELECT MIN(next_fire_at_ms) FROM trigger_schedules WHERE active = 1`).Scan(&at); err != nil {
+		return 0, false, translate(err)
+	}
+	if !at.Valid {
+		return 0, false, nil
+	}
+	if at.Int64 == 0 { // an uninitialised schedule is due now
+		return nowMs, true, nil
+	}
+	return at.Int64, true, nil
+}
+
+// ApplyDecision implements edge.ScheduleStore.
+func (s *Store) ApplyDecision(ctx context.Context, item edge.ScheduleItem, d schedule.Decision, nowMs int64) (edge.Admission, error) {
+	switch d.Kind {
+	case schedule.Wait:
+		return edge.Admission{Schedule: item.Schedule}, nil
+	case schedule.Init, schedule.Fire, schedule.Skip:
+	default:
+		return edge.Admission{}, errs.Invalidf("kind", "unknown decision kind %d", int(d.Kind))
+	}
+	if d.NextFireAtMs <= 0 {
+		return edge.Admission{}, errs.Invalidf("nextFireAtMs", "must be positive, got %d", d.NextFireAtMs)
+	}
+	if d.Kind == schedule.Fire && d.ScheduledForMs <= 0 {
+		return edge.Admission{}, errs.Invalidf("scheduledForMs", "must be positive, got %d", d.ScheduledForMs)
+	}
+	tr := item.Trigger
+	var out edge.Admission
+	err := s.write(ctx, func(tx *wtx, sg *signals) error {
+		last := item.Schedule.LastScheduledAtMs
+		if d.Kind == schedule.Fire {
+			last = d.ScheduledForMs
+		}
+		res, err := tx.ExecContext(ctx, qAdvanceSchedule, d.NextFireAtMs, last, d.Missed, d.Missed, nowMs, nowMs,
+			tr.ID, item.Schedule.StateVersion, tr.Revision)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n != 1 {
+			return errs.E(errs.Conflict, "stateVersion", "schedule of trigger %s moved on from version %d", tr.ID, item.Schedule.StateVersion)
+		}
+		if d.Kind == schedule.Fire {
+			out.RunID, out.Created, err = admit(ctx, tx, sg, admission{
+				runID:           newID(),
+				taskID:          tr.TaskID,
+				origin:          edge.OriginSchedule,
+				triggerID:       tr.ID,
+				triggerRevision: tr.Revision,
+				key:             schedule.IdempotencyKey(tr.ID, tr.Revision, d.ScheduledForMs),
+				scheduledForMs:  d.ScheduledForMs,
+				missed:          d.Missed,
+				nowMs:           nowMs,
+			})
+			if err != nil {
+				return err
+			}
+		}
+		// The row after the update, without reading it back.
+		out.Schedule = item.Schedule
+		out.Schedule.Initialized = true
+		out.Schedule.NextFireAtMs = d.NextFireAtMs
+		out.Schedule.LastScheduledAtMs = last
+		out.Schedule.MissedTotal += d.Missed
+		if d.Missed > 0 {
+			out.Schedule.LastMissedAtMs = nowMs
+		}
+		out.Schedule.StateVersion++
+		out.Schedule.UpdatedAtMs = nowMs
+		return nil
+	})
+	if err != nil {
+		return edge.Admission{}, err
+	}
+	return out, nil
+}
+
+const qAdvanceSchedule = `UPDATE trigger_schedules SET initialized = 1, next_fire_at_ms = ?,
+    last_scheduled_at_ms = ?, missed_total = missed_total + ?,
+    last_missed_at_ms = CASE WHEN ? > 0 THEN ? ELSE last_missed_at_ms END,
+    state_version = state_version + 1, updated_at_ms = ?
+WHERE trigger_id = ? AND state_version = ? AND trigger_revision = ? AND active = 1`
+
+// ParkSchedule implements edge.ScheduleStore.
+func (s *Store) ParkSchedule(ctx context.Context, item edge.ScheduleItem, reason string, nowMs int64) error {
+	return s.write(ctx, func(tx *wtx, _ *signals) error {
+		res, err := tx.ExecContext(ctx, `UPDATE trigger_schedules SET active = 0, last_error = ?,
+            state_version = state_version + 1, updated_at_ms = ?
+            WHERE trigger_id = ? AND state_version = ? AND trigger_revision = ?`,
+			truncateUTF8(reason, maxMessage), nowMs, item.Trigger.ID, item.Schedule.StateVersion, item.Trigger.Revision)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n != 1 {
+			return errs.E(errs.Conflict, "stateVersion", "schedule of trigger %s moved on from version %d", item.Trigger.ID, item.Schedule.StateVersion)
+		}
+		return nil
+	})
+}
+
+func getSchedule(ctx context.Context, q queryer, triggerID string) (edge.Schedule, error) {
+	sc := edge.Schedule{TriggerID: triggerID}
+	err := q.QueryRowContext(ctx, `SELECT trigger_revision, initialized, next_fire_at_ms, last_scheduled_at_ms,
+        state_version, missed_total, last_missed_at_ms, last_error, updated_at_ms
+        FROM trigger_schedules WHERE trigger_id = ?`, triggerID).Scan(&sc.TriggerRevision, &sc.Initialized,
+		&sc.NextFireAtMs, &sc.LastScheduledAtMs, &sc.StateVersion, &sc.MissedTotal, &sc.LastMissedAtMs,
+		&sc.LastError, &sc.UpdatedAtMs)
+	if err != nil {
+		return edge.Schedule{}, err
+	}
+	return sc, nil
+}

@@ -1,0 +1,375 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/ql3/ql3/core/canonjson"
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/spec"
+	"github.com/ql3/ql3/edge"
+)
+
+const maxTaskName = 128
+
+func validateTaskName(name string) error {
+	if name == "" {
+		return errs.Invalidf("name", "must not be empty")
+	}
+	if len(name) > maxTaskName {
+		return errs.TooLargef("name", "is %d bytes, limit is %d", len(name), maxTaskName)
+	}
+	if !utf8.ValidString(name) {
+		return errs.Invalidf("name", "is not valid UTF-8")
+	}
+	for i, r := range name {
+		if unicode.IsControl(r) {
+			return errs.Invalidf("name", "control character at byte %d", i)
+		}
+	}
+	return nil
+}
+
+// compiledSpec is a validated spec with its canonical bytes and digest.
+type compiledSpec struct {
+	spec      spec.Command
+	canonical []byte
+	digest    canonjson.Digest
+}
+
+func compileSpec(c spec.Command) (compiledSpec, error) {
+	if err := c.Validate(); err != nil {
+		return compiledSpec{}, errs.Prefix("spec", err)
+	}
+	canonical, err := c.Canonical()
+	if err != nil {
+		return compiledSpec{}, errs.Prefix("spec", err)
+	}
+	digest, err := c.Digest()
+	if err != nil {
+		return compiledSpec{}, errs.Prefix("spec", err)
+	}
+	return compiledSpec{spec: c, canonical: canonical, digest: digest}, nil
+}
+
+const insertTaskRevision = `INSERT INTO task_revisions (task_id, revision, spec_kind, spec_json, spec_digest,
+    timeout_ms, max_attempts, backoff_base_ms, backoff_max_ms, retry_on_lost, concurrency, created_at_ms)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+
+func insertRevision(ctx context.Context, tx *wtx, taskID string, revision int64, cs compiledSpec, nowMs int64) error {
+	r := cs.spec.Retry
+	_, err := tx.ExecContext(ctx, insertTaskRevision, taskID, revision, cs.spec.Kind, string(cs.canonical),
+		cs.digest.String(), cs.spec.TimeoutMs, r.MaxAttempts, r.BackoffBaseMs, r.BackoffMaxMs,
+		boolInt(r.RetryOnLost), string(cs.spec.Concurrency), nowMs)
+	return err
+}
+
+// CreateTask implements edge.TaskStore.
+func (s *Store) CreateTask(ctx context.Context, in edge.NewTask) (edge.Task, error) {
+	if err := validateTaskName(in.Name); err != nil {
+		return edge.Task{}, err
+	}
+	cs, err := compileSpec(in.Spec)
+	if err != nil {
+		return edge.Task{}, err
+	}
+	now := s.clock.Now().UnixMilli()
+	id := newID()
+	err = s.writeDurable(ctx, func(tx *wtx, _ *signals) error {
+		if err := checkNameFree(ctx, tx, in.Name, ""); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, project_id, name, enabled, current_revision,
+            created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, 1, ?, ?)`,
+			id, edge.DefaultProjectID, in.Name, boolInt(in.Enabled), now, now); err != nil {
+			return err
+		}
+		return insertRevision(ctx, tx, id, 1, cs, now)
+	})
+	if err != nil {
+		return edge.Task{}, err
+	}
+	return s.GetTask(ctx, id)
+}
+
+func checkNameFree(ctx context.Context, tx *wtx, name, exceptID string) error {
+	var id string
+	err := tx.QueryRowContext(ctx, `SELECT id FROM tasks WHERE project_id = ? AND name = ? AND deleted_at_ms IS NULL`,
+		edge.DefaultProjectID, name).Scan(&id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return err
+	case id == exceptID:
+		return nil
+	}
+	return errs.E(errs.Conflict, "name", "a task named %q already exists", name)
+}
+
+// UpdateTask implements edge.TaskStore.
+func (s *Store) UpdateTask(ctx context.Context, taskID string, expectedRevision int64, in edge.TaskUpdate) (edge.Task, error) {
+	if err := validateTaskName(in.Name); err != nil {
+		return edge.Task{}, err
+	}
+	cs, err := compileSpec(in.Spec)
+	if err != nil {
+		return edge.Task{}, err
+	}
+	now := s.clock.Now().UnixMilli()
+	err = s.writeDurable(ctx, func(tx *wtx, _ *signals) error {
+		cur, err := getTask(ctx, tx, taskID)
+		if err != nil {
+			return err
+		}
+		if cur.Deleted() {
+			return errs.NotFoundf("task %s was deleted", taskID)
+		}
+		if cur.Revision != expectedRevision {
+			return errs.E(errs.Conflict, "revision", "task %s is at revision %d, not %d", taskID, cur.Revision, expectedRevision)
+		}
+		if cur.Name == in.Name && cur.Digest == cs.digest {
+			return nil // nothing changed: publish nothing
+		}
+		if err := checkNameFree(ctx, tx, in.Name, taskID); err != nil {
+			return err
+		}
+		next := cur.Revision + 1
+		if err := insertRevision(ctx, tx, taskID, next, cs, now); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE tasks SET name = ?, current_revision = ?, updated_at_ms = ? WHERE id = ?`,
+			in.Name, next, now, taskID)
+		return err
+	})
+	if err != nil {
+		return edge.Task{}, err
+	}
+	return s.GetTask(ctx, taskID)
+}
+
+// SetTaskEnabled implements edge.TaskStore.
+func (s *Store) SetTaskEnabled(ctx context.Context, taskID string, enabled bool) (edge.Task, error) {
+	now := s.clock.Now().UnixMilli()
+	err := s.writeDurable(ctx, func(tx *wtx, sg *signals) error {
+		cur, err := getTask(ctx, tx, taskID)
+		if err != nil {
+			return err
+		}
+		if cur.Deleted() {
+			return errs.NotFoundf("task %s was deleted", taskID)
+		}
+		if cur.Enabled == enabled {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET enabled = ?, updated_at_ms = ? WHERE id = ?`,
+			boolInt(enabled), now, taskID); err != nil {
+			return err
+		}
+		// Enabling resets the cursors: the disabled span is not replayed,
+		// whatever the misfire policy says.
+		if err := refreshSchedules(ctx, tx, taskID, enabled, now); err != nil {
+			return err
+		}
+		sg.schedulesChanged = true
+		return nil
+	})
+	if err != nil {
+		return edge.Task{}, err
+	}
+	return s.GetTask(ctx, taskID)
+}
+
+// refreshSchedules recomputes the active flag of every live trigger of a
+// task; reset=true also clears their cursors.
+func refreshSchedules(ctx context.Context, tx *wtx, taskID string, reset bool, nowMs int64) error {
+	q := `UPDATE trigger_schedules SET
+    active = (SELECT t.enabled = 1 AND t.deleted_at_ms IS NULL AND tr.deleted_at_ms IS NULL AND r.enabled = 1
+              FROM triggers tr JOIN tasks t ON t.id = tr.task_id
+              JOIN trigger_revisions r ON r.trigger_id = tr.id AND r.revision = tr.current_revision
+              WHERE tr.id = trigger_schedules.trigger_id),
+    state_version = state_version + 1,
+    updated_at_ms = ?`
+	if reset {
+		q += `, initialized = 0, next_fire_at_ms = 0, last_error = ''`
+	}
+	q += ` WHERE trigger_id IN (SELECT id FROM triggers WHERE task_id = ?)`
+	_, err := tx.ExecContext(ctx, q, nowMs, taskID)
+	return err
+}
+
+// DeleteTask implements edge.TaskStore.
+func (s *Store) DeleteTask(ctx context.Context, taskID string) error {
+	now := s.clock.Now().UnixMilli()
+	return s.writeDurable(ctx, func(tx *wtx, sg *signals) error {
+		cur, err := getTask(ctx, tx, taskID)
+		if err != nil {
+			return err
+		}
+		if cur.Deleted() {
+			return errs.NotFoundf("task %s was deleted", taskID)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET enabled = 0, deleted_at_ms = ?, updated_at_ms = ? WHERE id = ?`,
+			now, now, taskID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE triggers SET deleted_at_ms = ?, updated_at_ms = ?
+            WHERE task_id = ? AND deleted_at_ms IS NULL`, now, now, taskID); err != nil {
+			return err
+		}
+		if err := refreshSchedules(ctx, tx, taskID, false, now); err != nil {
+			return err
+		}
+		if err := cancelWaitingRuns(ctx, tx, taskID, edge.ReasonTaskDeleted, now); err != nil {
+			return err
+		}
+		sg.schedulesChanged = true
+		return nil
+	})
+}
+
+// GetTask implements edge.TaskStore.
+func (s *Store) GetTask(ctx context.Context, taskID string) (edge.Task, error) {
+	return getTask(ctx, s.reader, taskID)
+}
+
+// GetTaskByName implements edge.TaskStore.
+func (s *Store) GetTaskByName(ctx context.Context, name string) (edge.Task, error) {
+	row := s.reader.QueryRowContext(ctx, selectTask+` WHERE t.project_id = ? AND t.name = ? AND t.deleted_at_ms IS NULL`,
+		edge.DefaultProjectID, name)
+	t, err := scanTask(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return edge.Task{}, errs.NotFoundf("no task named %q", name)
+	}
+	return t, translate(err)
+}
+
+// GetTaskRevision implements edge.TaskStore.
+func (s *Store) GetTaskRevision(ctx context.Context, taskID string, revision int64) (edge.TaskRevision, error) {
+	return getTaskRevision(ctx, s.reader, taskID, revision)
+}
+
+const qTaskRevision = `SELECT spec_json, spec_digest, created_at_ms FROM task_revisions
+WHERE task_id = ? AND revision = ?`
+
+func getTaskRevision(ctx context.Context, q queryer, taskID string, revision int64) (edge.TaskRevision, error) {
+	var (
+		tr     = edge.TaskRevision{TaskID: taskID, Revision: revision}
+		js, dg string
+	)
+	err := q.QueryRowContext(ctx, qTaskRevision, taskID, revision).Scan(&js, &dg, &tr.CreatedAtMs)
+	if errors.Is(err, sql.ErrNoRows) {
+		return edge.TaskRevision{}, errs.NotFoundf("task %s has no revision %d", taskID, revision)
+	}
+	if err != nil {
+		return edge.TaskRevision{}, translate(err)
+	}
+	if tr.Spec, err = spec.Decode([]byte(js)); err != nil {
+		return edge.TaskRevision{}, errs.E(errs.Internal, "", "stored spec of task %s revision %d: %v", taskID, revision, err)
+	}
+	if tr.Digest, err = canonjson.ParseDigest(dg); err != nil {
+		return edge.TaskRevision{}, errs.E(errs.Internal, "", "stored digest of task %s revision %d: %v", taskID, revision, err)
+	}
+	tr.Canonical = []byte(js)
+	return tr, nil
+}
+
+// ListTasks implements edge.TaskStore.
+func (s *Store) ListTasks(ctx context.Context, f edge.TaskFilter) (edge.TaskPage, error) {
+	limit, err := pageLimit(f.Limit)
+	if err != nil {
+		return edge.TaskPage{}, err
+	}
+	q := selectTask + ` WHERE t.project_id = ?`
+	args := []any{edge.DefaultProjectID}
+	if !f.IncludeDeleted {
+		q += ` AND t.deleted_at_ms IS NULL`
+	}
+	if f.Cursor != "" {
+		c, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return edge.TaskPage{}, err
+		}
+		q += ` AND (t.created_at_ms, t.id) > (?, ?)`
+		args = append(args, c.AtMs, c.ID)
+	}
+	q += ` ORDER BY t.created_at_ms, t.id LIMIT ?`
+	args = append(args, limit+1)
+	rows, err := s.reader.QueryContext(ctx, q, args...)
+	if err != nil {
+		return edge.TaskPage{}, translate(err)
+	}
+	defer rows.Close()
+	var page edge.TaskPage
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return edge.TaskPage{}, translate(err)
+		}
+		page.Tasks = append(page.Tasks, t)
+	}
+	if err := rows.Err(); err != nil {
+		return edge.TaskPage{}, translate(err)
+	}
+	if len(page.Tasks) > limit {
+		page.Tasks = page.Tasks[:limit]
+		last := page.Tasks[limit-1]
+		page.NextCursor = encodeCursor(cursor{AtMs: last.CreatedAtMs, ID: last.ID})
+	}
+	return page, nil
+}
+
+const selectTask = `SELECT t.id, t.project_id, t.name, t.enabled, t.current_revision, r.spec_json, r.spec_digest,
+    t.created_at_ms, t.updated_at_ms, IFNULL(t.deleted_at_ms, 0)
+FROM tasks t JOIN task_revisions r ON r.task_id = t.id AND r.revision = t.current_revision`
+
+func getTask(ctx context.Context, q queryer, taskID string) (edge.Task, error) {
+	t, err := scanTask(q.QueryRowContext(ctx, selectTask+` WHERE t.id = ?`, taskID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return edge.Task{}, errs.NotFoundf("task %s not found", taskID)
+	}
+	return t, translate(err)
+}
+
+func scanTask(sc scanner) (edge.Task, error) {
+	var (
+		t      edge.Task
+		js, dg string
+	)
+	if err := sc.Scan(&t.ID, &t.ProjectID, &t.Name, &t.Enabled, &t.Revision, &js, &dg,
+		&t.CreatedAtMs, &t.UpdatedAtMs, &t.DeletedAtMs); err != nil {
+		return edge.Task{}, err
+	}
+	var err error
+	if t.Spec, err = spec.Decode([]byte(js)); err != nil {
+		return edge.Task{}, errs.E(errs.Internal, "", "stored spec of task %s: %v", t.ID, err)
+	}
+	if t.Digest, err = canonjson.ParseDigest(dg); err != nil {
+		return edge.Task{}, errs.E(errs.Internal, "", "stored digest of task %s: %v", t.ID, err)
+	}
+	return t, nil
+}
+
+// queryer is *sql.DB or *wtx.
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// scanner is *sql.Row or *sql.Rows.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+func pageLimit(n int) (int, error) {
+	switch {
+	case n == 0:
+		return edge.DefaultPageSize, nil
+	case n < 0 || n > edge.MaxPageSize:
+		return 0, errs.Invalidf("limit", "must be 1..%d, got %d", edge.MaxPageSize, n)
+	}
+	return n, nil
+}
