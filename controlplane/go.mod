@@ -9,13 +9,26 @@ replace github.com/ql3/ql3/core => ../core
 require github.com/ql3/ql3/migrations v0.0.0
 
 require (
+	github.com/google/uuid v1.6.0
+	github.com/jackc/pgx/v5 v5.12.0
+)
+
+require (
+	github.com/Masterminds/semver/v3 v3.5.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.12.0 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
 
 replace github.com/ql3/ql3/migrations => ../migrations
+
+require (
+	github.com/ql3/ql3/scripts v0.0.0
+	go.uber.org/goleak v1.3.0
+)
+
+replace github.com/ql3/ql3/scripts => ../scripts

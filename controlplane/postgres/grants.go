@@ -51,6 +51,9 @@ var tableGrants = []tableGrant{
 	{"run_leases", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE", RoleWorkerIngress: "SELECT"}},
 	{"run_log_chunks", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, DELETE"}},
 	{"audit_log", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "INSERT", RoleWorkerIngress: "INSERT"}},
+	// 0002: publication idempotency and admin API tokens are ql3_admin's alone.
+	{"publication_mutations", map[string]string{RoleAdmin: "SELECT, INSERT"}},
+	{"api_tokens", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE"}},
 }
 
 // grantees are the roles whose privileges InstallGrants owns completely.

@@ -1,0 +1,82 @@
+package adminapi
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/core/errs"
+)
+
+// maxStatusFilter bounds the statuses of one ?status= filter.
+const maxStatusFilter = 16
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	pr, err := pageRequest(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	f := postgres.RunListFilter{TaskID: q.Get("task"), TriggerID: q.Get("trigger"), Page: pr}
+	if ref := q.Get("project"); ref != "" {
+		p, err := s.resolveProject(r.Context(), "project", ref)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		f.ProjectID = p.ID
+	}
+	if v := q.Get("status"); v != "" {
+		f.Statuses = strings.Split(v, ",")
+		if len(f.Statuses) > maxStatusFilter {
+			s.fail(w, r, errs.Invalidf("status", "at most %d statuses", maxStatusFilter))
+			return
+		}
+	}
+	page, err := s.b.ListRuns(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, listOf(page))
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	run, err := s.b.GetRun(r.Context(), r.PathValue("run"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, run)
+}
+
+// listEvents returns events after ?after= (a seq); NextCursor is the last
+// seq when the page is full, to pass back as ?after=.
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
+	after, err := queryInt64(r, "after", 0)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	pr, err := pageRequest(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	events, err := s.b.ListRunEvents(r.Context(), r.PathValue("run"), after, pr.Limit)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := List[postgres.RunEventRecord]{Items: events}
+	limit := pr.Limit
+	if limit == 0 {
+		limit = postgres.DefaultListLimit
+	}
+	if len(events) == limit {
+		out.NextCursor = strconv.FormatInt(events[len(events)-1].Seq, 10)
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,278 @@
+// Package adminapi is ql3-control's admin HTTP API (default :5800): JSON over
+// net/http with the standard ServeMux, bearer API tokens, strict bodies.
+//
+// Routes (all under /api/v1 except health):
+//
+//	GET  /healthz, /readyz                              open; readiness checks the schema
+//	GET  /api/v1/projects                               list (?limit=&cursor=)
+//	POST /api/v1/projects                               create
+//	GET  /api/v1/projects/{project}                     by id or name
+//	POST /api/v1/projects/{project}/archive             archive ({expectedVersion})
+//	GET  /api/v1/tasks                                  list (?project=&limit=&cursor=)
+//	POST /api/v1/tasks                                  create (project, name, spec)
+//	GET  /api/v1/tasks/{task}                           one task with its triggers
+//	PUT  /api/v1/tasks/{task}                           update (expectedRevision) → new revision
+//	PATCH /api/v1/tasks/{task}                          {"enabled": bool}
+//	POST /api/v1/tasks/{task}/enable | /disable
+//	GET  /api/v1/tasks/{task}/triggers                  list
+//	POST /api/v1/tasks/{task}/triggers                  create
+//	GET  /api/v1/tasks/{task}/triggers/{trigger}
+//	PUT  /api/v1/tasks/{task}/triggers/{trigger}        update (expectedRevision) → new revision
+//	GET  /api/v1/runs                                   list, newest first (?project=&task=&trigger=&status=a,b&limit=&cursor=)
+//	GET  /api/v1/runs/{run}                             one run with its attempts
+//	GET  /api/v1/runs/{run}/events                      (?after=&limit=)
+//	GET  /api/v1/workers                                list
+//	POST /api/v1/workers                                register
+//	GET  /api/v1/workers/{worker}                       by id or name
+//	GET  /api/v1/workers/{worker}/credentials           list (never secrets or digests)
+//	POST /api/v1/workers/{worker}/credentials           issue: the credential text is in this response only
+//	POST /api/v1/workers/{worker}/credentials/rotate    issue a new one, retire the others ({graceMs})
+//	POST /api/v1/workers/{worker}/credentials/{credential}/revoke
+//
+// The task, trigger, run and error shapes are the edge API's (edge/httpapi)
+// plus the cluster's own fields (projectId, executionRevisionId, …), so one
+// client can read both. Publications accept an optional mutationId: an
+// identical retry returns the original result, a different request under
+// the same id is 409. Errors are {code, message, field} with 400, 401, 404,
+// 409, 413, 503 or 500.
+package adminapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/spec"
+)
+
+// Backend is what the API needs from storage; *postgres.Publisher is it.
+type Backend interface {
+	PublishProject(ctx context.Context, in postgres.ProjectInput) (postgres.ProjectRecord, error)
+	ArchiveProject(ctx context.Context, in postgres.ArchiveProjectInput) (postgres.ProjectRecord, error)
+	GetProject(ctx context.Context, ref string) (postgres.ProjectRecord, error)
+	ListProjects(ctx context.Context, page postgres.ListRequest) (postgres.ListPage[postgres.ProjectRecord], error)
+
+	PublishTask(ctx context.Context, in postgres.TaskInput) (postgres.TaskRecord, error)
+	SetTaskEnabled(ctx context.Context, in postgres.TaskEnabledInput) (postgres.TaskRecord, error)
+	GetTask(ctx context.Context, id string) (postgres.TaskRecord, error)
+	ListTasks(ctx context.Context, projectID string, page postgres.ListRequest) (postgres.ListPage[postgres.TaskRecord], error)
+
+	PublishTrigger(ctx context.Context, in postgres.TriggerInput) (postgres.TriggerRecord, error)
+	GetTrigger(ctx context.Context, id string) (postgres.TriggerRecord, error)
+	ListTriggers(ctx context.Context, taskID string, page postgres.ListRequest) (postgres.ListPage[postgres.TriggerRecord], error)
+
+	ListRuns(ctx context.Context, f postgres.RunListFilter) (postgres.ListPage[postgres.RunRecord], error)
+	GetRun(ctx context.Context, id string) (postgres.RunRecord, error)
+	ListRunEvents(ctx context.Context, id string, afterSeq int64, limit int) ([]postgres.RunEventRecord, error)
+
+	RegisterWorker(ctx context.Context, in postgres.WorkerInput) (postgres.WorkerRecord, error)
+	GetWorker(ctx context.Context, ref string) (postgres.WorkerRecord, error)
+	ListWorkers(ctx context.Context, page postgres.ListRequest) (postgres.ListPage[postgres.WorkerRecord], error)
+	IssueWorkerCredential(ctx context.Context, workerID string) (postgres.WorkerCredential, string, error)
+	RotateWorkerCredentials(ctx context.Context, workerID string, graceMs int64) (postgres.WorkerCredential, string, error)
+	RevokeWorkerCredential(ctx context.Context, workerID, credentialID string) (postgres.WorkerCredential, error)
+	ListWorkerCredentials(ctx context.Context, workerRef string) ([]postgres.WorkerCredential, error)
+
+	AuthenticateAPIToken(ctx context.Context, token string) (postgres.APIToken, error)
+}
+
+var _ Backend = (*postgres.Publisher)(nil)
+
+// DefaultMaxBodyBytes bounds request bodies: room for a task spec at its
+// input limit plus the envelope around it.
+const DefaultMaxBodyBytes = spec.MaxInputBytes + 4<<10
+
+// Config wires a Server.
+type Config struct {
+	Backend      Backend
+	Logger       *slog.Logger
+	Version      string
+	MaxBodyBytes int // default DefaultMaxBodyBytes
+	// Ready reports whether the process can serve (database reachable,
+	// schema exactly the binary's); nil means always ready.
+	Ready func(ctx context.Context) error
+	// Now is the clock for access-log durations; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is the admin API handler.
+type Server struct {
+	b       Backend
+	log     *slog.Logger
+	version string
+	maxBody int
+	ready   func(ctx context.Context) error
+	now     func() time.Time
+	handler http.Handler
+}
+
+// New returns the API handler.
+func New(cfg Config) *Server {
+	s := &Server{b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, now: cfg.Now}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	mux := http.NewServeMux()
+	s.routes(mux)
+	s.handler = s.wrap(mux)
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+func (s *Server) routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+
+	mux.HandleFunc("GET /api/v1/projects", s.listProjects)
+	mux.HandleFunc("POST /api/v1/projects", s.createProject)
+	mux.HandleFunc("GET /api/v1/projects/{project}", s.getProject)
+	mux.HandleFunc("POST /api/v1/projects/{project}/archive", s.archiveProject)
+
+	mux.HandleFunc("GET /api/v1/tasks", s.listTasks)
+	mux.HandleFunc("POST /api/v1/tasks", s.createTask)
+	mux.HandleFunc("GET /api/v1/tasks/{task}", s.getTask)
+	mux.HandleFunc("PUT /api/v1/tasks/{task}", s.updateTask)
+	mux.HandleFunc("PATCH /api/v1/tasks/{task}", s.patchTask)
+	mux.HandleFunc("POST /api/v1/tasks/{task}/enable", s.setEnabled(true))
+	mux.HandleFunc("POST /api/v1/tasks/{task}/disable", s.setEnabled(false))
+
+	mux.HandleFunc("GET /api/v1/tasks/{task}/triggers", s.listTriggers)
+	mux.HandleFunc("POST /api/v1/tasks/{task}/triggers", s.createTrigger)
+	mux.HandleFunc("GET /api/v1/tasks/{task}/triggers/{trigger}", s.getTrigger)
+	mux.HandleFunc("PUT /api/v1/tasks/{task}/triggers/{trigger}", s.updateTrigger)
+
+	mux.HandleFunc("GET /api/v1/runs", s.listRuns)
+	mux.HandleFunc("GET /api/v1/runs/{run}", s.getRun)
+	mux.HandleFunc("GET /api/v1/runs/{run}/events", s.listEvents)
+
+	mux.HandleFunc("GET /api/v1/workers", s.listWorkers)
+	mux.HandleFunc("POST /api/v1/workers", s.registerWorker)
+	mux.HandleFunc("GET /api/v1/workers/{worker}", s.getWorker)
+	mux.HandleFunc("GET /api/v1/workers/{worker}/credentials", s.listCredentials)
+	mux.HandleFunc("POST /api/v1/workers/{worker}/credentials", s.issueCredential)
+	mux.HandleFunc("POST /api/v1/workers/{worker}/credentials/rotate", s.rotateCredentials)
+	mux.HandleFunc("POST /api/v1/workers/{worker}/credentials/{credential}/revoke", s.revokeCredential)
+
+	// Everything else is a JSON 404, not the mux's text one.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, errs.NotFoundf("no route for %s %s", r.Method, r.URL.Path))
+	})
+}
+
+// Health is the body of /healthz and /readyz.
+type Health struct {
+	Status  string `json:"status"` // ok | unavailable
+	Version string `json:"version,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		if err := s.ready(ctx); err != nil {
+			s.log.WarnContext(r.Context(), "not ready", "err", err)
+			// The reason (schema behind, too new, tampered) is safe to show:
+			// it names versions, never data.
+			msg := "not ready"
+			var se *postgres.SchemaError
+			if errors.As(err, &se) {
+				msg = se.Error()
+			}
+			writeJSON(w, http.StatusServiceUnavailable, Health{Status: "unavailable", Version: s.version, Error: msg})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
+}
+
+// statusRecorder remembers the status for the access log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(p []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+type tokenKey struct{}
+
+// wrap applies, outermost first: panic recovery, access log, auth. The
+// access log records method, path, status and the token id, never the
+// token or the query string.
+func (s *Server) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := s.now()
+		rec := &statusRecorder{ResponseWriter: w}
+		tokenID := ""
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.log.ErrorContext(r.Context(), "handler panic", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+				if rec.status == 0 {
+					s.fail(rec, r, errs.E(errs.Internal, "", "internal error"))
+				}
+			}
+			s.log.LogAttrs(r.Context(), slog.LevelInfo, "http request",
+				slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rec.status),
+				slog.String("token", tokenID), slog.Duration("took", s.now().Sub(start)))
+		}()
+		w.Header().Set("Cache-Control", "no-store")
+		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			tok, err := s.authenticate(r)
+			if err != nil {
+				rec.Header().Set("WWW-Authenticate", `Bearer realm="ql3-control"`)
+				s.fail(rec, r, err)
+				return
+			}
+			tokenID = tok.ID
+			r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, tok))
+		}
+		next.ServeHTTP(rec, r)
+	})
+}
+
+func (s *Server) authenticate(r *http.Request) (postgres.APIToken, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return postgres.APIToken{}, errs.E(errs.Unauthorized, "Authorization", "this API needs an API token (Authorization: Bearer ql3c_...)")
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return postgres.APIToken{}, errs.E(errs.Unauthorized, "Authorization", "expected a Bearer token")
+	}
+	return s.b.AuthenticateAPIToken(r.Context(), strings.TrimSpace(tok))
+}

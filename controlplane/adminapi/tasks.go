@@ -1,0 +1,293 @@
+package adminapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/schedule"
+	"github.com/ql3/ql3/core/spec"
+)
+
+func projectInput(req CreateProjectRequest) postgres.ProjectInput {
+	return postgres.ProjectInput{MutationID: req.MutationID, Name: req.Name}
+}
+
+func archiveInput(projectID string, req ArchiveProjectRequest) postgres.ArchiveProjectInput {
+	return postgres.ArchiveProjectInput{MutationID: req.MutationID, ProjectID: projectID, ExpectedVersion: req.ExpectedVersion}
+}
+
+// decodeSpec decodes a task spec strictly; errors name "spec.<field>".
+func decodeSpec(raw []byte) (spec.Command, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return spec.Command{}, errs.Invalidf("spec", "required")
+	}
+	cmd, err := spec.Decode(raw)
+	if err != nil {
+		return spec.Command{}, errs.Prefix("spec", err)
+	}
+	return cmd, nil
+}
+
+// resolveProject finds a project by id or name for a body or query field.
+func (s *Server) resolveProject(ctx context.Context, field, ref string) (postgres.ProjectRecord, error) {
+	if ref == "" {
+		return postgres.ProjectRecord{}, errs.Invalidf(field, "required: a project id or name")
+	}
+	p, err := s.b.GetProject(ctx, ref)
+	if errs.Code(err) == errs.NotFound {
+		return p, errs.Invalidf(field, "no project with id or name %.130q", ref)
+	}
+	return p, err
+}
+
+func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
+	pr, err := pageRequest(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	projectID := ""
+	if ref := r.URL.Query().Get("project"); ref != "" {
+		p, err := s.resolveProject(r.Context(), "project", ref)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		projectID = p.ID
+	}
+	page, err := s.b.ListTasks(r.Context(), projectID, pr)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := List[Task]{Items: make([]Task, 0, len(page.Items)), NextCursor: page.NextCursor}
+	for _, t := range page.Items {
+		out.Items = append(out.Items, Task{TaskRecord: t})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
+	var req CreateTaskRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	cmd, err := decodeSpec(req.Spec)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	p, err := s.resolveProject(r.Context(), "project", req.Project)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	t, err := s.b.PublishTask(r.Context(), postgres.TaskInput{MutationID: req.MutationID, ProjectID: p.ID,
+		Name: req.Name, Enabled: req.Enabled, Spec: cmd})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/tasks/"+t.ID)
+	writeJSON(w, http.StatusCreated, Task{TaskRecord: t})
+}
+
+func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
+	t, err := s.b.GetTask(r.Context(), r.PathValue("task"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	triggers, err := s.allTriggers(r.Context(), t.ID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Task{TaskRecord: t, Triggers: triggers})
+}
+
+// maxTriggersShown bounds the triggers embedded in a task response.
+const maxTriggersShown = postgres.MaxListLimit
+
+func (s *Server) allTriggers(ctx context.Context, taskID string) ([]Trigger, error) {
+	page, err := s.b.ListTriggers(ctx, taskID, postgres.ListRequest{Limit: maxTriggersShown})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Trigger, 0, len(page.Items))
+	for _, tr := range page.Items {
+		out = append(out, triggerView(tr))
+	}
+	return out, nil
+}
+
+func (s *Server) updateTask(w http.ResponseWriter, r *http.Request) {
+	var req UpdateTaskRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.ExpectedRevision < 1 {
+		s.fail(w, r, errs.Invalidf("expectedRevision", "required: the revision this update replaces (>= 1)"))
+		return
+	}
+	cmd, err := decodeSpec(req.Spec)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	t, err := s.b.GetTask(r.Context(), r.PathValue("task"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	t, err = s.b.PublishTask(r.Context(), postgres.TaskInput{MutationID: req.MutationID, TaskID: t.ID,
+		ExpectedRevision: req.ExpectedRevision, Name: req.Name, Enabled: req.Enabled, Spec: cmd})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Task{TaskRecord: t})
+}
+
+func (s *Server) patchTask(w http.ResponseWriter, r *http.Request) {
+	var req PatchTaskRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.Enabled == nil {
+		s.fail(w, r, errs.Invalidf("enabled", "required"))
+		return
+	}
+	s.applyEnabled(w, r, req.MutationID, *req.Enabled)
+}
+
+func (s *Server) setEnabled(enabled bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req EnableRequest
+		if err := s.decodeOptionalBody(w, r, &req); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.applyEnabled(w, r, req.MutationID, enabled)
+	}
+}
+
+func (s *Server) applyEnabled(w http.ResponseWriter, r *http.Request, mutationID string, enabled bool) {
+	t, err := s.b.GetTask(r.Context(), r.PathValue("task"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	t, err = s.b.SetTaskEnabled(r.Context(), postgres.TaskEnabledInput{MutationID: mutationID, TaskID: t.ID, Enabled: enabled})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Task{TaskRecord: t})
+}
+
+func triggerInput(req TriggerRequest) postgres.TriggerInput {
+	return postgres.TriggerInput{MutationID: req.MutationID, Name: req.Name, Expression: req.Expression,
+		TimeZone: req.TimeZone, Misfire: schedule.MisfirePolicy(req.Misfire), GraceMs: req.GraceMs, Enabled: req.Enabled}
+}
+
+// taskTrigger resolves {task} and {trigger}; a trigger under the wrong task
+// is a 404.
+func (s *Server) taskTrigger(r *http.Request) (postgres.TriggerRecord, error) {
+	t, err := s.b.GetTask(r.Context(), r.PathValue("task"))
+	if err != nil {
+		return postgres.TriggerRecord{}, err
+	}
+	tr, err := s.b.GetTrigger(r.Context(), r.PathValue("trigger"))
+	if err != nil {
+		return tr, err
+	}
+	if tr.TaskID != t.ID {
+		return postgres.TriggerRecord{}, errs.NotFoundf("task %s has no trigger %.64q", t.ID, r.PathValue("trigger"))
+	}
+	return tr, nil
+}
+
+func (s *Server) listTriggers(w http.ResponseWriter, r *http.Request) {
+	pr, err := pageRequest(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	t, err := s.b.GetTask(r.Context(), r.PathValue("task"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	page, err := s.b.ListTriggers(r.Context(), t.ID, pr)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := List[Trigger]{Items: make([]Trigger, 0, len(page.Items)), NextCursor: page.NextCursor}
+	for _, tr := range page.Items {
+		out.Items = append(out.Items, triggerView(tr))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createTrigger(w http.ResponseWriter, r *http.Request) {
+	var req TriggerRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	t, err := s.b.GetTask(r.Context(), r.PathValue("task"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	in := triggerInput(req)
+	in.TaskID = t.ID
+	tr, err := s.b.PublishTrigger(r.Context(), in)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/tasks/"+t.ID+"/triggers/"+tr.ID)
+	writeJSON(w, http.StatusCreated, triggerView(tr))
+}
+
+func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) {
+	tr, err := s.taskTrigger(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, triggerView(tr))
+}
+
+func (s *Server) updateTrigger(w http.ResponseWriter, r *http.Request) {
+	var req UpdateTriggerRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.ExpectedRevision < 1 {
+		s.fail(w, r, errs.Invalidf("expectedRevision", "required: the revision this update replaces (>= 1)"))
+		return
+	}
+	tr, err := s.taskTrigger(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	in := triggerInput(req.TriggerRequest)
+	in.TaskID, in.TriggerID, in.ExpectedRevision = tr.TaskID, tr.ID, req.ExpectedRevision
+	tr, err = s.b.PublishTrigger(r.Context(), in)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, triggerView(tr))
+}

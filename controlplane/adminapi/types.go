@@ -1,0 +1,117 @@
+package adminapi
+
+import (
+	"encoding/json"
+
+	"github.com/ql3/ql3/controlplane/postgres"
+)
+
+// Wire types of /api/v1. Times are epoch milliseconds, ids are UUID strings,
+// digests "sha256:<hex>". Every publication body takes an optional
+// mutationId (1..128 of A-Z a-z 0-9 . _ : -) for idempotent retries.
+
+// CreateProjectRequest is the body of POST /api/v1/projects.
+type CreateProjectRequest struct {
+	MutationID string `json:"mutationId,omitempty"`
+	Name       string `json:"name"`
+}
+
+// ArchiveProjectRequest is the optional body of POST .../archive.
+// ExpectedVersion, when set, must be the project's version.
+type ArchiveProjectRequest struct {
+	MutationID      string `json:"mutationId,omitempty"`
+	ExpectedVersion int64  `json:"expectedVersion,omitempty"`
+}
+
+// CreateTaskRequest is the body of POST /api/v1/tasks. Project is the
+// project's id or name; Spec is a qinglong/command@v1 document whose
+// omitted fields take their defaults.
+type CreateTaskRequest struct {
+	MutationID string          `json:"mutationId,omitempty"`
+	Project    string          `json:"project"`
+	Name       string          `json:"name"`
+	Enabled    *bool           `json:"enabled,omitempty"` // default true
+	Spec       json.RawMessage `json:"spec"`
+}
+
+// UpdateTaskRequest is the body of PUT /api/v1/tasks/{task}: a full
+// replacement of name and spec, accepted only while ExpectedRevision is the
+// task's head revision (409 otherwise). Every trigger of the task moves to
+// the new revision, its schedule reset.
+type UpdateTaskRequest struct {
+	MutationID       string          `json:"mutationId,omitempty"`
+	ExpectedRevision int64           `json:"expectedRevision"`
+	Name             string          `json:"name"`
+	Enabled          *bool           `json:"enabled,omitempty"` // default: unchanged
+	Spec             json.RawMessage `json:"spec"`
+}
+
+// PatchTaskRequest is the body of PATCH /api/v1/tasks/{task}.
+type PatchTaskRequest struct {
+	MutationID string `json:"mutationId,omitempty"`
+	Enabled    *bool  `json:"enabled"`
+}
+
+// EnableRequest is the optional body of POST .../enable and .../disable.
+type EnableRequest struct {
+	MutationID string `json:"mutationId,omitempty"`
+}
+
+// TriggerRequest is the body of POST /api/v1/tasks/{task}/triggers.
+type TriggerRequest struct {
+	MutationID string `json:"mutationId,omitempty"`
+	Name       string `json:"name,omitempty"`     // default: the trigger id
+	Expression string `json:"expression"`         // 5 or 6 fields, or @hourly-style
+	TimeZone   string `json:"timeZone,omitempty"` // IANA name; default UTC
+	Misfire    string `json:"misfire,omitempty"`  // skip (default) | fire_once
+	GraceMs    *int64 `json:"graceMs,omitempty"`  // default 30000, max 300000
+	Enabled    *bool  `json:"enabled,omitempty"`  // default true
+}
+
+// UpdateTriggerRequest is the body of PUT .../triggers/{trigger}: a full
+// replacement, accepted only at ExpectedRevision.
+type UpdateTriggerRequest struct {
+	ExpectedRevision int64 `json:"expectedRevision"`
+	TriggerRequest
+}
+
+// RegisterWorkerRequest is the body of POST /api/v1/workers.
+type RegisterWorkerRequest struct {
+	Name        string `json:"name"`
+	TLSIdentity string `json:"tlsIdentity,omitempty"` // the client certificate identity bound to it
+}
+
+// RotateCredentialsRequest is the optional body of .../credentials/rotate:
+// the retired credentials stay valid for GraceMs (0: revoked at once).
+type RotateCredentialsRequest struct {
+	GraceMs int64 `json:"graceMs,omitempty"`
+}
+
+// IssuedCredential is a new worker credential with its text
+// (ql3w_<id>_<secret>), which appears in this response only.
+type IssuedCredential struct {
+	postgres.WorkerCredential
+	Credential string `json:"credential"`
+}
+
+// Task is a task at its head revision, with its triggers on get.
+type Task struct {
+	postgres.TaskRecord
+	Triggers []Trigger `json:"triggers,omitempty"`
+}
+
+// Trigger is a trigger with its schedule. NextFireAtMs and
+// LastScheduledAtMs are also given flat, as the edge API does.
+type Trigger struct {
+	postgres.TriggerRecord
+	NextFireAtMs      int64 `json:"nextFireAtMs,omitempty"`
+	LastScheduledAtMs int64 `json:"lastScheduledAtMs,omitempty"`
+}
+
+func triggerView(t postgres.TriggerRecord) Trigger {
+	v := Trigger{TriggerRecord: t, LastScheduledAtMs: t.Schedule.LastScheduledAtMs}
+	if t.Schedule.TriggerRevision == t.Revision {
+		v.NextFireAtMs = t.Schedule.NextFireAtMs
+	}
+	return v
+}

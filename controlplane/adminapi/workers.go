@@ -1,0 +1,117 @@
+package adminapi
+
+import (
+	"net/http"
+
+	"github.com/ql3/ql3/controlplane/postgres"
+)
+
+func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) {
+	pr, err := pageRequest(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	page, err := s.b.ListWorkers(r.Context(), pr)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, listOf(page))
+}
+
+func (s *Server) registerWorker(w http.ResponseWriter, r *http.Request) {
+	var req RegisterWorkerRequest
+	if err := s.decodeBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	wk, err := s.b.RegisterWorker(r.Context(), postgres.WorkerInput{Name: req.Name, TLSIdentity: req.TLSIdentity})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/workers/"+wk.ID)
+	writeJSON(w, http.StatusCreated, wk)
+}
+
+func (s *Server) getWorker(w http.ResponseWriter, r *http.Request) {
+	wk, err := s.b.GetWorker(r.Context(), r.PathValue("worker"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, wk)
+}
+
+func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) {
+	creds, err := s.b.ListWorkerCredentials(r.Context(), r.PathValue("worker"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, List[postgres.WorkerCredential]{Items: creds})
+}
+
+// issued answers a new credential. The text is a secret: the response must
+// not be cached anywhere (Cache-Control: no-store is set for every route).
+func issued(w http.ResponseWriter, c postgres.WorkerCredential, text string) {
+	writeJSON(w, http.StatusCreated, IssuedCredential{WorkerCredential: c, Credential: text})
+}
+
+func (s *Server) issueCredential(w http.ResponseWriter, r *http.Request) {
+	var none struct{}
+	if err := s.decodeOptionalBody(w, r, &none); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	wk, err := s.b.GetWorker(r.Context(), r.PathValue("worker"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	c, text, err := s.b.IssueWorkerCredential(r.Context(), wk.ID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	issued(w, c, text)
+}
+
+func (s *Server) rotateCredentials(w http.ResponseWriter, r *http.Request) {
+	var req RotateCredentialsRequest
+	if err := s.decodeOptionalBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	wk, err := s.b.GetWorker(r.Context(), r.PathValue("worker"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	c, text, err := s.b.RotateWorkerCredentials(r.Context(), wk.ID, req.GraceMs)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	issued(w, c, text)
+}
+
+func (s *Server) revokeCredential(w http.ResponseWriter, r *http.Request) {
+	var none struct{}
+	if err := s.decodeOptionalBody(w, r, &none); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	wk, err := s.b.GetWorker(r.Context(), r.PathValue("worker"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	c, err := s.b.RevokeWorkerCredential(r.Context(), wk.ID, r.PathValue("credential"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}

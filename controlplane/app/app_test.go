@@ -1,0 +1,255 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/ql3/ql3/controlplane/adminapi"
+	"github.com/ql3/ql3/controlplane/app"
+	"github.com/ql3/ql3/controlplane/pgtest"
+	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/migrations"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// runCmd runs one ql3-control invocation with env, returning stdout.
+func runCmd(t *testing.T, env map[string]string, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	m := &app.Main{Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return env[k] }, Version: "test"}
+	if err := m.ParseFlags(args); err != nil {
+		return "", err
+	}
+	defer m.Close()
+	err := m.Run(context.Background())
+	if strings.Contains(errOut.String(), "ql3c_") {
+		t.Errorf("%v: stderr contains a token: %s", args, errOut.String())
+	}
+	return out.String(), err
+}
+
+type httpClient struct {
+	t     *testing.T
+	base  string
+	token string
+}
+
+// do sends a request and decodes the JSON answer into out (when not nil).
+func (c httpClient) do(method, path, body string, out any) int {
+	c.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, c.base+path, rd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		c.t.Fatalf("%s %s: content type %q, body %s", method, path, ct, data)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			c.t.Fatalf("%s %s: decode %s: %v", method, path, data, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+// The issue's end-to-end story: migrate a fresh database, create a token,
+// serve, publish a task and a trigger over HTTP (raw and through the CLI
+// client), read them back, and get 4xx answers naming the field for bad
+// input.
+func TestEndToEnd(t *testing.T) {
+	t.Parallel()
+	cluster := pgtest.Shared(t)
+	// Everything this test starts (server, pools, client connections) must
+	// be gone when Close and the cleanups are done.
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		http.DefaultClient.CloseIdleConnections()
+		goleak.VerifyNone(t, ignore)
+	})
+	db := cluster.NewEmptyDB(t)
+	superDSN := db.DSN("")
+	env := map[string]string{"QL3_DSN": superDSN}
+
+	out, err := runCmd(t, env, "migrate")
+	if err != nil || !strings.Contains(out, fmt.Sprintf("schema at version %d", len(migrations.Postgres()))) {
+		t.Fatalf("migrate: %q, %v", out, err)
+	}
+	if out, err = runCmd(t, env, "migrate"); err != nil || !strings.Contains(out, "applied now: []") {
+		t.Fatalf("second migrate must be a no-op: %q, %v", out, err)
+	}
+	out, err = runCmd(t, env, "token", "create", "--name", "e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(out)
+	if _, _, err := postgres.ParseAPIToken(token); err != nil {
+		t.Fatalf("token create printed %q", out)
+	}
+
+	// serve with the admin role's own DSN (the token was made with the
+	// single DSN + SET ROLE path). migrate creates roles NOLOGIN; letting
+	// one log in is the deployment's decision.
+	if err := postgres.EnableLogin(context.Background(), db.Conn(t), postgres.RoleAdmin, ""); err != nil {
+		t.Fatal(err)
+	}
+	srv := &app.Main{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }, Version: "test"}
+	if err := srv.ParseFlags([]string{"serve", "--admin-dsn", db.DSN(postgres.RoleAdmin), "--listen", "127.0.0.1:0"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	base := "http://" + srv.Addr()
+	c := httpClient{t: t, base: base, token: token}
+	anon := httpClient{t: t, base: base}
+
+	var health adminapi.Health
+	if code := anon.do("GET", "/readyz", "", &health); code != 200 || health.Status != "ok" {
+		t.Fatalf("readyz: %d %+v", code, health)
+	}
+	var eb adminapi.ErrorBody
+	if code := anon.do("GET", "/api/v1/projects", "", &eb); code != 401 || eb.Code != errs.Unauthorized {
+		t.Fatalf("no token: %d %+v", code, eb)
+	}
+	bad := httpClient{t: t, base: base, token: token[:len(token)-2] + "00"}
+	if code := bad.do("GET", "/api/v1/projects", "", &eb); code != 401 {
+		t.Fatalf("wrong token: %d %+v", code, eb)
+	}
+
+	// Raw HTTP: project, task, trigger.
+	var proj postgres.ProjectRecord
+	if code := c.do("POST", "/api/v1/projects", `{"name":"ops","mutationId":"p1"}`, &proj); code != 201 {
+		t.Fatalf("create project: %d", code)
+	}
+	var task adminapi.Task
+	if code := c.do("POST", "/api/v1/tasks", `{"project":"ops","name":"backup","spec":{"kind":"qinglong/command@v1","argv":{"file":"/usr/bin/backup","args":["--all"]},"retry":{"maxAttempts":3,"backoffBaseMs":1000,"backoffMaxMs":60000}}}`, &task); code != 201 {
+		t.Fatalf("create task: %d", code)
+	}
+	if task.ProjectID != proj.ID || task.Revision != 1 || task.Spec.Retry.MaxAttempts != 3 || task.Spec.TimeoutMs != 86_400_000 {
+		t.Fatalf("created task %+v", task)
+	}
+	var trig adminapi.Trigger
+	if code := c.do("POST", "/api/v1/tasks/"+task.ID+"/triggers", `{"expression":"30 2 * * *","timeZone":"Europe/Berlin","misfire":"fire_once","graceMs":0}`, &trig); code != 201 {
+		t.Fatalf("create trigger: %d", code)
+	}
+	if trig.TaskRevision != 1 || trig.ExecutionDigest != task.Digest || trig.GraceMs != 0 || trig.Schedule.TriggerRevision != 1 {
+		t.Fatalf("created trigger %+v", trig)
+	}
+	var got adminapi.Task
+	if code := c.do("GET", "/api/v1/tasks/"+task.ID, "", &got); code != 200 || len(got.Triggers) != 1 || got.Triggers[0].ID != trig.ID || got.Digest != task.Digest {
+		t.Fatalf("get task: %d %+v", code, got)
+	}
+
+	// Errors: status, code and field.
+	errCases := []struct {
+		name, method, path, body string
+		status                   int
+		code, field              string
+	}{
+		{"spec field out of range", "POST", "/api/v1/tasks", `{"project":"ops","name":"x","spec":{"kind":"qinglong/command@v1","shell":{"command":"true"},"retry":{"maxAttempts":99}}}`, 400, errs.Invalid, "spec.retry.maxAttempts"},
+		{"bad semver range", "POST", "/api/v1/tasks", `{"project":"ops","name":"x","spec":{"kind":"qinglong/command@v1","shell":{"command":"true"},"placement":{"required":{"runtimes":{"python":"~>nope"}}}}}`, 400, errs.Invalid, "spec.placement.required.runtimes.python"},
+		{"unknown field", "POST", "/api/v1/tasks", `{"project":"ops","name":"x","colour":"red","spec":{}}`, 400, errs.Invalid, "colour"},
+		{"unknown spec field", "POST", "/api/v1/tasks", `{"project":"ops","name":"x","spec":{"kind":"qinglong/command@v1","shell":{"command":"true"},"sudo":true}}`, 400, errs.Invalid, "spec.sudo"},
+		{"unknown project", "POST", "/api/v1/tasks", `{"project":"nope","name":"x","spec":{"kind":"qinglong/command@v1","shell":{"command":"true"}}}`, 400, errs.Invalid, "project"},
+		{"bad cron", "POST", "/api/v1/tasks/" + task.ID + "/triggers", `{"expression":"* * *"}`, 400, errs.Invalid, "expression"},
+		{"bad zone", "POST", "/api/v1/tasks/" + task.ID + "/triggers", `{"expression":"@daily","timeZone":"Nowhere/City"}`, 400, errs.Invalid, "timeZone"},
+		{"stale revision", "PUT", "/api/v1/tasks/" + task.ID, `{"expectedRevision":5,"name":"backup","spec":{"kind":"qinglong/command@v1","shell":{"command":"true"}}}`, 409, errs.Conflict, "expectedRevision"},
+		{"missing revision", "PUT", "/api/v1/tasks/" + task.ID + "/triggers/" + trig.ID, `{"expression":"@daily"}`, 400, errs.Invalid, "expectedRevision"},
+		{"mutation reuse", "POST", "/api/v1/projects", `{"name":"other","mutationId":"p1"}`, 409, errs.Conflict, "mutationId"},
+		{"unknown task", "GET", "/api/v1/tasks/0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "", 404, errs.NotFound, ""},
+		{"no route", "GET", "/api/v1/nothing", "", 404, errs.NotFound, ""},
+		{"body too large", "POST", "/api/v1/projects", `{"name":"` + strings.Repeat("a", adminapi.DefaultMaxBodyBytes) + `"}`, 413, errs.TooLarge, ""},
+		{"bad limit", "GET", "/api/v1/runs?limit=0", "", 400, errs.Invalid, "limit"},
+	}
+	for _, tc := range errCases {
+		var eb adminapi.ErrorBody
+		code := c.do(tc.method, tc.path, tc.body, &eb)
+		if code != tc.status || eb.Code != tc.code || eb.Field != tc.field || eb.Message == "" {
+			t.Errorf("%s: %d %+v, want %d %s field %q", tc.name, code, eb, tc.status, tc.code, tc.field)
+		}
+	}
+	// An identical replay returns the original project.
+	var again postgres.ProjectRecord
+	if code := c.do("POST", "/api/v1/projects", `{"name":"ops","mutationId":"p1"}`, &again); code != 201 || again != proj {
+		t.Fatalf("replay: %d %+v, want %+v", code, again, proj)
+	}
+
+	// The CLI client against the same server.
+	dir := t.TempDir()
+	specFile := filepath.Join(dir, "spec.json")
+	if err := os.WriteFile(specFile, []byte(`{"kind":"qinglong/command@v1","shell":{"command":"echo hi"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cenv := map[string]string{"QL3_SERVER": base, "QL3_TOKEN": token}
+	out, err = runCmd(t, cenv, "task", "create", "--project", proj.ID, "--name", "hello", "--spec-file", specFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cliTask adminapi.Task
+	if err := json.Unmarshal([]byte(out), &cliTask); err != nil || cliTask.Name != "hello" {
+		t.Fatalf("cli task create: %q, %v", out, err)
+	}
+	if _, err := runCmd(t, cenv, "trigger", "create", "--task", cliTask.ID, "--expression", "@hourly", "--grace-ms", "5000"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runCmd(t, cenv, "trigger", "create", "--task", cliTask.ID, "--expression", "@hourly", "--misfire", "sometimes")
+	if errs.Code(err) != errs.Invalid || errs.Field(err) != "misfire" {
+		t.Fatalf("cli bad trigger: %v, want invalid misfire", err)
+	}
+	out, err = runCmd(t, cenv, "task", "get", "--id", cliTask.ID)
+	if err != nil || !strings.Contains(out, `"graceMs": 5000`) {
+		t.Fatalf("cli task get: %q, %v", out, err)
+	}
+	out, err = runCmd(t, cenv, "worker", "register", "--name", "edge-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wk postgres.WorkerRecord
+	if err := json.Unmarshal([]byte(out), &wk); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runCmd(t, cenv, "worker", "issue-credential", "--id", "edge-1")
+	if err != nil || !strings.Contains(out, `"credential": "ql3w_`) {
+		t.Fatalf("issue credential: %q, %v", out, err)
+	}
+	out, err = runCmd(t, cenv, "worker", "credentials", "--id", wk.ID)
+	if err != nil || strings.Contains(out, "ql3w_") || !strings.Contains(out, `"status": "active"`) {
+		t.Fatalf("credential list must not show secrets: %q, %v", out, err)
+	}
+	if _, err := runCmd(t, cenv, "trigger", "update", "--id", trig.ID, "--expected-revision", "1", "--expression", "@daily"); errs.Field(err) != "task" {
+		t.Fatalf("trigger update without --task: %v", err)
+	}
+	if _, err := runCmd(t, map[string]string{"QL3_SERVER": base}, "task", "list"); errs.Field(err) != "token-file" {
+		t.Fatalf("client without a token: %v", err)
+	}
+}

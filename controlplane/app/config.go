@@ -1,0 +1,219 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/core/canonjson"
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/schedule"
+)
+
+// Defaults (DESIGN.md §8).
+const (
+	DefaultListen   = ":5800"
+	DefaultServer   = "http://127.0.0.1:5800"
+	DefaultMaxConns = 8
+	maxConfigBytes  = 64 << 10
+)
+
+// Config is everything ql3-control reads from its config file, QL3_*
+// environment variables and flags. Precedence, lowest first: defaults, the
+// JSON file (--config / QL3_CONFIG; unknown fields are errors), the
+// environment, flags.
+//
+// Databases: either one DSN per role (each connecting as that LOGIN role),
+// or a single DSN whose user may assume the roles: every pool then starts
+// its sessions with "-c role=<ql3 role>" (SET ROLE at connect), so each path
+// still runs with exactly its role's privileges. migrate connects with the
+// migrator DSN, or the single DSN without a role.
+type Config struct {
+	Listen     string `json:"listen,omitempty"`     // QL3_LISTEN, --listen
+	TLSCert    string `json:"tlsCert,omitempty"`    // QL3_TLS_CERT, --tls-cert
+	TLSKey     string `json:"tlsKey,omitempty"`     // QL3_TLS_KEY, --tls-key
+	RequireTLS bool   `json:"requireTls,omitempty"` // QL3_REQUIRE_TLS, --require-tls: refuse to serve plain HTTP
+
+	DSN         string `json:"dsn,omitempty"`         // QL3_DSN, --dsn
+	AdminDSN    string `json:"adminDsn,omitempty"`    // QL3_ADMIN_DSN, --admin-dsn
+	RuntimeDSN  string `json:"runtimeDsn,omitempty"`  // QL3_RUNTIME_DSN, --runtime-dsn
+	IngressDSN  string `json:"ingressDsn,omitempty"`  // QL3_INGRESS_DSN, --ingress-dsn
+	MigratorDSN string `json:"migratorDsn,omitempty"` // QL3_MIGRATOR_DSN, --migrator-dsn
+	MaxConns    int64  `json:"maxConns,omitempty"`    // QL3_MAX_CONNS, --max-conns: per pool
+
+	DefaultGraceMs int64  `json:"defaultGraceMs,omitempty"` // QL3_DEFAULT_GRACE_MS: misfire grace of triggers published without one
+	LogLevel       string `json:"logLevel,omitempty"`       // QL3_LOG_LEVEL: debug|info|warn|error
+
+	// Client subcommands.
+	Server    string `json:"server,omitempty"`    // QL3_SERVER, --server: admin API base URL
+	TokenFile string `json:"tokenFile,omitempty"` // QL3_TOKEN_FILE, --token-file; QL3_TOKEN (env only) wins
+	CAFile    string `json:"caFile,omitempty"`    // QL3_CA_FILE, --ca-file: CA bundle for an https server
+}
+
+// DefaultConfig returns the built-in defaults.
+func DefaultConfig() Config {
+	return Config{Listen: DefaultListen, MaxConns: DefaultMaxConns, DefaultGraceMs: postgres.PublishDefaultGraceMs,
+		LogLevel: "info", Server: DefaultServer}
+}
+
+// setting binds one config field to its flag and environment names.
+type setting struct {
+	flag, usage string
+	str         *string
+	boolean     *bool
+	integer     *int64
+}
+
+func (s setting) env() string {
+	return "QL3_" + strings.ToUpper(strings.ReplaceAll(s.flag, "-", "_"))
+}
+
+func (c *Config) settings() []setting {
+	return []setting{
+		{flag: "listen", usage: "admin API listen address", str: &c.Listen},
+		{flag: "tls-cert", usage: "TLS certificate file (PEM) for the admin API", str: &c.TLSCert},
+		{flag: "tls-key", usage: "TLS private key file (PEM) for the admin API", str: &c.TLSKey},
+		{flag: "require-tls", usage: "refuse to serve without --tls-cert/--tls-key (production)", boolean: &c.RequireTLS},
+		{flag: "dsn", usage: "single PostgreSQL DSN; pools assume the ql3 roles (-c role=...)", str: &c.DSN},
+		{flag: "admin-dsn", usage: "DSN that logs in as ql3_admin", str: &c.AdminDSN},
+		{flag: "runtime-dsn", usage: "DSN that logs in as ql3_runtime", str: &c.RuntimeDSN},
+		{flag: "ingress-dsn", usage: "DSN that logs in as ql3_worker_ingress", str: &c.IngressDSN},
+		{flag: "migrator-dsn", usage: "DSN for migrate (a superuser or a member of ql3_migrator)", str: &c.MigratorDSN},
+		{flag: "max-conns", usage: "connections per pool", integer: &c.MaxConns},
+		{flag: "default-grace-ms", usage: "misfire grace of triggers published without one (ms)", integer: &c.DefaultGraceMs},
+		{flag: "log-level", usage: "debug, info, warn or error", str: &c.LogLevel},
+		{flag: "server", usage: "admin API base URL for client commands", str: &c.Server},
+		{flag: "token-file", usage: "file holding the API token for client commands (QL3_TOKEN wins)", str: &c.TokenFile},
+		{flag: "ca-file", usage: "CA bundle (PEM) to verify an https server", str: &c.CAFile},
+	}
+}
+
+// set parses raw into the setting; name is the flag or variable, for errors.
+func (s setting) set(name, raw string) error {
+	switch {
+	case s.str != nil:
+		*s.str = raw
+	case s.boolean != nil:
+		b, err := strconv.ParseBool(raw)
+		if err != nil {
+			return errs.Invalidf(name, "must be true or false, got %.32q", raw)
+		}
+		*s.boolean = b
+	case s.integer != nil:
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil {
+			return errs.Invalidf(name, "must be an integer, got %.32q", raw)
+		}
+		*s.integer = n
+	}
+	return nil
+}
+
+// DecodeConfig strictly decodes a JSON config file.
+func DecodeConfig(data []byte, into *Config) error {
+	lim := canonjson.Limits{MaxBytes: maxConfigBytes, MaxDepth: 1, MaxEntries: 64, MaxString: 4096}
+	if err := canonjson.DecodeStrict(data, lim, into); err != nil {
+		return err
+	}
+	return nil
+}
+
+func loadConfigFile(path string, into *Config) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("config file: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	if err := DecodeConfig(data, into); err != nil {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	return nil
+}
+
+// applyEnv overlays the QL3_* variables that are set.
+func (c *Config) applyEnv(getenv func(string) string) error {
+	for _, s := range c.settings() {
+		if v := getenv(s.env()); v != "" {
+			if err := s.set(s.env(), v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// validateServe checks what serve needs.
+func (c Config) validateServe() error {
+	if c.AdminDSN == "" && c.DSN == "" {
+		return errs.Invalidf("dsn", "serve needs --admin-dsn or --dsn (QL3_ADMIN_DSN / QL3_DSN)")
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return errs.Invalidf("tls-key", "--tls-cert and --tls-key go together")
+	}
+	if c.RequireTLS && c.TLSCert == "" {
+		return errs.Invalidf("require-tls", "--require-tls is set but no --tls-cert/--tls-key was given")
+	}
+	if c.Listen == "" {
+		return errs.Invalidf("listen", "required")
+	}
+	if c.DefaultGraceMs < 0 || c.DefaultGraceMs > schedule.MaxGraceMs {
+		return errs.Invalidf("default-grace-ms", "must be 0..%d, got %d", schedule.MaxGraceMs, c.DefaultGraceMs)
+	}
+	return c.validatePool()
+}
+
+func (c Config) validatePool() error {
+	if c.MaxConns < 1 || c.MaxConns > 1000 {
+		return errs.Invalidf("max-conns", "must be 1..1000, got %d", c.MaxConns)
+	}
+	return nil
+}
+
+// roleDSN returns the DSN a pool for role connects with: the role's own
+// DSN, else the single DSN made to assume the role at connect.
+func (c Config) roleDSN(role string) (string, error) {
+	own := map[string]string{postgres.RoleAdmin: c.AdminDSN, postgres.RoleRuntime: c.RuntimeDSN,
+		postgres.RoleWorkerIngress: c.IngressDSN}[role]
+	if own != "" {
+		return own, nil
+	}
+	if c.DSN == "" {
+		return "", errs.Invalidf("dsn", "no DSN for role %s: set --dsn or the role's own DSN", role)
+	}
+	return withRole(c.DSN, role)
+}
+
+// withRole adds "-c role=<role>" to a DSN's startup options, in URL or
+// keyword/value form. A keyword/value DSN that sets options itself is
+// refused rather than merged: use per-role DSNs then.
+func withRole(dsn, role string) (string, error) {
+	opt := "-c role=" + role
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", errs.Invalidf("dsn", "not a valid PostgreSQL URL") // never echo: it may hold a password
+		}
+		q := u.Query()
+		if prev := q.Get("options"); prev != "" {
+			opt = prev + " " + opt
+		}
+		q.Set("options", opt)
+		// Encode writes a space as "+", which libpq and pgx pass to the
+		// server verbatim ("+role"); only %20 is a space to them. Encode
+		// escapes a literal "+" as %2B, so every "+" left is a space.
+		u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
+		return u.String(), nil
+	}
+	if strings.Contains(dsn, "options=") {
+		return "", errs.Invalidf("dsn", "a keyword/value --dsn that sets options cannot assume roles; give per-role DSNs")
+	}
+	return dsn + " options='" + opt + "'", nil
+}

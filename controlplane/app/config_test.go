@@ -1,0 +1,154 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/core/errs"
+)
+
+func parse(t *testing.T, env map[string]string, args ...string) (*Main, error) {
+	t.Helper()
+	m := &Main{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(k string) string { return env[k] }}
+	return m, m.ParseFlags(args)
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "ql3.json")
+	if err := os.WriteFile(file, []byte(`{"listen":":7000","maxConns":3,"logLevel":"debug","server":"http://file:1"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"QL3_CONFIG": file, "QL3_MAX_CONNS": "5", "QL3_SERVER": "http://env:2"}
+	m, err := parse(t, env, "serve", "--server", "http://flag:3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := m.Config
+	if c.Listen != ":7000" || c.MaxConns != 5 || c.LogLevel != "debug" || c.Server != "http://flag:3" || c.DefaultGraceMs != postgres.PublishDefaultGraceMs {
+		t.Fatalf("config = %+v: want file < env < flag over defaults", c)
+	}
+	if m, err = parse(t, nil, "serve"); err != nil || m.Config != DefaultConfig() {
+		t.Fatalf("defaults: %+v, %v", m.Config, err)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"listen":":1","Listen":":2"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	unknown := filepath.Join(dir, "unknown.json")
+	if err := os.WriteFile(unknown, []byte(`{"listen":":1","password":"x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want func(error) bool
+	}{
+		{"no command", nil, nil, func(err error) bool { return errors.Is(err, ErrUsage) }},
+		{"unknown command", nil, []string{"frobnicate"}, func(err error) bool { return errors.Is(err, ErrUsage) }},
+		{"help", nil, []string{"help"}, func(err error) bool { return errors.Is(err, flag.ErrHelp) }},
+		{"unknown flag", nil, []string{"serve", "--colour"}, func(err error) bool { return errors.Is(err, ErrUsage) }},
+		{"stray argument", nil, []string{"migrate", "now"}, func(err error) bool { return errors.Is(err, ErrUsage) }},
+		{"bad env int", map[string]string{"QL3_MAX_CONNS": "many"}, []string{"serve"}, func(err error) bool { return errs.Field(err) == "QL3_MAX_CONNS" }},
+		{"bad flag bool", nil, []string{"serve", "--require-tls=maybe"}, func(err error) bool { return errs.Field(err) == "--require-tls" }},
+		{"duplicate key in file", nil, []string{"serve", "--config", bad}, func(err error) bool { return errs.Code(err) == errs.Invalid }},
+		{"unknown key in file", nil, []string{"serve", "--config", unknown}, func(err error) bool { return errs.Field(err) == "password" }},
+		{"missing file", nil, []string{"serve", "--config", filepath.Join(dir, "none.json")}, func(err error) bool { return errors.Is(err, os.ErrNotExist) }},
+	}
+	for _, tc := range cases {
+		_, err := parse(t, tc.env, tc.args...)
+		if err == nil || !tc.want(err) {
+			t.Errorf("%s: got %v", tc.name, err)
+		}
+	}
+}
+
+func TestValidateServe(t *testing.T) {
+	base := DefaultConfig()
+	base.DSN = "host=/tmp dbname=ql3"
+	cases := []struct {
+		name  string
+		mut   func(*Config)
+		field string
+	}{
+		{"ok", func(*Config) {}, ""},
+		{"no dsn", func(c *Config) { c.DSN = "" }, "dsn"},
+		{"require tls without cert", func(c *Config) { c.RequireTLS = true }, "require-tls"},
+		{"cert without key", func(c *Config) { c.TLSCert = "c.pem" }, "tls-key"},
+		{"grace too long", func(c *Config) { c.DefaultGraceMs = 300_001 }, "default-grace-ms"},
+		{"no conns", func(c *Config) { c.MaxConns = 0 }, "max-conns"},
+	}
+	for _, tc := range cases {
+		c := base
+		tc.mut(&c)
+		err := c.validateServe()
+		if errs.Field(err) != tc.field || (tc.field == "") != (err == nil) {
+			t.Errorf("%s: %v, want field %q", tc.name, err, tc.field)
+		}
+	}
+}
+
+func TestRoleDSN(t *testing.T) {
+	c := Config{DSN: "postgres://ql3:secret@db:5432/ql3?sslmode=require&options=-c%20statement_timeout%3D5s"}
+	got, err := c.roleDSN(postgres.RoleRuntime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(got)
+	if err != nil || u.Query().Get("options") != "-c statement_timeout=5s -c role=ql3_runtime" || u.Query().Get("sslmode") != "require" ||
+		strings.Contains(u.RawQuery, "+") {
+		t.Fatalf("URL DSN with role = %q", got)
+	}
+	c = Config{DSN: "host=/run/pg dbname=ql3", AdminDSN: "host=/run/pg user=ql3_admin"}
+	if got, _ := c.roleDSN(postgres.RoleAdmin); got != c.AdminDSN {
+		t.Fatalf("own DSN must win: %q", got)
+	}
+	if got, _ := c.roleDSN(postgres.RoleWorkerIngress); got != "host=/run/pg dbname=ql3 options='-c role=ql3_worker_ingress'" {
+		t.Fatalf("keyword DSN with role = %q", got)
+	}
+	c = Config{DSN: "host=/run/pg options='-c x=y'"}
+	if _, err := c.roleDSN(postgres.RoleAdmin); errs.Field(err) != "dsn" {
+		t.Fatalf("keyword DSN with options: %v", err)
+	}
+	if _, err := (Config{}).roleDSN(postgres.RoleAdmin); errs.Field(err) != "dsn" {
+		t.Fatalf("no DSN: %v", err)
+	}
+	if _, err := (Config{DSN: "postgres://u:hunter2@h:bad/x"}).roleDSN(postgres.RoleAdmin); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("bad URL: %v (must not echo the password)", err)
+	}
+}
+
+// FuzzDecodeConfig: the config file decoder never panics, and whatever it
+// accepts survives a round trip through the settings' environment names.
+func FuzzDecodeConfig(f *testing.F) {
+	f.Add([]byte(`{"listen":":5800","maxConns":4,"requireTls":true}`))
+	f.Add([]byte(`{"dsn":"host=/tmp","logLevel":"debug"}`))
+	f.Add([]byte(`{"listen":1}`))
+	f.Add([]byte(`{"listen":":1","listen":":2"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := DefaultConfig()
+		if err := DecodeConfig(data, &c); err != nil {
+			if errs.Code(err) == errs.Internal {
+				t.Fatalf("uncoded error: %v", err)
+			}
+			return
+		}
+		for _, s := range c.settings() {
+			if !strings.HasPrefix(s.env(), "QL3_") {
+				t.Fatalf("setting %s has env %s", s.flag, s.env())
+			}
+		}
+	})
+}

@@ -1,0 +1,269 @@
+// Package app is ql3-control's program: configuration, subcommands and the
+// wiring of the admin API server. cmd/ql3-control only calls it; tests
+// drive the same Main end to end.
+//
+//	ql3-control migrate                       create roles, apply migrations, install grants
+//	ql3-control serve                         run the admin API (:5800)
+//	ql3-control token create --name N [--ttl D]   print a new API token once
+//	ql3-control token list | token revoke --id ID
+//	ql3-control project create|list|get|archive   (HTTP client of the admin API)
+//	ql3-control task list|get|create|update|enable|disable
+//	ql3-control trigger list|get|create|update
+//	ql3-control worker register|list|get|credentials|issue-credential|rotate-credentials|revoke-credential
+//	ql3-control version
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/core/errs"
+)
+
+// ErrUsage marks command-line mistakes (exit status 2).
+var ErrUsage = errors.New("usage error")
+
+// Main is one invocation of ql3-control.
+type Main struct {
+	Stdout  io.Writer
+	Stderr  io.Writer
+	Getenv  func(string) string
+	Version string
+
+	// Config is the effective configuration after ParseFlags.
+	Config Config
+
+	command string
+	cmd     command
+	args    cmdArgs
+	log     *slog.Logger
+
+	mu        sync.Mutex
+	adminPool *pgxpool.Pool
+	server    *http.Server
+	listener  net.Listener
+	serveErr  chan error
+}
+
+// NewMain returns a Main wired to the process's stdio and environment.
+func NewMain() *Main {
+	return &Main{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Version: "dev"}
+}
+
+// command is one subcommand: its flags and what it does.
+type command struct {
+	summary string
+	flags   func(fs *flag.FlagSet, a *cmdArgs)
+	run     func(m *Main, ctx context.Context) error
+}
+
+func commands() map[string]command {
+	cmds := map[string]command{
+		"version": {summary: "print the version", run: func(m *Main, _ context.Context) error {
+			_, err := fmt.Fprintf(m.Stdout, "ql3-control %s\n", m.Version)
+			return err
+		}},
+		"migrate": {summary: "create the roles, apply migrations, install grants", run: (*Main).migrate},
+		"serve":   {summary: "run the admin API", run: (*Main).serve},
+	}
+	for name, c := range tokenCommands() {
+		cmds[name] = c
+	}
+	for name, c := range clientCommands() {
+		cmds[name] = c
+	}
+	return cmds
+}
+
+// ParseFlags selects the subcommand from args (without the program name)
+// and builds the configuration: defaults, config file, QL3_* environment,
+// flags.
+func (m *Main) ParseFlags(args []string) error {
+	if m.Getenv == nil {
+		m.Getenv = os.Getenv
+	}
+	cmds := commands()
+	name, rest := commandName(args, cmds)
+	if name == "" {
+		m.usage(cmds)
+		if len(args) == 0 {
+			return fmt.Errorf("%w: no command given", ErrUsage)
+		}
+		if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+			return flag.ErrHelp
+		}
+		return fmt.Errorf("%w: unknown command %q", ErrUsage, strings.Join(args[:min(len(args), 2)], " "))
+	}
+	m.command, m.cmd = name, cmds[name]
+	fs := flag.NewFlagSet("ql3-control "+name, flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	cfg := DefaultConfig()
+	raw := map[string]string{}
+	var configPath string
+	fs.StringVar(&configPath, "config", "", "JSON config file (QL3_CONFIG)")
+	for _, s := range cfg.settings() {
+		fs.Func(s.flag, s.usage+" ("+s.env()+")", func(v string) error {
+			raw[s.flag] = v
+			return nil
+		})
+	}
+	if m.cmd.flags != nil {
+		m.cmd.flags(fs, &m.args)
+	}
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", ErrUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", ErrUsage, fs.Arg(0))
+	}
+	if configPath == "" {
+		configPath = m.Getenv("QL3_CONFIG")
+	}
+	if configPath != "" {
+		if err := loadConfigFile(configPath, &cfg); err != nil {
+			return err
+		}
+	}
+	if err := cfg.applyEnv(m.Getenv); err != nil {
+		return err
+	}
+	for _, s := range cfg.settings() {
+		if v, ok := raw[s.flag]; ok {
+			if err := s.set("--"+s.flag, v); err != nil {
+				return err
+			}
+		}
+	}
+	m.Config = cfg
+	return nil
+}
+
+// commandName finds the longest known command ("token create" before
+// "token") at the start of args.
+func commandName(args []string, cmds map[string]command) (string, []string) {
+	if len(args) >= 2 {
+		if _, ok := cmds[args[0]+" "+args[1]]; ok {
+			return args[0] + " " + args[1], args[2:]
+		}
+	}
+	if len(args) >= 1 {
+		if _, ok := cmds[args[0]]; ok {
+			return args[0], args[1:]
+		}
+	}
+	return "", nil
+}
+
+func (m *Main) usage(cmds map[string]command) {
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(m.Stderr, "usage: ql3-control <command> [flags]   (ql3-control <command> -h for its flags)")
+	for _, n := range names {
+		fmt.Fprintf(m.Stderr, "  %-30s %s\n", n, cmds[n].summary)
+	}
+}
+
+// Run executes the subcommand. serve returns once the API is listening
+// (Addr); the caller waits for a signal and then calls Close.
+func (m *Main) Run(ctx context.Context) error {
+	if m.cmd.run == nil {
+		return fmt.Errorf("%w: ParseFlags was not called", ErrUsage)
+	}
+	level := slog.LevelInfo
+	if err := level.UnmarshalText([]byte(m.Config.LogLevel)); err != nil {
+		return errs.Invalidf("log-level", "must be debug, info, warn or error, got %.16q", m.Config.LogLevel)
+	}
+	m.log = slog.New(slog.NewJSONHandler(m.Stderr, &slog.HandlerOptions{Level: level}))
+	return m.cmd.run(m, ctx)
+}
+
+// Serving reports whether Run started a server that Close must stop.
+func (m *Main) Serving() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.server != nil
+}
+
+// Err delivers a server failure after Run (nil channel when not serving).
+func (m *Main) Err() <-chan error { return m.serveErr }
+
+// Addr is the admin API's listen address once serving ("" before).
+func (m *Main) Addr() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.listener == nil {
+		return ""
+	}
+	return m.listener.Addr().String()
+}
+
+// shutdownTimeout bounds a graceful stop (DESIGN.md: stop waits ≤ 10 s).
+const shutdownTimeout = 10 * time.Second
+
+// Close stops the server (in-flight requests get up to 10 s) and closes the
+// pools. It is safe to call more than once and after a one-shot command.
+func (m *Main) Close() error {
+	m.mu.Lock()
+	srv, pool := m.server, m.adminPool
+	m.server, m.adminPool = nil, nil
+	m.mu.Unlock()
+	var err error
+	if srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		if serr := srv.Shutdown(ctx); serr != nil {
+			err = fmt.Errorf("stop admin API: %w", serr)
+			_ = srv.Close()
+		}
+	}
+	if pool != nil {
+		pool.Close()
+	}
+	return err
+}
+
+// openAdminPool opens and pings the admin pool.
+func (m *Main) openAdminPool(ctx context.Context) (*pgxpool.Pool, error) {
+	if err := m.Config.validatePool(); err != nil {
+		return nil, err
+	}
+	dsn, err := m.Config.roleDSN(postgres.RoleAdmin)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := postgres.NewPool(ctx, postgres.PoolConfig{DSN: dsn, ExpectRole: postgres.RoleAdmin,
+		MaxConns: int32(m.Config.MaxConns), ApplicationName: "ql3-control admin"})
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect as %s: %w", postgres.RoleAdmin, postgres.Translate(err))
+	}
+	m.mu.Lock()
+	m.adminPool = pool
+	m.mu.Unlock()
+	return pool, nil
+}

@@ -1,0 +1,175 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ql3/ql3/controlplane/adminapi"
+	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/core/errs"
+)
+
+// serve starts the admin API: config validation → database and schema
+// readiness → listener. It refuses a database whose schema is not exactly
+// this binary's (run migrate first), so it never writes into a schema it
+// does not understand.
+func (m *Main) serve(ctx context.Context) error {
+	if err := m.Config.validateServe(); err != nil {
+		return err
+	}
+	var tlsCfg *tls.Config
+	if m.Config.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(m.Config.TLSCert, m.Config.TLSKey)
+		if err != nil {
+			return fmt.Errorf("load TLS certificate: %w", err)
+		}
+		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	} else {
+		m.log.Warn("admin API serves plain HTTP: API tokens cross the network unencrypted; use --tls-cert/--tls-key and --require-tls in production")
+	}
+	pool, err := m.openAdminPool(ctx)
+	if err != nil {
+		return err
+	}
+	if err := postgres.Readiness(ctx, pool); err != nil {
+		return fmt.Errorf("database not ready (run `ql3-control migrate`): %w", err)
+	}
+	pub := postgres.NewPublisher(pool, postgres.PublisherOptions{DefaultGraceMs: m.Config.DefaultGraceMs})
+	api := adminapi.New(adminapi.Config{
+		Backend: pub, Logger: m.log, Version: m.Version,
+		Ready: func(ctx context.Context) error { return postgres.Readiness(ctx, pool) },
+	})
+	ln, err := net.Listen("tcp", m.Config.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", m.Config.Listen, err)
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(m.log.Handler(), slog.LevelWarn),
+	}
+	m.mu.Lock()
+	m.server, m.listener = srv, ln
+	m.serveErr = make(chan error, 1)
+	m.mu.Unlock()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.serveErr <- err
+		}
+		close(m.serveErr)
+	}()
+	m.log.Info("admin API listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil, "version", m.Version)
+	return nil
+}
+
+// migrate runs the migration runner over one connection as the migrator.
+func (m *Main) migrate(ctx context.Context) error {
+	dsn := m.Config.MigratorDSN
+	if dsn == "" {
+		dsn = m.Config.DSN
+	}
+	if dsn == "" {
+		return errs.Invalidf("migrator-dsn", "migrate needs --migrator-dsn or --dsn (QL3_MIGRATOR_DSN / QL3_DSN)")
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return errors.New("invalid migrator DSN") // pgx echoes the DSN, password included
+	}
+	cfg.RuntimeParams["application_name"] = "ql3-control migrate"
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(cctx, cfg)
+	if err != nil {
+		return fmt.Errorf("connect for migrate: %w", postgres.Translate(err))
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	res, err := postgres.Migrate(ctx, conn, postgres.MigrateOptions{Logger: m.log})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(m.Stdout, "schema at version %d (applied now: %v); roles and grants installed\n", res.Version, res.Applied)
+	return err
+}
+
+func tokenCommands() map[string]command {
+	return map[string]command{
+		"token create": {
+			summary: "create an admin API token and print it once",
+			flags: func(fs *flag.FlagSet, a *cmdArgs) {
+				fs.StringVar(&a.name, "name", "", "what the token is for (required)")
+				fs.DurationVar(&a.ttl, "ttl", 0, "lifetime, e.g. 720h (0: until revoked)")
+			},
+			run: (*Main).tokenCreate,
+		},
+		"token list": {summary: "list API tokens (never their secrets)", run: (*Main).tokenList},
+		"token revoke": {
+			summary: "revoke an API token by id",
+			flags: func(fs *flag.FlagSet, a *cmdArgs) {
+				fs.StringVar(&a.id, "id", "", "token id (the hex between ql3c_ and _)")
+			},
+			run: (*Main).tokenRevoke,
+		},
+	}
+}
+
+// Token commands talk to the database directly as ql3_admin: the first
+// token cannot come from an API that needs a token.
+func (m *Main) tokenCreate(ctx context.Context) error {
+	if m.args.name == "" {
+		return errs.Invalidf("name", "required")
+	}
+	pool, err := m.openAdminPool(ctx)
+	if err != nil {
+		return err
+	}
+	tok, text, err := postgres.NewPublisher(pool, postgres.PublisherOptions{}).CreateAPIToken(ctx, m.args.name, m.args.ttl.Milliseconds())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(m.Stderr, "created API token %s (%s); it is shown once, store it now\n", tok.ID, tok.Name)
+	_, err = fmt.Fprintln(m.Stdout, text)
+	return err
+}
+
+func (m *Main) tokenList(ctx context.Context) error {
+	pool, err := m.openAdminPool(ctx)
+	if err != nil {
+		return err
+	}
+	list, err := postgres.NewPublisher(pool, postgres.PublisherOptions{}).ListAPITokens(ctx)
+	if err != nil {
+		return err
+	}
+	return printJSON(m.Stdout, list)
+}
+
+func (m *Main) tokenRevoke(ctx context.Context) error {
+	if m.args.id == "" {
+		return errs.Invalidf("id", "required")
+	}
+	pool, err := m.openAdminPool(ctx)
+	if err != nil {
+		return err
+	}
+	tok, err := postgres.NewPublisher(pool, postgres.PublisherOptions{}).RevokeAPIToken(ctx, m.args.id)
+	if err != nil {
+		return err
+	}
+	return printJSON(m.Stdout, tok)
+}

@@ -1,0 +1,276 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/ql3/ql3/core/canonjson"
+	"github.com/ql3/ql3/core/errs"
+)
+
+// Publication (issue 4): the admin role creates and changes projects, tasks
+// and triggers. Every publication is one SERIALIZABLE transaction, re-run a
+// bounded number of times when the server rolls it back for a serialization
+// failure or deadlock (InTx), so two admins racing on one task can never both
+// win:
+//
+//   - a task create/update writes a new immutable task revision and its
+//     compiled execution revision (canonical spec + SHA-256, executor
+//     remote_worker, normalised placement), and moves every trigger of the
+//     task onto the new revision (a new trigger revision each, schedule reset);
+//   - a trigger create/update writes a new trigger revision pinned to the
+//     task's head revision and its digest, and upserts the schedule row with
+//     the cursor and the claim cleared and state_version and claim_version
+//     bumped, so a coordinator still holding the old claim can never commit.
+//
+// Updates carry the revision they replace (expectedRevision); a stale one is
+// a conflict. A mutation may carry a client mutationId: the first success is
+// recorded with its result in the same transaction, an identical retry gets
+// that result back unchanged, and a different request under the same id is a
+// conflict.
+
+// PublisherDB is what a Publisher needs: *pgxpool.Pool satisfies it.
+type PublisherDB interface {
+	DB
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
+// Publisher publishes as ql3_admin. It is safe for concurrent use.
+type Publisher struct {
+	db             PublisherDB
+	defaultGraceMs int64
+	maxAttempts    int
+}
+
+// PublisherOptions configures NewPublisher.
+type PublisherOptions struct {
+	// DefaultGraceMs is the misfire grace of a trigger published without
+	// one; 0 means PublishDefaultGraceMs.
+	DefaultGraceMs int64
+	// MaxAttempts bounds the retries of a serialization failure; 0 means 8.
+	MaxAttempts int
+}
+
+// PublishDefaultGraceMs is the cluster's default misfire grace.
+const PublishDefaultGraceMs = 30_000
+
+// NewPublisher returns a Publisher over an admin pool.
+func NewPublisher(db PublisherDB, opts PublisherOptions) *Publisher {
+	p := &Publisher{db: db, defaultGraceMs: opts.DefaultGraceMs, maxAttempts: opts.MaxAttempts}
+	if p.defaultGraceMs == 0 {
+		p.defaultGraceMs = PublishDefaultGraceMs
+	}
+	if p.maxAttempts <= 0 {
+		p.maxAttempts = 8
+	}
+	return p
+}
+
+// Mutation kinds recorded with a mutationId.
+const (
+	mutationProjectCreate  = "project.create"
+	mutationProjectArchive = "project.archive"
+	mutationTaskCreate     = "task.create"
+	mutationTaskUpdate     = "task.update"
+	mutationTaskEnable     = "task.set_enabled"
+	mutationTriggerCreate  = "trigger.create"
+	mutationTriggerUpdate  = "trigger.update"
+)
+
+// publishDigestDomain separates request digests from every other digest.
+const publishDigestDomain = "ql3/publication/v1"
+
+// MaxMutationIDBytes bounds a client mutationId.
+const MaxMutationIDBytes = 128
+
+// checkMutationID validates an optional mutationId ("" means none).
+func checkMutationID(id string) error {
+	if id == "" {
+		return nil
+	}
+	if len(id) > MaxMutationIDBytes {
+		return errs.Invalidf("mutationId", "must be at most %d bytes, got %d", MaxMutationIDBytes, len(id))
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._:-", c) >= 0
+		if !ok {
+			return errs.Invalidf("mutationId", "may contain only A-Z a-z 0-9 . _ : -, got byte 0x%02x at offset %d", c, i)
+		}
+	}
+	return nil
+}
+
+// publish runs fn in a retried SERIALIZABLE transaction, with mutationId
+// replay around it. request is the normalised request (its canonical JSON
+// digest identifies the request); fn's result is stored as JSON and is what
+// an identical replay returns.
+func publish[T any](ctx context.Context, p *Publisher, mutationID, kind string, request any,
+	fn func(ctx context.Context, tx pgx.Tx) (T, error)) (T, error) {
+	var zero T
+	if err := checkMutationID(mutationID); err != nil {
+		return zero, err
+	}
+	canon, err := canonjson.Canonical(struct {
+		Kind    string `json:"kind"`
+		Request any    `json:"request"`
+	}{kind, request})
+	if err != nil {
+		return zero, errs.E(errs.Internal, "", "encode request: %v", err)
+	}
+	reqDigest := canonjson.Sum(publishDigestDomain, canon)
+	var out T
+	err = InTx(ctx, p.db, TxOptions{TxOptions: Serializable.TxOptions, MaxAttempts: p.maxAttempts},
+		func(ctx context.Context, tx pgx.Tx) error {
+			if mutationID != "" {
+				replayed, err := replayMutation(ctx, tx, mutationID, kind, reqDigest, &out)
+				if err != nil || replayed {
+					return err
+				}
+			}
+			res, err := fn(ctx, tx)
+			if err != nil {
+				return err
+			}
+			out = res
+			if mutationID == "" {
+				return nil
+			}
+			body, err := json.Marshal(res)
+			if err != nil {
+				return errs.E(errs.Internal, "", "encode result: %v", err)
+			}
+			_, err = tx.Exec(ctx, `INSERT INTO ql3.publication_mutations
+				(mutation_id, kind, request_digest, result, created_at_ms)
+				VALUES ($1, $2, $3, $4::text::jsonb, `+dbNowMs+`)`,
+				mutationID, kind, reqDigest[:], string(body))
+			return err
+		})
+	if err != nil {
+		return zero, err
+	}
+	return out, nil
+}
+
+// replayMutation looks mutationID up; when it was recorded for the same
+// request it decodes the stored result into out.
+func replayMutation(ctx context.Context, tx pgx.Tx, mutationID, kind string, digest canonjson.Digest, out any) (bool, error) {
+	var gotKind string
+	var gotDigest []byte
+	var result []byte
+	err := tx.QueryRow(ctx, `SELECT kind, request_digest, result::text FROM ql3.publication_mutations
+		WHERE mutation_id = $1`, mutationID).Scan(&gotKind, &gotDigest, &result)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if gotKind != kind || string(gotDigest) != string(digest[:]) {
+		return false, errs.E(errs.Conflict, "mutationId",
+			"mutationId %q was already used for a different request (%s)", mutationID, gotKind)
+	}
+	if err := json.Unmarshal(result, out); err != nil {
+		return false, errs.E(errs.Internal, "", "decode recorded result of mutation %q: %v", mutationID, err)
+	}
+	return true, nil
+}
+
+// newPubID returns a fresh UUIDv7 (time-ordered, so indexes stay append-mostly).
+func newPubID() (uuid.UUID, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.UUID{}, errs.E(errs.Internal, "", "generate id: %v", err)
+	}
+	return id, nil
+}
+
+// parsePubID parses a canonical UUID supplied as field; a malformed id is
+// invalid input.
+func parsePubID(field, s string) (uuid.UUID, error) {
+	if len(s) != 36 {
+		return uuid.UUID{}, errs.Invalidf(field, "must be a UUID (8-4-4-4-12), got %.64q", s)
+	}
+	id, err := uuid.Parse(s)
+	if err != nil || id == uuid.Nil {
+		return uuid.UUID{}, errs.Invalidf(field, "must be a UUID (8-4-4-4-12), got %.64q", s)
+	}
+	return id, nil
+}
+
+// checkPubName validates a display name (1..128 characters, no control
+// characters), naming field in the error.
+func checkPubName(field, name string) error {
+	n := 0
+	for _, c := range name {
+		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || c == '\uFFFD' {
+			return errs.Invalidf(field, "must not contain control characters or invalid UTF-8")
+		}
+		n++
+	}
+	if n < 1 || n > 128 {
+		return errs.Invalidf(field, "must be 1..128 characters, got %d", n)
+	}
+	return nil
+}
+
+// expectAffected turns a compare-and-set UPDATE that matched nothing into a
+// conflict.
+func expectAffected(tag pgconn.CommandTag, format string, args ...any) error {
+	if tag.RowsAffected() != 1 {
+		return errs.Conflictf(format, args...)
+	}
+	return nil
+}
+
+// resetClaimsSQL clears the claim of schedules (the caller adds a WHERE)
+// and bumps both versions: the claim fence (owner, token, claim_version) a coordinator
+// holds stops matching, so its admission can never commit.
+const resetClaimsSQL = `UPDATE ql3.trigger_schedules SET
+	claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
+	claim_version = claim_version + 1, state_version = state_version + 1,
+	updated_at_ms = ` + dbNowMs
+
+// lockPubProject reads a project's status FOR SHARE (a concurrent archive
+// waits, or fails serialization) and refuses archived projects when
+// mustBeActive.
+func lockPubProject(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, mustBeActive bool, field string) (string, error) {
+	var status string
+	err := tx.QueryRow(ctx, `SELECT status FROM ql3.projects WHERE project_id = $1 FOR SHARE`, projectID).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", errs.NotFoundf("no project %s", projectID)
+	}
+	if err != nil {
+		return "", err
+	}
+	if mustBeActive && status != ProjectActive {
+		return status, errs.E(errs.Conflict, field, "project %s is archived: nothing can be published into it", projectID)
+	}
+	return status, nil
+}
+
+func fmtDigest(b []byte) (canonjson.Digest, error) {
+	var d canonjson.Digest
+	if len(b) != len(d) {
+		return d, fmt.Errorf("postgres: digest has %d bytes", len(b))
+	}
+	copy(d[:], b)
+	return d, nil
+}
+
+// pubReadErr translates a read's error: coded errors (not found, invalid) pass
+// through, driver errors are translated.
+func pubReadErr(err error) error {
+	var coded *errs.Error
+	if err == nil || errors.As(err, &coded) {
+		return err
+	}
+	return Translate(err)
+}

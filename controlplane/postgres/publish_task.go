@@ -1,0 +1,360 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ql3/ql3/core/canonjson"
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/placement/matcher"
+	"github.com/ql3/ql3/core/spec"
+)
+
+// ExecutorRemoteWorker is the only executor of the cluster profile.
+const ExecutorRemoteWorker = "remote_worker"
+
+// TaskRecord is a task at its head revision.
+type TaskRecord struct {
+	ID                  string           `json:"id"`
+	ProjectID           string           `json:"projectId"`
+	Name                string           `json:"name"`
+	Enabled             bool             `json:"enabled"`
+	Revision            int64            `json:"revision"`
+	Digest              canonjson.Digest `json:"digest"`
+	ExecutionRevisionID string           `json:"executionRevisionId"`
+	Spec                spec.Command     `json:"spec"`
+	CreatedAtMs         int64            `json:"createdAtMs"`
+	UpdatedAtMs         int64            `json:"updatedAtMs"`
+}
+
+// TaskInput creates (TaskID "") or updates a task. An update is a full
+// replacement of name and spec and needs ExpectedRevision, the head
+// revision it replaces.
+type TaskInput struct {
+	MutationID       string
+	ProjectID        string // create only
+	TaskID           string
+	ExpectedRevision int64
+	Name             string
+	Enabled          *bool // nil: true on create, unchanged on update
+	Spec             spec.Command
+}
+
+// TaskEnabledInput switches a task on or off without a new revision.
+type TaskEnabledInput struct {
+	MutationID string
+	TaskID     string
+	Enabled    bool
+}
+
+// compiledSpec is a validated spec ready to be stored.
+type compiledSpec struct {
+	cmd       spec.Command
+	canonical []byte
+	digest    canonjson.Digest
+	placement []byte // canonical JSON of the normalised placement, nil when none
+}
+
+// compileSpec validates cmd completely, including the semver ranges of its
+// placement, which only the matcher parses. Errors name the field inside a
+// task body ("spec.retry.maxAttempts", "spec.placement.required.runtimes.python").
+func compileSpec(cmd spec.Command) (compiledSpec, error) {
+	canonical, err := cmd.Canonical()
+	if err != nil {
+		return compiledSpec{}, errs.Prefix("spec", err)
+	}
+	// Re-decode the canonical form: what is stored and digested is exactly
+	// what a worker will decode, defaults and normalisation included.
+	norm, err := spec.Decode(canonical)
+	if err != nil {
+		return compiledSpec{}, errs.Prefix("spec", err)
+	}
+	c := compiledSpec{cmd: norm, canonical: canonical, digest: canonjson.Sum(spec.DigestDomain, canonical)}
+	if norm.Placement != nil {
+		if _, err := matcher.Compile(*norm.Placement); err != nil {
+			return compiledSpec{}, errs.Prefix("spec", err)
+		}
+		if c.placement, err = canonjson.Canonical(norm.Placement); err != nil {
+			return compiledSpec{}, errs.E(errs.Internal, "", "encode placement: %v", err)
+		}
+	}
+	return c, nil
+}
+
+type taskRequest struct {
+	ProjectID        string           `json:"projectId,omitempty"`
+	TaskID           string           `json:"taskId,omitempty"`
+	ExpectedRevision int64            `json:"expectedRevision,omitempty"`
+	Name             string           `json:"name"`
+	Enabled          *bool            `json:"enabled,omitempty"`
+	SpecDigest       canonjson.Digest `json:"specDigest"`
+}
+
+// PublishTask creates or updates a task (see the package notes on
+// publication). An update that changes neither name nor spec still
+// publishes a new revision: the caller asked for one.
+func (p *Publisher) PublishTask(ctx context.Context, in TaskInput) (TaskRecord, error) {
+	if err := checkPubName("name", in.Name); err != nil {
+		return TaskRecord{}, err
+	}
+	cs, err := compileSpec(in.Spec)
+	if err != nil {
+		return TaskRecord{}, err
+	}
+	req := taskRequest{Name: in.Name, Enabled: in.Enabled, SpecDigest: cs.digest}
+	if in.TaskID == "" {
+		projectID, err := parsePubID("projectId", in.ProjectID)
+		if err != nil {
+			return TaskRecord{}, err
+		}
+		if in.ExpectedRevision != 0 {
+			return TaskRecord{}, errs.Invalidf("expectedRevision", "must be omitted when creating a task")
+		}
+		req.ProjectID = projectID.String()
+		return publish(ctx, p, in.MutationID, mutationTaskCreate, req, func(ctx context.Context, tx pgx.Tx) (TaskRecord, error) {
+			return createTask(ctx, tx, projectID, in.Name, in.Enabled == nil || *in.Enabled, cs)
+		})
+	}
+	taskID, err := parsePubID("taskId", in.TaskID)
+	if err != nil {
+		return TaskRecord{}, err
+	}
+	if in.ExpectedRevision < 1 {
+		return TaskRecord{}, errs.Invalidf("expectedRevision", "required: the revision this update replaces (>= 1)")
+	}
+	req.TaskID, req.ExpectedRevision = taskID.String(), in.ExpectedRevision
+	if in.ProjectID != "" {
+		if _, err := parsePubID("projectId", in.ProjectID); err != nil {
+			return TaskRecord{}, err
+		}
+		req.ProjectID = in.ProjectID
+	}
+	return publish(ctx, p, in.MutationID, mutationTaskUpdate, req, func(ctx context.Context, tx pgx.Tx) (TaskRecord, error) {
+		return updateTask(ctx, tx, taskID, in, cs)
+	})
+}
+
+func createTask(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, name string, enabled bool, cs compiledSpec) (TaskRecord, error) {
+	if _, err := lockPubProject(ctx, tx, projectID, true, "projectId"); err != nil {
+		return TaskRecord{}, err
+	}
+	if err := checkTaskNameFree(ctx, tx, projectID, name, uuid.Nil); err != nil {
+		return TaskRecord{}, err
+	}
+	taskID, err := newPubID()
+	if err != nil {
+		return TaskRecord{}, err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO ql3.tasks
+		(task_id, project_id, name, enabled, head_revision, created_at_ms, updated_at_ms)
+		VALUES ($1, $2, $3, $4, 1, `+dbNowMs+`, `+dbNowMs+`)`, taskID, projectID, name, enabled); err != nil {
+		return TaskRecord{}, err
+	}
+	if _, err := insertTaskRevision(ctx, tx, projectID, taskID, 1, cs); err != nil {
+		return TaskRecord{}, err
+	}
+	return readTask(ctx, tx, taskID)
+}
+
+func updateTask(ctx context.Context, tx pgx.Tx, taskID uuid.UUID, in TaskInput, cs compiledSpec) (TaskRecord, error) {
+	var projectID uuid.UUID
+	var head int64
+	var enabled bool
+	err := tx.QueryRow(ctx, `SELECT project_id, head_revision, enabled FROM ql3.tasks WHERE task_id = $1 FOR UPDATE`, taskID).
+		Scan(&projectID, &head, &enabled)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return TaskRecord{}, errs.NotFoundf("no task %s", taskID)
+	}
+	if err != nil {
+		return TaskRecord{}, err
+	}
+	if in.ProjectID != "" && in.ProjectID != projectID.String() {
+		return TaskRecord{}, errs.Invalidf("projectId", "a task cannot move to another project")
+	}
+	if head != in.ExpectedRevision {
+		return TaskRecord{}, errs.E(errs.Conflict, "expectedRevision", "task %s is at revision %d, not %d", taskID, head, in.ExpectedRevision)
+	}
+	if _, err := lockPubProject(ctx, tx, projectID, true, "projectId"); err != nil {
+		return TaskRecord{}, err
+	}
+	if err := checkTaskNameFree(ctx, tx, projectID, in.Name, taskID); err != nil {
+		return TaskRecord{}, err
+	}
+	if in.Enabled != nil {
+		enabled = *in.Enabled
+	}
+	rev := head + 1
+	er, err := insertTaskRevision(ctx, tx, projectID, taskID, rev, cs)
+	if err != nil {
+		return TaskRecord{}, err
+	}
+	tag, err := tx.Exec(ctx, `UPDATE ql3.tasks SET name = $2, enabled = $3, head_revision = $4,
+		updated_at_ms = greatest(updated_at_ms, `+dbNowMs+`)
+		WHERE task_id = $1 AND head_revision = $5`, taskID, in.Name, enabled, rev, head)
+	if err != nil {
+		return TaskRecord{}, err
+	}
+	if err := expectAffected(tag, "task %s changed concurrently", taskID); err != nil {
+		return TaskRecord{}, err
+	}
+	// Every trigger follows the task: a new trigger revision pinned to the
+	// new execution revision, its schedule reset and its claim invalidated.
+	if err := repinTriggers(ctx, tx, taskID, rev, er, projectID); err != nil {
+		return TaskRecord{}, err
+	}
+	return readTask(ctx, tx, taskID)
+}
+
+// SetTaskEnabled switches a task on or off. Turning it off invalidates the
+// claims on its schedules (a coordinator must re-check the task before it
+// admits anything); its triggers keep their own enabled flag and fire again
+// once the task is on. Setting the current value is a no-op.
+func (p *Publisher) SetTaskEnabled(ctx context.Context, in TaskEnabledInput) (TaskRecord, error) {
+	taskID, err := parsePubID("taskId", in.TaskID)
+	if err != nil {
+		return TaskRecord{}, err
+	}
+	req := struct {
+		TaskID  string `json:"taskId"`
+		Enabled bool   `json:"enabled"`
+	}{taskID.String(), in.Enabled}
+	return publish(ctx, p, in.MutationID, mutationTaskEnable, req, func(ctx context.Context, tx pgx.Tx) (TaskRecord, error) {
+		var projectID uuid.UUID
+		var enabled bool
+		err := tx.QueryRow(ctx, `SELECT project_id, enabled FROM ql3.tasks WHERE task_id = $1 FOR UPDATE`, taskID).Scan(&projectID, &enabled)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return TaskRecord{}, errs.NotFoundf("no task %s", taskID)
+		}
+		if err != nil {
+			return TaskRecord{}, err
+		}
+		if enabled != in.Enabled {
+			if in.Enabled {
+				if _, err := lockPubProject(ctx, tx, projectID, true, "enabled"); err != nil {
+					return TaskRecord{}, err
+				}
+			}
+			if _, err := tx.Exec(ctx, `UPDATE ql3.tasks SET enabled = $2, updated_at_ms = greatest(updated_at_ms, `+dbNowMs+`)
+				WHERE task_id = $1`, taskID, in.Enabled); err != nil {
+				return TaskRecord{}, err
+			}
+			if _, err := tx.Exec(ctx, resetClaimsSQL+` WHERE trigger_id IN (SELECT trigger_id FROM ql3.triggers WHERE task_id = $1)`, taskID); err != nil {
+				return TaskRecord{}, err
+			}
+		}
+		return readTask(ctx, tx, taskID)
+	})
+}
+
+func checkTaskNameFree(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, name string, self uuid.UUID) error {
+	var taken bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM ql3.tasks WHERE project_id = $1 AND name = $2 AND task_id <> $3)`,
+		projectID, name, self).Scan(&taken); err != nil {
+		return err
+	}
+	if taken {
+		return errs.E(errs.Conflict, "name", "project %s already has a task named %q", projectID, name)
+	}
+	return nil
+}
+
+// executionPin names one execution revision.
+type executionPin struct {
+	id     uuid.UUID
+	digest canonjson.Digest
+}
+
+func insertTaskRevision(ctx context.Context, tx pgx.Tx, projectID, taskID uuid.UUID, rev int64, cs compiledSpec) (executionPin, error) {
+	if _, err := tx.Exec(ctx, `INSERT INTO ql3.task_revisions (task_id, revision, project_id, spec, spec_digest, created_at_ms)
+		VALUES ($1, $2, $3, $4::text::jsonb, $5, `+dbNowMs+`)`,
+		taskID, rev, projectID, string(cs.canonical), cs.digest[:]); err != nil {
+		return executionPin{}, err
+	}
+	erID, err := newPubID()
+	if err != nil {
+		return executionPin{}, err
+	}
+	var placementArg any // NULL when the spec has no placement
+	if cs.placement != nil {
+		placementArg = string(cs.placement)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO ql3.execution_revisions
+		(execution_revision_id, project_id, task_id, task_revision, executor, spec_kind, canonical_spec, placement, digest, created_at_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text::jsonb, $9, `+dbNowMs+`)`,
+		erID, projectID, taskID, rev, ExecutorRemoteWorker, cs.cmd.Kind, string(cs.canonical), placementArg, cs.digest[:]); err != nil {
+		return executionPin{}, err
+	}
+	return executionPin{id: erID, digest: cs.digest}, nil
+}
+
+const taskSelect = `SELECT t.task_id::text, t.project_id::text, t.name, t.enabled, t.head_revision,
+	e.digest, e.execution_revision_id::text, e.canonical_spec, t.created_at_ms, t.updated_at_ms
+	FROM ql3.tasks t
+	JOIN ql3.execution_revisions e ON e.task_id = t.task_id AND e.task_revision = t.head_revision`
+
+func scanTask(row pgx.Row) (TaskRecord, error) {
+	var t TaskRecord
+	var digest []byte
+	var canonical string
+	if err := row.Scan(&t.ID, &t.ProjectID, &t.Name, &t.Enabled, &t.Revision, &digest, &t.ExecutionRevisionID,
+		&canonical, &t.CreatedAtMs, &t.UpdatedAtMs); err != nil {
+		return TaskRecord{}, err
+	}
+	var err error
+	if t.Digest, err = fmtDigest(digest); err != nil {
+		return TaskRecord{}, err
+	}
+	if t.Spec, err = spec.Decode([]byte(canonical)); err != nil {
+		return TaskRecord{}, errs.E(errs.Internal, "", "stored spec of task %s does not decode: %v", t.ID, err)
+	}
+	return t, nil
+}
+
+func readTask(ctx context.Context, q DB, taskID uuid.UUID) (TaskRecord, error) {
+	t, err := scanTask(q.QueryRow(ctx, taskSelect+` WHERE t.task_id = $1`, taskID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return TaskRecord{}, errs.NotFoundf("no task %s", taskID)
+	}
+	return t, err
+}
+
+// GetTask returns a task at its head revision.
+func (p *Publisher) GetTask(ctx context.Context, id string) (TaskRecord, error) {
+	taskID, err := parsePubID("task", id)
+	if err != nil {
+		return TaskRecord{}, errs.NotFoundf("no task %.64q", id)
+	}
+	t, err := readTask(ctx, p.db, taskID)
+	return t, pubReadErr(err)
+}
+
+// ListTasks returns a project's tasks (all tasks when projectID is "") in id
+// order.
+func (p *Publisher) ListTasks(ctx context.Context, projectID string, page ListRequest) (ListPage[TaskRecord], error) {
+	limit, after, err := page.normalize()
+	if err != nil {
+		return ListPage[TaskRecord]{}, err
+	}
+	var proj *uuid.UUID
+	if projectID != "" {
+		id, err := parsePubID("project", projectID)
+		if err != nil {
+			return ListPage[TaskRecord]{}, err
+		}
+		proj = &id
+	}
+	rows, err := p.db.Query(ctx, taskSelect+`
+		WHERE ($1::uuid IS NULL OR t.project_id = $1::uuid) AND ($2::uuid IS NULL OR t.task_id > $2::uuid)
+		ORDER BY t.task_id LIMIT $3`, proj, after, limit+1)
+	if err != nil {
+		return ListPage[TaskRecord]{}, pubReadErr(err)
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (TaskRecord, error) { return scanTask(r) })
+	if err != nil {
+		return ListPage[TaskRecord]{}, pubReadErr(err)
+	}
+	return listPageOf(items, limit, func(x TaskRecord) string { return x.ID }), nil
+}

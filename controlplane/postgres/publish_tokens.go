@@ -1,0 +1,110 @@
+package postgres
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ql3/ql3/core/errs"
+)
+
+// APIToken describes an admin API token; its text is returned once by
+// CreateAPIToken and never stored.
+type APIToken struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Status      string `json:"status"`
+	CreatedAtMs int64  `json:"createdAtMs"`
+	ExpiresAtMs int64  `json:"expiresAtMs,omitempty"`
+	RevokedAtMs int64  `json:"revokedAtMs,omitempty"`
+}
+
+const apiTokenColumns = `token_id, name, status, created_at_ms, coalesce(expires_at_ms, 0), coalesce(revoked_at_ms, 0)`
+
+func scanAPIToken(row pgx.Row) (APIToken, error) {
+	var t APIToken
+	err := row.Scan(&t.ID, &t.Name, &t.Status, &t.CreatedAtMs, &t.ExpiresAtMs, &t.RevokedAtMs)
+	return t, err
+}
+
+// MaxAPITokenTTLMs bounds a token's lifetime when one is given.
+const MaxAPITokenTTLMs = 10 * 366 * 24 * 3600 * 1000
+
+// CreateAPIToken creates an admin API token named name, valid for ttlMs
+// (0: until revoked), and returns it with its text: show the text once.
+func (p *Publisher) CreateAPIToken(ctx context.Context, name string, ttlMs int64) (APIToken, string, error) {
+	if err := checkPubName("name", name); err != nil {
+		return APIToken{}, "", err
+	}
+	if ttlMs < 0 || ttlMs > MaxAPITokenTTLMs {
+		return APIToken{}, "", errs.Invalidf("ttlMs", "must be 0 (no expiry) or up to %d, got %d", int64(MaxAPITokenTTLMs), ttlMs)
+	}
+	token, id, digest, err := newAPIToken()
+	if err != nil {
+		return APIToken{}, "", err
+	}
+	var ttl any
+	if ttlMs > 0 {
+		ttl = ttlMs
+	}
+	out, err := scanAPIToken(p.db.QueryRow(ctx, `INSERT INTO ql3.api_tokens (token_id, name, token_digest, status, created_at_ms, expires_at_ms)
+		VALUES ($1, $2, $3, 'active', `+dbNowMs+`, `+dbNowMs+` + $4::bigint) RETURNING `+apiTokenColumns, id, name, digest[:], ttl))
+	if err != nil {
+		return APIToken{}, "", pubReadErr(err)
+	}
+	return out, token, nil
+}
+
+// AuthenticateAPIToken returns the active, unexpired token whose text is
+// token. Every failure is the same unauthorized error, so a caller learns
+// nothing about which part was wrong.
+func (p *Publisher) AuthenticateAPIToken(ctx context.Context, token string) (APIToken, error) {
+	denied := errs.E(errs.Unauthorized, "Authorization", "invalid or revoked API token")
+	id, digest, err := ParseAPIToken(token)
+	if err != nil {
+		return APIToken{}, denied
+	}
+	var stored []byte
+	var live bool
+	var t APIToken
+	err = p.db.QueryRow(ctx, `SELECT `+apiTokenColumns+`, token_digest,
+		status = 'active' AND (expires_at_ms IS NULL OR expires_at_ms > `+dbNowMs+`)
+		FROM ql3.api_tokens WHERE token_id = $1`, id).
+		Scan(&t.ID, &t.Name, &t.Status, &t.CreatedAtMs, &t.ExpiresAtMs, &t.RevokedAtMs, &stored, &live)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return APIToken{}, denied
+	}
+	if err != nil {
+		return APIToken{}, pubReadErr(err)
+	}
+	if subtle.ConstantTimeCompare(stored, digest[:]) != 1 || !live {
+		return APIToken{}, denied
+	}
+	return t, nil
+}
+
+// RevokeAPIToken revokes a token by id; revoking twice is a no-op.
+func (p *Publisher) RevokeAPIToken(ctx context.Context, id string) (APIToken, error) {
+	t, err := scanAPIToken(p.db.QueryRow(ctx, `UPDATE ql3.api_tokens
+		SET status = 'revoked', revoked_at_ms = coalesce(revoked_at_ms, `+dbNowMs+`)
+		WHERE token_id = $1 RETURNING `+apiTokenColumns, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return APIToken{}, errs.NotFoundf("no API token %.32q", id)
+	}
+	return t, pubReadErr(err)
+}
+
+// ListAPITokens returns every token, newest first (never their digests).
+func (p *Publisher) ListAPITokens(ctx context.Context) ([]APIToken, error) {
+	rows, err := p.db.Query(ctx, `SELECT `+apiTokenColumns+` FROM ql3.api_tokens ORDER BY created_at_ms DESC, token_id LIMIT 1000`)
+	if err != nil {
+		return nil, pubReadErr(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (APIToken, error) { return scanAPIToken(r) })
+	if out == nil {
+		out = []APIToken{}
+	}
+	return out, pubReadErr(err)
+}
