@@ -1,0 +1,295 @@
+//go:build linux
+
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/run"
+)
+
+func supported() error { return nil }
+
+// Start spawns the attempt. It consumes slot: on success the slot is freed
+// when the attempt ends, on error at once. Errors are *StartError (the
+// attempt ends as failed/executor_start) or errs.Conflict when the attempt is
+// already running here.
+func (e *Executor) Start(slot *Slot, req Request) (*Handle, error) {
+	if slot == nil || slot.e != e {
+		return nil, errs.Invalidf("slot", "a slot of this executor is required")
+	}
+	id := req.ID()
+	e.mu.Lock()
+	if _, dup := e.running[id]; dup {
+		e.mu.Unlock()
+		slot.Release()
+		return nil, errs.Conflictf("attempt %s is already running", id)
+	}
+	// Reserve the id before spawning so a concurrent Start of the same
+	// attempt cannot spawn a second process.
+	e.running[id] = nil
+	e.mu.Unlock()
+
+	h, err := e.spawn(slot, req)
+	e.mu.Lock()
+	if err != nil {
+		delete(e.running, id)
+	} else {
+		e.running[id] = h
+	}
+	e.mu.Unlock()
+	if err != nil {
+		slot.Release()
+		return nil, err
+	}
+	e.wg.Add(2)
+	go h.supervise()
+	return h, nil
+}
+
+func (e *Executor) spawn(slot *Slot, req Request) (*Handle, error) {
+	sp := req.Spec
+	if (len(sp.Argv) == 0) == (sp.ShellCommand == "") {
+		return nil, &StartError{Err: errors.New("exactly one of argv and shell command is required")}
+	}
+	env, err := e.environment(req)
+	if err != nil {
+		return nil, &StartError{Err: err}
+	}
+	dir, err := e.workDir(req)
+	if err != nil {
+		return nil, &StartError{Err: fmt.Errorf("working directory: %w", err)}
+	}
+	var path string
+	var args []string
+	if len(sp.Argv) > 0 {
+		if path, err = resolveFile(sp.Argv[0], dir, env); err != nil {
+			return nil, &StartError{Err: err}
+		}
+		args = append([]string(nil), sp.Argv...)
+	} else {
+		shell := sp.Shell
+		if shell == "" {
+			shell = "/bin/sh"
+		}
+		if shell != "/bin/sh" && shell != "/bin/bash" {
+			return nil, &StartError{Err: fmt.Errorf("shell %q is not supported (use /bin/sh or /bin/bash)", shell)}
+		}
+		path, args = shell, []string{shell, "-c", sp.ShellCommand}
+	}
+
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, &StartError{Err: fmt.Errorf("output pipe: %w", err)}
+	}
+	cmd := &exec.Cmd{
+		Path:        path,
+		Args:        args,
+		Env:         env,
+		Dir:         dir,
+		Stdout:      w, // one *os.File for both: passed to the child directly, no copier goroutines
+		Stderr:      w,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	err = cmd.Start()
+	w.Close() // the child holds its own copy; EOF arrives when the whole group has closed it
+	if err != nil {
+		r.Close()
+		return nil, &StartError{Err: err}
+	}
+	pid := cmd.Process.Pid
+	ident, err := ReadIdentity(pid)
+	if err != nil {
+		// The child is our unreaped child, so /proc/<pid> exists; failing to
+		// read it is an environment problem. Still record what we know.
+		ident = Identity{PID: pid, PGID: pid}
+	}
+	h := &Handle{
+		e:         e,
+		req:       req,
+		id:        req.ID(),
+		ident:     ident,
+		startedAt: e.cfg.Clock.Now(),
+		slot:      slot,
+		stopCh:    make(chan struct{}),
+		done:      make(chan struct{}),
+		cmd:       cmd,
+		out:       r,
+	}
+	e.cfg.Logger.Debug("attempt started", "run", req.RunID, "attempt", req.Attempt, "pid", pid)
+	return h, nil
+}
+
+// supervise waits for the leader, enforces timeout and stop requests, kills
+// leftovers of the group, drains the output and publishes the result.
+func (h *Handle) supervise() {
+	defer h.e.wg.Done()
+	drained := make(chan struct{})
+	go func() {
+		defer h.e.wg.Done()
+		defer close(drained)
+		drain(h.out, h.req.Output)
+	}()
+	exited := make(chan error, 1)
+	go func() { exited <- waitNoReap(h.ident.PID) }()
+
+	clk := h.e.cfg.Clock
+	var timeoutC, killC <-chan time.Time
+	if to := h.req.Spec.Timeout; to > 0 {
+		t := clk.NewTimer(to)
+		defer t.Stop()
+		timeoutC = t.C()
+	}
+	stopCh := h.stopCh
+	var acted *stopRequest // the stop we signalled the group for, before the leader exited
+	var waitErr error
+loop:
+	for {
+		select {
+		case waitErr = <-exited:
+			break loop
+		case <-timeoutC:
+			timeoutC = nil
+			h.Stop(run.AttemptTimedOut, run.ErrorTimeout, fmt.Sprintf("timeout of %s elapsed", h.req.Spec.Timeout))
+		case <-stopCh:
+			stopCh = nil
+			acted = h.stopRequest()
+			if h.e.cfg.KillGrace > 0 {
+				h.signalGroup(syscall.SIGTERM)
+				t := clk.NewTimer(h.e.cfg.KillGrace)
+				defer t.Stop()
+				killC = t.C()
+			} else {
+				h.signalGroup(syscall.SIGKILL)
+			}
+		case <-killC:
+			killC = nil
+			h.signalGroup(syscall.SIGKILL)
+		}
+	}
+	// The leader has exited but is not reaped: its pid (= the group id)
+	// cannot be reused yet, so this reaches only the attempt's own leftovers.
+	h.signalGroup(syscall.SIGKILL)
+	if waitErr != nil {
+		h.e.cfg.Logger.Warn("waiting for attempt leader failed", "run", h.req.RunID, "attempt", h.req.Attempt, "err", waitErr)
+	}
+	state, _ := h.cmd.Process.Wait()
+	finishedAt := clk.Now()
+	h.awaitGroupGone()
+
+	select {
+	case <-drained:
+	default:
+		// Something outside the group still holds the pipe; bound the wait.
+		t := clk.NewTimer(h.e.cfg.DrainTimeout)
+		select {
+		case <-drained:
+		case <-t.C():
+			h.out.Close() // unblocks the reader
+			<-drained
+		}
+		t.Stop()
+	}
+	h.out.Close()
+	h.finish(h.buildResult(state, acted, finishedAt))
+}
+
+func (h *Handle) buildResult(state *os.ProcessState, acted *stopRequest, finishedAt time.Time) Result {
+	res := Result{StartedAt: h.startedAt, FinishedAt: finishedAt}
+	if state != nil {
+		ws, _ := state.Sys().(syscall.WaitStatus)
+		switch {
+		case ws.Exited():
+			code := ws.ExitStatus()
+			res.ExitCode = &code
+		case ws.Signaled():
+			res.Signal = ws.Signal().String()
+		}
+	}
+	switch {
+	case acted != nil:
+		res.Status, res.ErrorClass, res.Message = acted.status, acted.class, acted.message
+	case state == nil:
+		res.Status, res.ErrorClass, res.Message = run.AttemptFailed, run.ErrorInternal, "the process could not be waited for"
+	case res.ExitCode != nil && *res.ExitCode == 0:
+		res.Status = run.AttemptSucceeded
+	case res.ExitCode != nil:
+		res.Status, res.ErrorClass, res.Message = run.AttemptFailed, run.ErrorProcessExit, fmt.Sprintf("exit status %d", *res.ExitCode)
+	default:
+		res.Status, res.ErrorClass, res.Message = run.AttemptFailed, run.ErrorProcessExit, "killed by signal: "+res.Signal
+	}
+	return res
+}
+
+func (h *Handle) signalGroup(sig syscall.Signal) {
+	if err := syscall.Kill(-h.ident.PGID, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		h.e.cfg.Logger.Warn("signal attempt group", "run", h.req.RunID, "attempt", h.req.Attempt, "signal", sig.String(), "err", err)
+	}
+}
+
+// awaitGroupGone waits, briefly and boundedly, until no live process of the
+// group is left after the SIGKILL: a killed process is still visible for a
+// moment while the kernel tears it down, and callers (replace policy,
+// crash-safety tests) rely on "done" meaning "gone". Zombies count as gone:
+// their reaping belongs to whoever inherited them.
+func (h *Handle) awaitGroupGone() {
+	for i := 0; i < groupGoneChecks; i++ {
+		if err := syscall.Kill(-h.ident.PGID, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		if !groupHasLiveMember(h.ident.PGID) {
+			return
+		}
+		// Not a timing decision: only lets the kernel finish the teardown.
+		time.Sleep(time.Millisecond)
+	}
+	h.e.cfg.Logger.Warn("processes of the attempt's group outlived SIGKILL", "run", h.req.RunID, "attempt", h.req.Attempt, "pgid", h.ident.PGID)
+}
+
+// groupGoneChecks bounds awaitGroupGone (about a second).
+const groupGoneChecks = 1000
+
+// groupHasLiveMember scans /proc for a non-zombie process in group pgid.
+func groupHasLiveMember(pgid int) bool {
+	entries, err := os.ReadDir(procRoot)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := readProcStat(pid)
+		if err == nil && st.PGID == pgid && st.State != 'Z' && st.State != 'X' && st.State != 'x' {
+			return true
+		}
+	}
+	return false
+}
+
+// waitNoReap blocks until pid has exited without reaping it (waitid with
+// WNOWAIT), so the pid and the process group id stay reserved until
+// Process.Wait.
+func waitNoReap(pid int) error {
+	const pPID = 1         // P_PID
+	var siginfo [16]uint64 // siginfo_t is 128 bytes
+	for {
+		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&siginfo[0])), syscall.WEXITED|syscall.WNOWAIT, 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		if e != 0 {
+			return e
+		}
+		return nil
+	}
+}
