@@ -68,6 +68,9 @@ type NewTask struct {
 	Name    string // 1..128 bytes, no control characters; unique among live tasks
 	Spec    spec.Command
 	Enabled bool
+	// Triggers are created with the task in the same transaction, so a
+	// task never exists without the triggers its request asked for.
+	Triggers []TriggerInput
 }
 
 // TaskUpdate is the input of UpdateTask: a full replacement of the

@@ -27,4 +27,9 @@ replace github.com/ql3/ql3/migrations => ../migrations
 
 require github.com/ql3/ql3/scripts v0.0.0
 
+require (
+	github.com/robfig/cron/v3 v3.0.1 // indirect
+	go.uber.org/goleak v1.3.0
+)
+
 replace github.com/ql3/ql3/scripts => ../scripts

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 	"unicode"
 	"unicode/utf8"
 
@@ -76,9 +77,18 @@ func (s *Store) CreateTask(ctx context.Context, in edge.NewTask) (edge.Task, err
 	if err != nil {
 		return edge.Task{}, err
 	}
+	if len(in.Triggers) > maxTriggersPerTask {
+		return edge.Task{}, errs.TooLargef("triggers", "a task has at most %d triggers, got %d", maxTriggersPerTask, len(in.Triggers))
+	}
+	triggers := make([]edge.TriggerInput, len(in.Triggers))
+	for i, t := range in.Triggers {
+		if triggers[i], err = edge.NormalizeTrigger(t); err != nil {
+			return edge.Task{}, errs.Prefix("triggers["+strconv.Itoa(i)+"]", err)
+		}
+	}
 	now := s.clock.Now().UnixMilli()
 	id := newID()
-	err = s.writeDurable(ctx, func(tx *wtx, _ *signals) error {
+	err = s.writeDurable(ctx, func(tx *wtx, sg *signals) error {
 		if err := checkNameFree(ctx, tx, in.Name, ""); err != nil {
 			return err
 		}
@@ -87,7 +97,16 @@ func (s *Store) CreateTask(ctx context.Context, in edge.NewTask) (edge.Task, err
 			id, edge.DefaultProjectID, in.Name, boolInt(in.Enabled), now, now); err != nil {
 			return err
 		}
-		return insertRevision(ctx, tx, id, 1, cs, now)
+		if err := insertRevision(ctx, tx, id, 1, cs, now); err != nil {
+			return err
+		}
+		for _, t := range triggers {
+			if err := insertTrigger(ctx, tx, newID(), id, t, in.Enabled, now); err != nil {
+				return err
+			}
+			sg.schedulesChanged = true
+		}
+		return nil
 	})
 	if err != nil {
 		return edge.Task{}, err

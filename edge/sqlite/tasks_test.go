@@ -247,3 +247,36 @@ func TestTriggerInputRejects(t *testing.T) {
 		t.Fatalf("trigger beyond the limit: %v", err)
 	}
 }
+
+// TestCreateTaskWithTriggersIsAtomic: the task and its triggers commit
+// together; one bad trigger leaves nothing behind, not even the task name.
+func TestCreateTaskWithTriggersIsAtomic(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, clock.NewFake(t0))
+
+	good := edge.TriggerInput{Expression: "*/5 * * * *", TimeZone: "Europe/London", Enabled: true}
+	bad := edge.TriggerInput{Expression: "0 0 30 2 *", Enabled: true} // never fires
+	_, err := s.CreateTask(ctx, edge.NewTask{Name: "nightly", Spec: shellSpec("true"), Enabled: true,
+		Triggers: []edge.TriggerInput{good, bad}})
+	if errs.Code(err) != errs.Invalid || errs.Field(err) != "triggers[1].expression" {
+		t.Fatalf("bad trigger: code %q field %q (%v)", errs.Code(err), errs.Field(err), err)
+	}
+	if _, err := s.GetTaskByName(ctx, "nightly"); errs.Code(err) != errs.NotFound {
+		t.Fatalf("a task was left behind: %v", err)
+	}
+
+	task, err := s.CreateTask(ctx, edge.NewTask{Name: "nightly", Spec: shellSpec("true"), Enabled: true,
+		Triggers: []edge.TriggerInput{good, {Expression: "30 2 * * *", TimeZone: "America/New_York", Enabled: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trs, err := s.ListTriggers(ctx, task.ID)
+	if err != nil || len(trs) != 2 {
+		t.Fatalf("triggers: %d, %v", len(trs), err)
+	}
+	for _, tr := range trs {
+		if tr.Revision != 1 || tr.Schedule.Initialized || tr.Schedule.TriggerRevision != 1 {
+			t.Errorf("trigger not born with an uninitialised schedule: %+v", tr)
+		}
+	}
+}

@@ -71,17 +71,7 @@ func (s *Store) CreateTrigger(ctx context.Context, taskID string, in edge.Trigge
 		if n >= maxTriggersPerTask {
 			return errs.TooLargef("triggers", "a task has at most %d triggers", maxTriggersPerTask)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO triggers (id, task_id, current_revision, created_at_ms, updated_at_ms)
-            VALUES (?, ?, 1, ?, ?)`, id, taskID, now, now); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, insertTriggerRevision, id, 1, in.Expression, in.TimeZone,
-			string(in.Misfire), in.GraceMs, boolInt(in.Enabled), now); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO trigger_schedules (trigger_id, trigger_revision, active,
-            initialized, next_fire_at_ms, state_version, updated_at_ms) VALUES (?, 1, ?, 0, 0, 1, ?)`,
-			id, boolInt(task.Enabled && in.Enabled), now); err != nil {
+		if err := insertTrigger(ctx, tx, id, taskID, in, task.Enabled, now); err != nil {
 			return err
 		}
 		sg.schedulesChanged = true
@@ -91,6 +81,24 @@ func (s *Store) CreateTrigger(ctx context.Context, taskID string, in edge.Trigge
 		return edge.Trigger{}, err
 	}
 	return getTrigger(ctx, s.reader, id)
+}
+
+// insertTrigger writes a new trigger at revision 1 with its uninitialised
+// schedule row (active only when both the task and the trigger are
+// enabled). in must be normalised.
+func insertTrigger(ctx context.Context, tx *wtx, id, taskID string, in edge.TriggerInput, taskEnabled bool, now int64) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO triggers (id, task_id, current_revision, created_at_ms, updated_at_ms)
+            VALUES (?, ?, 1, ?, ?)`, id, taskID, now, now); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, insertTriggerRevision, id, 1, in.Expression, in.TimeZone,
+		string(in.Misfire), in.GraceMs, boolInt(in.Enabled), now); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO trigger_schedules (trigger_id, trigger_revision, active,
+            initialized, next_fire_at_ms, state_version, updated_at_ms) VALUES (?, 1, ?, 0, 0, 1, ?)`,
+		id, boolInt(taskEnabled && in.Enabled), now)
+	return err
 }
 
 // UpdateTrigger implements edge.TaskStore. The new revision and the reset

@@ -1,0 +1,99 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+)
+
+// ErrHelp is returned by ParseFlags after printing the --help text.
+var ErrHelp = flag.ErrHelp
+
+// ParseFlags reads the `serve` command line into m.Config: defaults, then
+// the config file (--config or QL3_CONFIG), then QL3_* variables, then the
+// flags that were given. Errors name the flag or field.
+func (m *Main) ParseFlags(args []string) error {
+	fs := flag.NewFlagSet("ql3-edge serve", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	var (
+		config       = fs.String("config", "", "JSON config file (default $QL3_CONFIG); see the README for its fields")
+		listen       = fs.String("listen", "", "address to serve the API on (default $QL3_LISTEN, then "+DefaultListen+"); non-loopback addresses need the admin token for every request")
+		dataDir      = fs.String("data-dir", "", "directory for the database, logs and admin token (default $QL3_DATA_DIR, then "+DefaultDataDir+")")
+		noAuth       = fs.Bool("no-auth", false, "serve without the admin token (refused unless --listen is a loopback address)")
+		grace        = fs.Duration("misfire-grace", 0, "default misfire grace of new triggers (default 30s, max 5m)")
+		maxConc      = fs.Int("max-concurrency", 0, "attempts running at once (default 4, max 256)")
+		killGrace    = fs.Duration("kill-grace", 0, "wait between SIGTERM and SIGKILL when stopping an attempt (default 10s)")
+		logMax       = fs.Int64("log-max-bytes", 0, "output kept per attempt in bytes (default 4 MiB, max 1 GiB); the rest is discarded and marked truncated")
+		logTotal     = fs.Int64("log-max-total-bytes", 0, "total size of kept logs before the oldest are removed (default 1 GiB)")
+		logRetention = fs.Duration("log-retention", 0, "remove logs of finished attempts older than this (default 168h)")
+		logLevel     = fs.String("log-level", "", "debug, info (default), warn or error")
+	)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: ql3-edge serve [flags]\n\n"+
+			"Start the scheduler, the runner and the HTTP API (and web panel) in the foreground.\n"+
+			"On first start an admin token is generated and written to <data dir>/admin.token (0600);\n"+
+			"only its SHA-256 is kept (admin.token.sha256; delete it and restart to rotate the token).\n"+
+			"Every change needs the token (Authorization: Bearer); reads from this machine over a loopback\n"+
+			"address need none, reads from elsewhere do.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("serve takes no arguments, got %q", fs.Args())
+	}
+	cfg := DefaultConfig()
+	path := *config
+	if path == "" {
+		path = m.Getenv("QL3_CONFIG")
+	}
+	if path != "" {
+		if err := cfg.LoadConfigFile(path); err != nil {
+			return err
+		}
+	}
+	if err := cfg.ApplyEnv(m.Getenv); err != nil {
+		return err
+	}
+	var durErr error
+	ms := func(name string, d time.Duration) int64 {
+		if d < 0 {
+			durErr = errors.Join(durErr, fmt.Errorf("--%s must not be negative", name))
+		}
+		return d.Milliseconds()
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "listen":
+			cfg.Listen = *listen
+		case "data-dir":
+			cfg.DataDir = *dataDir
+		case "no-auth":
+			cfg.NoAuth = *noAuth
+		case "misfire-grace":
+			cfg.MisfireGraceMs = ms(f.Name, *grace)
+		case "max-concurrency":
+			cfg.MaxConcurrency = *maxConc
+		case "kill-grace":
+			cfg.KillGraceMs = ms(f.Name, *killGrace)
+		case "log-max-bytes":
+			cfg.LogMaxBytes = *logMax
+		case "log-max-total-bytes":
+			cfg.LogMaxTotalBytes = *logTotal
+		case "log-retention":
+			cfg.LogRetentionHours = int64(*logRetention / time.Hour)
+		case "log-level":
+			cfg.LogLevel = *logLevel
+		}
+	})
+	if durErr != nil {
+		return durErr
+	}
+	if err := cfg.ValidateServer(); err != nil {
+		return err
+	}
+	m.Config = cfg
+	return nil
+}

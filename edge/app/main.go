@@ -1,0 +1,295 @@
+// Package app assembles ql3-edge: it opens the store and the log store,
+// starts the runner, the scheduler and the HTTP API, and shuts them down in
+// order. cmd/ql3-edge only wires signals to it; end-to-end tests drive Main
+// directly with a fake clock.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/ql3/ql3/edge/clock"
+	"github.com/ql3/ql3/edge/httpapi"
+	"github.com/ql3/ql3/edge/logstore"
+	"github.com/ql3/ql3/edge/sqlite"
+)
+
+// File names inside the data directory.
+const (
+	DatabaseFileName = "ql3-edge.db"
+	LogsDirName      = "logs"
+	WorkDirName      = "work"
+	StateDirName     = "state"
+)
+
+// Shutdown deadlines.
+const (
+	httpShutdownTimeout = 10 * time.Second
+	logSweepInterval    = time.Hour
+)
+
+// Main is one ql3-edge server process.
+type Main struct {
+	Config Config
+	// Clock drives the scheduler, the runner and every timestamp; tests
+	// inject a clock.Fake. Default clock.Real.
+	Clock   clock.Clock
+	Version string
+	// Program is how the banner names this binary in its example commands
+	// (os.Args[0] from the CLI, so `make run` shows ./bin/ql3-edge).
+	Program string
+	Stdout  io.Writer // the startup banner (and the new token, once)
+	Stderr  io.Writer // logs
+	Getenv  func(string) string
+	// Logger overrides the logger built from Config.LogLevel.
+	Logger *slog.Logger
+	// Hooks observe the loops (tests).
+	Hooks Hooks
+
+	log      *slog.Logger
+	store    *sqlite.Store
+	logs     *logstore.Store
+	engine   *engine
+	listener net.Listener
+	server   *http.Server
+	token    adminToken
+
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	serveErr  chan error
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewMain returns a Main with defaults and the process environment.
+func NewMain() *Main {
+	return &Main{
+		Config: DefaultConfig(),
+		Clock:  clock.Real{},
+		Stdout: os.Stdout,
+		Stderr: os.Stderr,
+		Getenv: os.Getenv,
+	}
+}
+
+// Run opens everything and starts serving; it returns once the API listens
+// (or on the first error, after undoing what it started). Stop with Close.
+func (m *Main) Run(ctx context.Context) (err error) {
+	cfg := m.Config
+	if err := cfg.ValidateServer(); err != nil {
+		return err
+	}
+	if m.Clock == nil {
+		m.Clock = clock.Real{}
+	}
+	if m.Stdout == nil {
+		m.Stdout = io.Discard
+	}
+	if m.Stderr == nil {
+		m.Stderr = io.Discard
+	}
+	m.log = m.Logger
+	if m.log == nil {
+		if m.log, err = newLogger(m.Stderr, cfg.LogLevel); err != nil {
+			return err
+		}
+	}
+	loopback := httpapi.IsLoopbackHost(cfg.Listen)
+	if cfg.NoAuth && !loopback {
+		return fmt.Errorf("refusing to serve %s without the admin token: --no-auth is only allowed on a loopback address (127.0.0.1, [::1], localhost)", cfg.Listen)
+	}
+	defer func() {
+		if err != nil {
+			_ = m.Close()
+		}
+	}()
+	if err := ensureDataDir(cfg.DataDir); err != nil {
+		return err
+	}
+	if !cfg.NoAuth {
+		if m.token, err = ensureAdminToken(cfg.DataDir); err != nil {
+			return err
+		}
+	}
+	m.store, err = sqlite.Open(ctx, filepath.Join(cfg.DataDir, DatabaseFileName), sqlite.Options{Clock: m.Clock})
+	if err != nil {
+		return fmt.Errorf("opening the database: %w", err)
+	}
+	m.logs, err = logstore.Open(logstore.Config{
+		Dir:                filepath.Join(cfg.DataDir, LogsDirName),
+		MaxBytesPerAttempt: cfg.LogMaxBytes,
+		RetainAge:          time.Duration(cfg.LogRetentionHours) * time.Hour,
+		RetainTotalBytes:   cfg.LogMaxTotalBytes,
+	})
+	if err != nil {
+		return fmt.Errorf("opening the log store: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m.cancel = cancel
+	m.engine, err = startEngine(runCtx, engineConfig{
+		Store: m.store, Logs: m.logs, Clock: m.Clock, Logger: m.log,
+		WorkRoot:       filepath.Join(cfg.DataDir, WorkDirName),
+		StateDir:       filepath.Join(cfg.DataDir, StateDirName),
+		MaxConcurrency: cfg.MaxConcurrency,
+		KillGrace:      time.Duration(cfg.KillGraceMs) * time.Millisecond,
+		Hooks:          m.Hooks,
+	})
+	if err != nil {
+		return err
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		m.sweepLogs(runCtx)
+	}()
+
+	api := httpapi.New(httpapi.Config{
+		Store: m.store, Logs: m.logs, Logger: m.log, Clock: m.Clock, Version: m.Version,
+		Auth:           httpapi.Auth{Digest: m.token.Digest, Disabled: cfg.NoAuth},
+		DefaultGraceMs: cfg.MisfireGraceMs,
+		Ready:          m.ready,
+	})
+	m.listener, err = net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+	}
+	m.server = &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second, // log follows extend their own deadline
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(m.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return runCtx },
+	}
+	m.serveErr = make(chan error, 1)
+	go func() {
+		if err := m.server.Serve(m.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.serveErr <- err
+		}
+		close(m.serveErr)
+	}()
+	m.printBanner()
+	m.log.Info("ql3-edge started", "version", m.Version, "listen", m.Addr(), "dataDir", cfg.DataDir)
+	return nil
+}
+
+// Err delivers a fatal error of the HTTP server (the channel closes on
+// Close); main waits on it next to its signal context.
+func (m *Main) Err() <-chan error { return m.serveErr }
+
+// Addr is the address the API listens on (the real port when Listen asked
+// for port 0).
+func (m *Main) Addr() string {
+	if m.listener == nil {
+		return ""
+	}
+	return m.listener.Addr().String()
+}
+
+// Store exposes the store to end-to-end tests.
+func (m *Main) Store() *sqlite.Store { return m.store }
+
+// NewAdminToken is the plaintext token generated by this Run, "" when the
+// token already existed.
+func (m *Main) NewAdminToken() string { return m.token.Plaintext }
+
+func (m *Main) ready(ctx context.Context) error {
+	if _, err := m.store.ListTasks(ctx, edgeTaskProbe); err != nil {
+		return err
+	}
+	return m.engine.ready()
+}
+
+// printBanner tells the operator where things are. The token plaintext is
+// printed only on the start that created it (never logged).
+func (m *Main) printBanner() {
+	w := m.Stdout
+	addr := m.Addr()
+	fmt.Fprintf(w, "ql3-edge %s\n", m.Version)
+	fmt.Fprintf(w, "  API and panel: http://%s/\n", addr)
+	fmt.Fprintf(w, "  data:          %s\n", m.Config.DataDir)
+	switch {
+	case m.Config.NoAuth:
+		fmt.Fprintf(w, "  auth:          disabled (--no-auth; loopback only)\n")
+	case m.token.Plaintext != "":
+		fmt.Fprintf(w, "  admin token:   %s\n", m.token.Plaintext)
+		fmt.Fprintf(w, "                 (shown once; saved to %s, mode 0600)\n", filepath.Join(m.Config.DataDir, TokenFileName))
+	default:
+		fmt.Fprintf(w, "  admin token:   in %s\n", filepath.Join(m.Config.DataDir, TokenFileName))
+	}
+	prog := m.Program
+	if prog == "" {
+		prog = "ql3-edge"
+	}
+	fmt.Fprintf(w, "\nAdd a first task (from this directory, in another terminal):\n")
+	fmt.Fprintf(w, "  %s task add --addr %s --data-dir %s --name hello --cron '*/10 * * * * *' -- echo hello\n", prog, addr, m.Config.DataDir)
+	fmt.Fprintf(w, "  %s run list --addr %s --task hello\n", prog, addr)
+	fmt.Fprintf(w, "  %s logs --addr %s <run id> -f\n\n", prog, addr)
+}
+
+// sweepLogs applies log retention at start and then every hour.
+func (m *Main) sweepLogs(ctx context.Context) {
+	for {
+		res, err := m.logs.Sweep(m.Clock.Now())
+		if err != nil {
+			m.log.Warn("log retention sweep failed", "err", err)
+		} else if res.RemovedLogs > 0 {
+			m.log.Info("log retention", "removed", res.RemovedLogs, "freedBytes", res.FreedBytes)
+		}
+		t := m.Clock.NewTimer(logSweepInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// Close stops accepting requests, stops the scheduler and the runner, and
+// closes the stores. It is safe to call more than once.
+func (m *Main) Close() error {
+	m.closeOnce.Do(func() {
+		var errList []error
+		if m.server != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), httpShutdownTimeout)
+			if err := m.server.Shutdown(ctx); err != nil {
+				errList = append(errList, fmt.Errorf("http shutdown: %w", err))
+				_ = m.server.Close()
+			}
+			cancel()
+		} else if m.listener != nil {
+			_ = m.listener.Close()
+		}
+		if m.cancel != nil {
+			m.cancel()
+		}
+		if m.engine != nil {
+			if err := m.engine.stop(); err != nil {
+				errList = append(errList, err)
+			}
+		}
+		m.wg.Wait()
+		if m.store != nil {
+			if err := m.store.Close(); err != nil {
+				errList = append(errList, fmt.Errorf("closing the database: %w", err))
+			}
+		}
+		m.closeErr = errors.Join(errList...)
+		if m.log != nil {
+			m.log.Info("ql3-edge stopped", "err", m.closeErr)
+		}
+	})
+	return m.closeErr
+}

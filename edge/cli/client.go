@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/edge/httpapi"
+)
+
+// maxResponseBytes bounds a JSON response the CLI will read; log bodies are
+// streamed and not subject to it.
+const maxResponseBytes = 16 << 20
+
+// Client calls a running ql3-edge server's HTTP API.
+type Client struct {
+	BaseURL string // "http://127.0.0.1:5700"
+	Token   string // admin token; empty sends no Authorization header
+	HTTP    *http.Client
+}
+
+// NewClient returns a client for addr ("127.0.0.1:5700" or a full URL).
+// Requests other than log follows time out after timeout.
+func NewClient(addr, token string) (*Client, error) {
+	base, err := baseURL(addr)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{BaseURL: base, Token: token, HTTP: &http.Client{}}, nil
+}
+
+func baseURL(addr string) (string, error) {
+	if addr == "" {
+		return "", errs.Invalidf("addr", "empty server address")
+	}
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	u, err := url.Parse(addr)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", errs.Invalidf("addr", "expected host:port or http(s)://host:port, got %q", addr)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// request describes one API call.
+type request struct {
+	method  string
+	path    string // already escaped, e.g. "/api/v1/tasks/" + url.PathEscape(id)
+	query   url.Values
+	body    any
+	headers map[string]string
+}
+
+// do sends req and decodes a 2xx JSON response into out (unless out is nil).
+// Error responses come back as *errs.Error carrying the server's code.
+func (c *Client) do(ctx context.Context, req request, out any) error {
+	resp, err := c.send(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBytes))
+		return nil
+	}
+	dec := json.NewDecoder(io.LimitReader(resp.Body, maxResponseBytes))
+	if err := dec.Decode(out); err != nil {
+		return fmt.Errorf("decoding the %s %s response: %w", req.method, req.path, err)
+	}
+	return nil
+}
+
+// send performs req and returns the response if its status is 2xx; otherwise
+// it closes the body and returns the decoded error.
+func (c *Client) send(ctx context.Context, req request) (*http.Response, error) {
+	var body io.Reader
+	if req.body != nil {
+		data, err := json.Marshal(req.body)
+		if err != nil {
+			return nil, err
+		}
+		body = bytes.NewReader(data)
+	}
+	u := c.BaseURL + req.path
+	if len(req.query) > 0 {
+		u += "?" + req.query.Encode()
+	}
+	hr, err := http.NewRequestWithContext(ctx, req.method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	if req.body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	hr.Header.Set("Accept", "application/json")
+	if c.Token != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	for k, v := range req.headers {
+		hr.Header.Set(k, v)
+	}
+	resp, err := c.HTTP.Do(hr)
+	if err != nil {
+		return nil, &unreachableError{base: c.BaseURL, err: err}
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	return nil, decodeError(resp)
+}
+
+func decodeError(resp *http.Response) error {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var eb httpapi.ErrorBody
+	if json.Unmarshal(data, &eb) == nil && eb.Code != "" {
+		return &errs.Error{Code: eb.Code, Field: eb.Field, Message: eb.Message}
+	}
+	msg := strings.TrimSpace(string(data))
+	if msg == "" {
+		msg = resp.Status
+	}
+	return &errs.Error{Code: httpapi.CodeForStatus(resp.StatusCode), Message: msg}
+}
+
+// unreachableError is a transport failure: no server, refused, timed out.
+type unreachableError struct {
+	base string
+	err  error
+}
+
+func (e *unreachableError) Error() string {
+	var op *net.OpError
+	if errors.As(e.err, &op) && op.Op == "dial" {
+		return fmt.Sprintf("cannot reach the ql3-edge server at %s (is `ql3-edge serve` running? set --addr or QL3_ADDR): %v", e.base, op.Err)
+	}
+	return fmt.Sprintf("request to %s failed: %v", e.base, e.err)
+}
+
+func (e *unreachableError) Unwrap() error { return e.err }
+
+// withTimeout bounds a non-streaming call.
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"time"
+
+	"github.com/ql3/ql3/edge/app"
+)
+
+// clientFlags are the flags every client command takes.
+type clientFlags struct {
+	config    string
+	addr      string
+	dataDir   string
+	tokenFile string
+	json      bool
+	timeout   time.Duration
+}
+
+func (c *clientFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.config, "config", "", "JSON config file (default $QL3_CONFIG)")
+	fs.StringVar(&c.addr, "addr", "", "server address host:port or URL (default $QL3_ADDR, then 127.0.0.1:5700)")
+	fs.StringVar(&c.dataDir, "data-dir", "", "data directory holding admin.token (default $QL3_DATA_DIR, then ./data)")
+	fs.StringVar(&c.tokenFile, "token-file", "", "file with the admin token (default $QL3_TOKEN_FILE, then <data dir>/admin.token); $QL3_TOKEN wins over files")
+	fs.BoolVar(&c.json, "json", false, "print JSON instead of text")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "request timeout (not applied to log follows)")
+}
+
+// client resolves config file, environment and flags into an API client.
+func (c *clientFlags) client(env Env) (*Client, error) {
+	cfg := app.DefaultConfig()
+	path := c.config
+	if path == "" {
+		path = env.Getenv("QL3_CONFIG")
+	}
+	if path != "" {
+		if err := cfg.LoadConfigFile(path); err != nil {
+			return nil, err
+		}
+	}
+	if err := cfg.ApplyEnv(env.Getenv); err != nil {
+		return nil, err
+	}
+	if c.addr != "" {
+		cfg.Addr = c.addr
+	}
+	if c.dataDir != "" {
+		cfg.DataDir = c.dataDir
+	}
+	if c.tokenFile != "" {
+		cfg.TokenFile = c.tokenFile
+	}
+	token := strings.TrimSpace(env.Getenv("QL3_TOKEN"))
+	if token == "" {
+		t, err := app.ReadTokenFile(cfg.TokenFilePath())
+		switch {
+		case err == nil:
+			token = t
+		case errors.Is(err, fs.ErrNotExist) && c.tokenFile == "" && env.Getenv("QL3_TOKEN_FILE") == "":
+			// No token: reads on loopback still work; mutations get a 401
+			// with a hint.
+		default:
+			return nil, err
+		}
+	}
+	return NewClient(cfg.Addr, token)
+}
+
+// parseArgs parses flags anywhere among the positional arguments (so
+// `task show hello --json` works); everything after "--" is positional.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := parse(fs, args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		consumed := args[:len(args)-len(rest)]
+		if len(consumed) > 0 && consumed[len(consumed)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ", ") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// fmtTime renders epoch ms in the local zone; 0 is "-".
+func fmtTime(ms int64) string {
+	if ms == 0 {
+		return "-"
+	}
+	return time.UnixMilli(ms).Local().Format("2006-01-02 15:04:05.000 MST")
+}
+
+func exactArgs(pos []string, n int, what string) error {
+	if len(pos) != n {
+		return usagef("expected %s, got %d argument(s)", what, len(pos))
+	}
+	return nil
+}
+
+func fmtExit(code *int) string {
+	if code == nil {
+		return "-"
+	}
+	return fmt.Sprint(*code)
+}

@@ -1,0 +1,172 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/run"
+	"github.com/ql3/ql3/edge"
+)
+
+// maxIdempotencyKey bounds a client idempotency key (edge.ManualRun).
+const maxIdempotencyKey = 128
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, err := queryLimit(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	f := edge.RunFilter{TriggerID: q.Get("trigger"), Limit: limit, Cursor: q.Get("cursor")}
+	if ref := q.Get("task"); ref != "" {
+		t, err := s.resolveTask(r.Context(), ref)
+		if err != nil {
+			if errs.Code(err) == errs.NotFound {
+				err = errs.Invalidf("task", "no task with id or name %q", ref)
+			}
+			writeError(w, r, s.log, err)
+			return
+		}
+		f.TaskID = t.ID
+	}
+	if v := q.Get("status"); v != "" {
+		for _, part := range strings.Split(v, ",") {
+			st, err := run.ParseRunStatus(strings.TrimSpace(part))
+			if err != nil {
+				writeError(w, r, s.log, err)
+				return
+			}
+			f.Statuses = append(f.Statuses, st)
+		}
+	}
+	page, err := s.store.ListRuns(r.Context(), f)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	out := List[Run]{Items: make([]Run, 0, len(page.Runs)), NextCursor: page.NextCursor}
+	for _, rn := range page.Runs {
+		out.Items = append(out.Items, runView(rn, nil))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
+	rn, err := s.store.GetRun(r.Context(), r.PathValue("run"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	attempts, err := s.store.ListAttempts(r.Context(), rn.ID)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, runView(rn, attempts))
+}
+
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
+	after, err := queryInt64(r, "after", 0)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	limit, err := queryLimit(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	if limit == 0 {
+		limit = edge.MaxPageSize
+	}
+	id := r.PathValue("run")
+	if _, err := s.store.GetRun(r.Context(), id); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	events, err := s.store.ListRunEvents(r.Context(), id, after, limit)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	out := List[RunEvent]{Items: make([]RunEvent, 0, len(events))}
+	for _, e := range events {
+		out.Items = append(out.Items, eventView(e))
+	}
+	if len(events) == limit {
+		out.NextCursor = strconv.FormatInt(events[len(events)-1].Seq, 10) // pass as ?after=
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) runNow(w http.ResponseWriter, r *http.Request) {
+	var req RunNowRequest
+	if err := decodeOptionalBody(w, r, s.maxBody, &req); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	key, err := idempotencyKey(r.Header.Get("Idempotency-Key"), req.IdempotencyKey)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	t, err := s.resolveTask(r.Context(), r.PathValue("task"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	rn, created, err := s.store.CreateManualRun(r.Context(), edge.ManualRun{TaskID: t.ID, IdempotencyKey: key, RerunOf: req.RerunOf})
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	v := runView(rn, nil)
+	v.Created = &created
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+		w.Header().Set("Location", "/api/v1/runs/"+rn.ID)
+	}
+	writeJSON(w, status, v)
+}
+
+// idempotencyKey picks the header or the body key; both present must agree.
+func idempotencyKey(header, body string) (string, error) {
+	field, key := "Idempotency-Key", header
+	switch {
+	case header != "" && body != "" && header != body:
+		return "", errs.Invalidf("idempotencyKey", "differs from the Idempotency-Key header")
+	case header == "":
+		field, key = "idempotencyKey", body
+	}
+	if len(key) > maxIdempotencyKey {
+		return "", errs.Invalidf(field, "must be at most %d bytes, got %d", maxIdempotencyKey, len(key))
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x21 || key[i] > 0x7e {
+			return "", errs.Invalidf(field, "must be printable ASCII without spaces")
+		}
+	}
+	return key, nil
+}
+
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	var none struct{}
+	if err := decodeOptionalBody(w, r, s.maxBody, &none); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	rn, err := s.store.RequestCancel(r.Context(), r.PathValue("run"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	status := http.StatusOK
+	if !rn.Status.Terminal() {
+		status = http.StatusAccepted // the runner is stopping the process
+	}
+	writeJSON(w, status, runView(rn, nil))
+}

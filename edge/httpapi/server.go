@@ -1,0 +1,147 @@
+// Package httpapi is ql3-edge's JSON HTTP API (and its small read-only web
+// panel), served with net/http and the standard ServeMux.
+//
+// Routes (all under /api/v1 except health and the panel):
+//
+//	GET    /healthz, /readyz
+//	GET    /api/v1/tasks                                list (?limit=&cursor=&deleted=1)
+//	POST   /api/v1/tasks                                create (spec + optional triggers)
+//	GET    /api/v1/tasks/{task}                         one task with its triggers
+//	PUT    /api/v1/tasks/{task}                         update (expectedRevision) → new revision
+//	PATCH  /api/v1/tasks/{task}                         {"enabled": bool}
+//	POST   /api/v1/tasks/{task}/enable | /disable
+//	DELETE /api/v1/tasks/{task}
+//	GET    /api/v1/tasks/{task}/triggers                list
+//	POST   /api/v1/tasks/{task}/triggers                create
+//	GET    /api/v1/tasks/{task}/triggers/{trigger}
+//	PUT    /api/v1/tasks/{task}/triggers/{trigger}      update (expectedRevision) → new revision
+//	DELETE /api/v1/tasks/{task}/triggers/{trigger}
+//	POST   /api/v1/tasks/{task}/runs                    run now (Idempotency-Key header or body)
+//	GET    /api/v1/runs                                 list (?task=&trigger=&status=a,b&limit=&cursor=)
+//	GET    /api/v1/runs/{run}                           one run with its attempts
+//	GET    /api/v1/runs/{run}/events                    (?after=&limit=)
+//	POST   /api/v1/runs/{run}/cancel
+//	GET    /api/v1/runs/{run}/attempts/{n}/log          (?offset=&limit=&follow=1) raw bytes
+//
+// {task} is a task id or the name of a live task. Errors are JSON
+// {code, message, field} (see ErrorBody) with the status from Status.
+// Authentication is described on Auth.
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/ql3/ql3/edge"
+	"github.com/ql3/ql3/edge/clock"
+	"github.com/ql3/ql3/edge/logstore"
+)
+
+// Config wires a Server.
+type Config struct {
+	Store        edge.Store
+	Logs         *logstore.Store
+	Auth         Auth
+	Logger       *slog.Logger
+	Clock        clock.Clock // default clock.Real
+	MaxBodyBytes int         // default DefaultMaxBodyBytes
+	Version      string
+	// DefaultGraceMs is the misfire grace of triggers created or updated
+	// without one; 0 means schedule.DefaultEdgeGraceMs.
+	DefaultGraceMs int64
+	// Ready reports whether the process can serve (store open, scheduler
+	// and runner started); nil means always ready.
+	Ready func(ctx context.Context) error
+}
+
+// Server is the HTTP handler of the API.
+type Server struct {
+	store   edge.Store
+	logs    *logstore.Store
+	auth    Auth
+	log     *slog.Logger
+	clock   func() time.Time
+	maxBody int
+	version string
+	ready   func(ctx context.Context) error
+	grace   int64
+	handler http.Handler
+}
+
+// New returns the API handler.
+func New(cfg Config) *Server {
+	s := &Server{
+		store: cfg.Store, logs: cfg.Logs, auth: cfg.Auth, log: cfg.Logger,
+		maxBody: cfg.MaxBodyBytes, version: cfg.Version, ready: cfg.Ready, grace: cfg.DefaultGraceMs,
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	c := cfg.Clock
+	if c == nil {
+		c = clock.Real{}
+	}
+	s.clock = c.Now
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	mux := http.NewServeMux()
+	s.routes(mux)
+	s.handler = s.wrap(mux)
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+func (s *Server) routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /{$}", s.panel)
+
+	mux.HandleFunc("GET /api/v1/tasks", s.listTasks)
+	mux.HandleFunc("POST /api/v1/tasks", s.createTask)
+	mux.HandleFunc("GET /api/v1/tasks/{task}", s.getTask)
+	mux.HandleFunc("PUT /api/v1/tasks/{task}", s.updateTask)
+	mux.HandleFunc("PATCH /api/v1/tasks/{task}", s.patchTask)
+	mux.HandleFunc("POST /api/v1/tasks/{task}/enable", s.setEnabled(true))
+	mux.HandleFunc("POST /api/v1/tasks/{task}/disable", s.setEnabled(false))
+	mux.HandleFunc("DELETE /api/v1/tasks/{task}", s.deleteTask)
+
+	mux.HandleFunc("GET /api/v1/tasks/{task}/triggers", s.listTriggers)
+	mux.HandleFunc("POST /api/v1/tasks/{task}/triggers", s.createTrigger)
+	mux.HandleFunc("GET /api/v1/tasks/{task}/triggers/{trigger}", s.getTrigger)
+	mux.HandleFunc("PUT /api/v1/tasks/{task}/triggers/{trigger}", s.updateTrigger)
+	mux.HandleFunc("DELETE /api/v1/tasks/{task}/triggers/{trigger}", s.deleteTrigger)
+
+	mux.HandleFunc("POST /api/v1/tasks/{task}/runs", s.runNow)
+	mux.HandleFunc("GET /api/v1/runs", s.listRuns)
+	mux.HandleFunc("GET /api/v1/runs/{run}", s.getRun)
+	mux.HandleFunc("GET /api/v1/runs/{run}/events", s.listEvents)
+	mux.HandleFunc("POST /api/v1/runs/{run}/cancel", s.cancelRun)
+	mux.HandleFunc("GET /api/v1/runs/{run}/attempts/{n}/log", s.readLog)
+
+	// Everything else under the API is a JSON 404, not the mux's text one.
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, s.log, notFoundRoute(r))
+	})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		defer cancel()
+		if err := s.ready(ctx); err != nil {
+			s.log.WarnContext(r.Context(), "not ready", "err", err)
+			writeJSON(w, http.StatusServiceUnavailable, Health{Status: "unavailable", Version: s.version, Error: "not ready"})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
+}

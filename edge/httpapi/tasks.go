@@ -1,0 +1,284 @@
+package httpapi
+
+import (
+	"cmp"
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/schedule"
+	"github.com/ql3/ql3/core/spec"
+	"github.com/ql3/ql3/edge"
+)
+
+// maxInlineTriggers bounds the triggers of one create request.
+const maxInlineTriggers = 16
+
+func notFoundRoute(r *http.Request) error {
+	return errs.NotFoundf("no route for %s %s", r.Method, r.URL.Path)
+}
+
+// resolveTask finds a task by id, then by the name of a live task.
+func (s *Server) resolveTask(ctx context.Context, ref string) (edge.Task, error) {
+	t, err := s.store.GetTask(ctx, ref)
+	if errs.Code(err) != errs.NotFound {
+		return t, err
+	}
+	t, err = s.store.GetTaskByName(ctx, ref)
+	if errs.Code(err) == errs.NotFound {
+		return t, errs.NotFoundf("no task with id or name %q", ref)
+	}
+	return t, err
+}
+
+func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
+	limit, err := queryLimit(r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	deleted, err := queryBool(r, "deleted")
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	page, err := s.store.ListTasks(r.Context(), edge.TaskFilter{IncludeDeleted: deleted, Limit: limit, Cursor: r.URL.Query().Get("cursor")})
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	out := List[Task]{Items: make([]Task, 0, len(page.Tasks)), NextCursor: page.NextCursor}
+	for _, t := range page.Tasks {
+		out.Items = append(out.Items, taskView(t, nil))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
+	var req CreateTaskRequest
+	if err := decodeBody(w, r, s.maxBody, &req); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	// Validate everything before the first write, so a bad trigger never
+	// leaves a task behind.
+	in, err := newTaskInput(req)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	if len(req.Triggers) > maxInlineTriggers {
+		writeError(w, r, s.log, errs.TooLargef("triggers", "at most %d triggers per request, got %d", maxInlineTriggers, len(req.Triggers)))
+		return
+	}
+	for i, tr := range req.Triggers {
+		ti, err := s.triggerInput(tr)
+		if err != nil {
+			writeError(w, r, s.log, errs.Prefix("triggers["+strconv.Itoa(i)+"]", err))
+			return
+		}
+		in.Triggers = append(in.Triggers, ti)
+	}
+	// One transaction: the task and all its triggers, or nothing.
+	ctx := r.Context()
+	task, err := s.store.CreateTask(ctx, in)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	created, err := s.store.ListTriggers(ctx, task.ID)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/tasks/"+task.ID)
+	writeJSON(w, http.StatusCreated, taskView(task, created))
+}
+
+func newTaskInput(req CreateTaskRequest) (edge.NewTask, error) {
+	if err := validateName(req.Name); err != nil {
+		return edge.NewTask{}, err
+	}
+	cmd, err := decodeSpec(req.Spec)
+	if err != nil {
+		return edge.NewTask{}, err
+	}
+	enabled := req.Enabled == nil || *req.Enabled
+	return edge.NewTask{Name: req.Name, Spec: cmd, Enabled: enabled}, nil
+}
+
+func decodeSpec(raw []byte) (spec.Command, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return spec.Command{}, errs.Invalidf("spec", "required")
+	}
+	cmd, err := spec.Decode(raw)
+	if err != nil {
+		return spec.Command{}, errs.Prefix("spec", err)
+	}
+	return cmd, nil
+}
+
+// validateName mirrors edge.NewTask's rule so the error names the field
+// before the store is asked.
+func validateName(name string) error {
+	if name == "" || len(name) > 128 {
+		return errs.Invalidf("name", "must be 1..128 bytes, got %d", len(name))
+	}
+	for _, c := range name {
+		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) {
+			return errs.Invalidf("name", "must not contain control characters")
+		}
+	}
+	return nil
+}
+
+// triggerInput validates a trigger request completely (edge.NormalizeTrigger:
+// the zone exists, the expression parses in it, policy and grace are in
+// range) and fills its defaults.
+func (s *Server) triggerInput(tr TriggerRequest) (edge.TriggerInput, error) {
+	if tr.Expression == "" {
+		return edge.TriggerInput{}, errs.Invalidf("expression", "required")
+	}
+	return edge.NormalizeTrigger(edge.TriggerInput{
+		Expression: tr.Expression,
+		TimeZone:   tr.TimeZone,
+		Misfire:    schedule.MisfirePolicy(tr.Misfire),
+		GraceMs:    cmp.Or(tr.GraceMs, s.grace),
+		Enabled:    tr.Enabled == nil || *tr.Enabled,
+	})
+}
+
+func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
+	t, err := s.resolveTask(r.Context(), r.PathValue("task"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	triggers, err := s.store.ListTriggers(r.Context(), t.ID)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, taskView(t, triggers))
+}
+
+func (s *Server) updateTask(w http.ResponseWriter, r *http.Request) {
+	var req UpdateTaskRequest
+	if err := decodeBody(w, r, s.maxBody, &req); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	if req.ExpectedRevision < 1 {
+		writeError(w, r, s.log, errs.Invalidf("expectedRevision", "required: the revision this update replaces (>= 1)"))
+		return
+	}
+	if err := validateName(req.Name); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	cmd, err := decodeSpec(req.Spec)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	t, err := s.resolveTask(r.Context(), r.PathValue("task"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	t, err = s.store.UpdateTask(r.Context(), t.ID, req.ExpectedRevision, edge.TaskUpdate{Name: req.Name, Spec: cmd})
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, taskView(t, nil))
+}
+
+func (s *Server) patchTask(w http.ResponseWriter, r *http.Request) {
+	var req PatchTaskRequest
+	if err := decodeBody(w, r, s.maxBody, &req); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	if req.Enabled == nil {
+		writeError(w, r, s.log, errs.Invalidf("enabled", "required"))
+		return
+	}
+	s.applyEnabled(w, r, *req.Enabled)
+}
+
+func (s *Server) setEnabled(enabled bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var none struct{}
+		if err := decodeOptionalBody(w, r, s.maxBody, &none); err != nil {
+			writeError(w, r, s.log, err)
+			return
+		}
+		s.applyEnabled(w, r, enabled)
+	}
+}
+
+func (s *Server) applyEnabled(w http.ResponseWriter, r *http.Request, enabled bool) {
+	t, err := s.resolveTask(r.Context(), r.PathValue("task"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	t, err = s.store.SetTaskEnabled(r.Context(), t.ID, enabled)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, taskView(t, nil))
+}
+
+func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request) {
+	t, err := s.resolveTask(r.Context(), r.PathValue("task"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	if err := s.store.DeleteTask(r.Context(), t.ID); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// queryLimit reads ?limit= (0 when absent: the store's default).
+func queryLimit(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > edge.MaxPageSize {
+		return 0, errs.Invalidf("limit", "must be 1..%d, got %q", edge.MaxPageSize, v)
+	}
+	return n, nil
+}
+
+func queryBool(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, errs.Invalidf(name, "must be true/false or 1/0, got %q", v)
+	}
+	return b, nil
+}
+
+func queryInt64(r *http.Request, name string, min int64) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < min {
+		return 0, errs.Invalidf(name, "must be an integer >= %d, got %q", min, v)
+	}
+	return n, nil
+}

@@ -1,0 +1,119 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/edge"
+)
+
+// taskTrigger resolves {task} and {trigger} and checks that the trigger
+// belongs to the task, so a trigger id under the wrong task is a 404.
+func (s *Server) taskTrigger(ctx context.Context, r *http.Request) (edge.Task, edge.Trigger, error) {
+	t, err := s.resolveTask(ctx, r.PathValue("task"))
+	if err != nil {
+		return t, edge.Trigger{}, err
+	}
+	tr, err := s.store.GetTrigger(ctx, r.PathValue("trigger"))
+	if err != nil {
+		return t, tr, err
+	}
+	if tr.TaskID != t.ID {
+		return t, edge.Trigger{}, errs.NotFoundf("task %s has no trigger %s", t.ID, r.PathValue("trigger"))
+	}
+	return t, tr, nil
+}
+
+func (s *Server) listTriggers(w http.ResponseWriter, r *http.Request) {
+	t, err := s.resolveTask(r.Context(), r.PathValue("task"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	triggers, err := s.store.ListTriggers(r.Context(), t.ID)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	out := List[Trigger]{Items: make([]Trigger, 0, len(triggers))}
+	for _, tr := range triggers {
+		out.Items = append(out.Items, triggerView(tr))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) createTrigger(w http.ResponseWriter, r *http.Request) {
+	var req TriggerRequest
+	if err := decodeBody(w, r, s.maxBody, &req); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	in, err := s.triggerInput(req)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	t, err := s.resolveTask(r.Context(), r.PathValue("task"))
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	tr, err := s.store.CreateTrigger(r.Context(), t.ID, in)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	w.Header().Set("Location", "/api/v1/tasks/"+t.ID+"/triggers/"+tr.ID)
+	writeJSON(w, http.StatusCreated, triggerView(tr))
+}
+
+func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) {
+	_, tr, err := s.taskTrigger(r.Context(), r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, triggerView(tr))
+}
+
+func (s *Server) updateTrigger(w http.ResponseWriter, r *http.Request) {
+	var req UpdateTriggerRequest
+	if err := decodeBody(w, r, s.maxBody, &req); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	if req.ExpectedRevision < 1 {
+		writeError(w, r, s.log, errs.Invalidf("expectedRevision", "required: the revision this update replaces (>= 1)"))
+		return
+	}
+	in, err := s.triggerInput(req.TriggerRequest)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	_, tr, err := s.taskTrigger(r.Context(), r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	tr, err = s.store.UpdateTrigger(r.Context(), tr.ID, req.ExpectedRevision, in)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, triggerView(tr))
+}
+
+func (s *Server) deleteTrigger(w http.ResponseWriter, r *http.Request) {
+	_, tr, err := s.taskTrigger(r.Context(), r)
+	if err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	if err := s.store.DeleteTrigger(r.Context(), tr.ID); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
