@@ -320,7 +320,7 @@ func TestRequestHygiene(t *testing.T) {
 		want int
 	}{{errs.Invalid, 400}, {errs.TooLarge, 413}, {errs.NotFound, 404}, {errs.Conflict, 409}, {errs.Unauthorized, 401},
 		{errs.Forbidden, 403}, {errs.Unavailable, 503}, {errs.Internal, 500}, {"other", 500}} {
-		if got := adminapi.Status(st.code); got != st.want {
+		if got := errs.HTTPStatus(st.code); got != st.want {
 			t.Errorf("Status(%s) = %d, want %d", st.code, got, st.want)
 		}
 	}

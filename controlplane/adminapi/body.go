@@ -13,51 +13,21 @@ import (
 	"github.com/ql3/ql3/core/errs"
 )
 
-// ErrorBody is the JSON shape of every error response (the edge API's).
-type ErrorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
-}
-
-// Status maps an errs code to its HTTP status. Unknown codes are 500.
-func Status(code string) int {
-	switch code {
-	case errs.Invalid:
-		return http.StatusBadRequest
-	case errs.TooLarge:
-		return http.StatusRequestEntityTooLarge
-	case errs.NotFound:
-		return http.StatusNotFound
-	case errs.Conflict:
-		return http.StatusConflict
-	case errs.Unauthorized:
-		return http.StatusUnauthorized
-	case errs.Forbidden:
-		return http.StatusForbidden
-	case errs.Unavailable:
-		return http.StatusServiceUnavailable
-	default:
-		return http.StatusInternalServerError
-	}
-}
+// ErrorBody is the JSON shape of every error response (the edge API's:
+// core/errs.Body).
+type ErrorBody = errs.Body
 
 // fail writes err as an ErrorBody. Internal errors are logged with their
 // detail and answered generically, so driver text never reaches a client.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	code := errs.Code(err)
-	body := ErrorBody{Code: code, Field: errs.Field(err)}
-	var e *errs.Error
-	if errors.As(err, &e) && code != errs.Internal {
-		body.Message = e.Message
-		if code == errs.Unavailable {
-			s.log.WarnContext(r.Context(), "request unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
-		}
-	} else {
-		body.Code, body.Field, body.Message = errs.Internal, "", "internal error"
+	body, internal := errs.Public(err)
+	switch {
+	case internal:
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	case body.Code == errs.Unavailable:
+		s.log.WarnContext(r.Context(), "request unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	writeJSON(w, Status(body.Code), body)
+	writeJSON(w, errs.HTTPStatus(body.Code), body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -130,7 +130,7 @@ func decodeError(resp *http.Response) error {
 	if msg == "" {
 		msg = resp.Status
 	}
-	return &errs.Error{Code: httpapi.CodeForStatus(resp.StatusCode), Message: msg}
+	return &errs.Error{Code: errs.CodeForHTTPStatus(resp.StatusCode), Message: msg}
 }
 
 // unreachableError is a transport failure: no server, refused, timed out.
