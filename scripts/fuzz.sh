@@ -14,7 +14,8 @@ for mod in core worker edge controlplane; do
 		file=${line%%:*}
 		target=$(sed -E 's/.*func (Fuzz[A-Za-z0-9_]+)\(.*/\1/' <<<"$line")
 		pkg=./$(dirname "$file")
-		echo "== fuzz $mod/$pkg $target ($fuzztime)"
+		pkg=${pkg%/.}
+		echo "== fuzz $mod/${pkg#./} $target ($fuzztime)"
 		out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" 2>&1) || { echo "$out"; exit 1; }
 		execs=$(grep -oE 'execs: [0-9]+' <<<"$out" | tail -1 | awk '{print $2}')
 		summary+=("$mod/${pkg#./} $target execs=${execs:-?}")

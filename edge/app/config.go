@@ -41,7 +41,7 @@ type Config struct {
 	KillGraceMs       int64  `json:"killGraceMs,omitempty"`       // QL3_KILL_GRACE_MS: SIGTERM → SIGKILL
 	LogMaxBytes       int64  `json:"logMaxBytes,omitempty"`       // QL3_LOG_MAX_BYTES: per attempt
 	LogMaxTotalBytes  int64  `json:"logMaxTotalBytes,omitempty"`  // QL3_LOG_MAX_TOTAL_BYTES
-	LogRetentionHours int64  `json:"logRetentionHours,omitempty"` // QL3_LOG_RETENTION_HOURS
+	LogRetentionHours int64  `json:"logRetentionHours,omitempty"` // QL3_LOG_RETENTION_HOURS: finished runs and their logs
 	LogLevel          string `json:"logLevel,omitempty"`          // QL3_LOG_LEVEL: debug|info|warn|error
 
 	// Client.

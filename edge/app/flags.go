@@ -26,7 +26,7 @@ func (m *Main) ParseFlags(args []string) error {
 		killGrace    = fs.Duration("kill-grace", 0, "wait between SIGTERM and SIGKILL when stopping an attempt (default 10s)")
 		logMax       = fs.Int64("log-max-bytes", 0, "output kept per attempt in bytes (default 4 MiB, max 1 GiB); the rest is discarded and marked truncated")
 		logTotal     = fs.Int64("log-max-total-bytes", 0, "total size of kept logs before the oldest are removed (default 1 GiB)")
-		logRetention = fs.Duration("log-retention", 0, "remove logs of finished attempts older than this (default 168h)")
+		logRetention = fs.Duration("log-retention", 0, "remove finished runs and their logs older than this (default 168h)")
 		logLevel     = fs.String("log-level", "", "debug, info (default), warn or error")
 	)
 	fs.Usage = func() {

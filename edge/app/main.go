@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/clock"
 	"github.com/ql3/ql3/edge/httpapi"
 	"github.com/ql3/ql3/edge/logstore"
@@ -35,6 +36,9 @@ const (
 const (
 	httpShutdownTimeout = 10 * time.Second
 	logSweepInterval    = time.Hour
+	// maxPruneBatchesPerSweep bounds one hourly sweep to 100 × 500 runs,
+	// more than an every-second task adds in an hour.
+	maxPruneBatchesPerSweep = 100
 )
 
 // Main is one ql3-edge server process.
@@ -149,7 +153,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
-		m.sweepLogs(runCtx)
+		m.sweepRetention(runCtx)
 	}()
 
 	api := httpapi.New(httpapi.Config{
@@ -238,14 +242,24 @@ func (m *Main) printBanner() {
 	fmt.Fprintf(w, "  %s logs --addr %s <run id> -f\n\n", prog, addr)
 }
 
-// sweepLogs applies log retention at start and then every hour.
-func (m *Main) sweepLogs(ctx context.Context) {
+// sweepRetention applies retention at start and then every hour: logs by
+// age and total size, and finished runs (with their attempts and events)
+// older than the same retention, so an every-second task does not grow the
+// database without bound on a small device.
+func (m *Main) sweepRetention(ctx context.Context) {
 	for {
-		res, err := m.logs.Sweep(m.Clock.Now())
+		now := m.Clock.Now()
+		res, err := m.logs.Sweep(now)
 		if err != nil {
 			m.log.Warn("log retention sweep failed", "err", err)
 		} else if res.RemovedLogs > 0 {
 			m.log.Info("log retention", "removed", res.RemovedLogs, "freedBytes", res.FreedBytes)
+		}
+		cutoff := now.Add(-time.Duration(m.Config.LogRetentionHours) * time.Hour).UnixMilli()
+		if pruned, err := m.pruneRuns(ctx, cutoff); err != nil {
+			m.log.Warn("run retention sweep failed", "err", err)
+		} else if pruned > 0 {
+			m.log.Info("run retention", "removedRuns", pruned)
 		}
 		t := m.Clock.NewTimer(logSweepInterval)
 		select {
@@ -255,6 +269,21 @@ func (m *Main) sweepLogs(ctx context.Context) {
 		case <-t.C():
 		}
 	}
+}
+
+// pruneRuns deletes finished runs older than cutoffMs in bounded batches
+// (one short write transaction each, so the scheduler is never starved),
+// at most maxPruneBatchesPerSweep per sweep; the next sweep continues.
+func (m *Main) pruneRuns(ctx context.Context, cutoffMs int64) (int, error) {
+	total := 0
+	for range maxPruneBatchesPerSweep {
+		n, err := m.store.PruneRuns(ctx, cutoffMs, edge.MaxPruneBatch)
+		total += n
+		if err != nil || n < edge.MaxPruneBatch {
+			return total, err
+		}
+	}
+	return total, nil
 }
 
 // Close stops accepting requests, stops the scheduler and the runner, and
