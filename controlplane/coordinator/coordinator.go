@@ -1,0 +1,436 @@
+// Package coordinator is the cluster scheduler (issue 5, ADR 0006): every
+// control-plane replica runs one Coordinator over the same PostgreSQL
+// database. There is no leader. A round claims up to Budget due or
+// uninitialised schedule rows with a short row lease (one statement,
+// committed at once), decides each one outside the database with
+// core/schedule.Decide at the claim-acquired database time, and admits the
+// decisions in SERIALIZABLE transactions that re-check the whole claim fence,
+// the revisions and digests, write the queued Run, its claimed Attempt and
+// two events, advance the cursor and clear the claim. A replica that dies
+// holds only its own short leases; anyone takes them over once they expire
+// by database time.
+//
+// Time: fences and decisions use database time only (ADR-0107). The
+// injected Clock paces the loop (cadence, wake-ups, stop deadline) and
+// measures round durations; it never reaches the database.
+package coordinator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/core/cron"
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/schedule"
+)
+
+// AdmissionMode chooses how a round's decisions are committed.
+type AdmissionMode string
+
+const (
+	// AdmitBatched commits a round's decisions in one SERIALIZABLE
+	// transaction (one statement), falling back to one transaction per
+	// occurrence when the batch fails for any reason other than a lost
+	// fence. The default; see ADR 0006 for the measurements.
+	AdmitBatched AdmissionMode = "batched"
+	// AdmitPerOccurrence commits every decision in its own transaction.
+	AdmitPerOccurrence AdmissionMode = "per_occurrence"
+)
+
+// Defaults and limits (DESIGN.md §8).
+const (
+	DefaultCadence     = time.Second
+	MinCadence         = 10 * time.Millisecond
+	MaxCadence         = time.Minute
+	DefaultStopTimeout = 10 * time.Second
+	MaxStopTimeout     = 10 * time.Second
+	DefaultMaxAttempts = 5
+	MaxMaxAttempts     = 16
+	// minWake keeps a loop whose next due row is already due (but was not
+	// claimable: locked by a concurrent claim) from spinning.
+	minWake = 5 * time.Millisecond
+)
+
+// Config configures a Coordinator. The zero value of every field means its
+// default; Validate runs before anything touches PostgreSQL.
+type Config struct {
+	// Owner identifies this replica in claim_owner (1..128 bytes). "" means
+	// "<hostname>-<pid>-<random>", unique per process start.
+	Owner string
+	// Budget is the claims per round: default 16, hard limit 256.
+	Budget int
+	// Lease is the claim lease: default 30 s, 1..60 s.
+	Lease time.Duration
+	// Cadence is the longest wait between rounds: default 1 s. The loop
+	// wakes earlier for the earliest next_fire_at_ms and on publish.
+	Cadence time.Duration
+	// StopTimeout bounds Stop: default and maximum 10 s.
+	StopTimeout time.Duration
+	// Admission is AdmitBatched (default) or AdmitPerOccurrence.
+	Admission AdmissionMode
+	// MaxAttempts bounds the runs of one admission transaction on
+	// serialization failures: default 5, at most 16.
+	MaxAttempts int
+	// Clock paces the loop; nil means the system clock.
+	Clock Clock
+	// Diagnostics receives low-sensitivity diagnostics (errors, fail-closed
+	// refusals); nil means slog.Default at warn level.
+	Diagnostics Sink
+	// DisableListen turns off the LISTEN/NOTIFY wake-up (the loop still
+	// wakes on its cadence and the earliest due time).
+	DisableListen bool
+}
+
+// withDefaults fills zero fields.
+func (c Config) withDefaults() Config {
+	if c.Budget == 0 {
+		c.Budget = postgres.DefaultClaimBudget
+	}
+	if c.Lease == 0 {
+		c.Lease = postgres.DefaultClaimLease
+	}
+	if c.Cadence == 0 {
+		c.Cadence = DefaultCadence
+	}
+	if c.StopTimeout == 0 {
+		c.StopTimeout = DefaultStopTimeout
+	}
+	if c.Admission == "" {
+		c.Admission = AdmitBatched
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock()
+	}
+	if c.Diagnostics == nil {
+		c.Diagnostics = SlogSink(nil)
+	}
+	return c
+}
+
+// Validate checks the configuration against the hard limits. Errors name
+// the field.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	owner := c.Owner
+	if owner == "" {
+		owner = "default" // New generates one
+	}
+	if err := (postgres.ClaimRequest{Owner: owner, Budget: c.Budget, Lease: c.Lease}).Validate(); err != nil {
+		return err
+	}
+	if c.Lease%time.Millisecond != 0 {
+		return errs.Invalidf("lease", "must be whole milliseconds, got %v", c.Lease)
+	}
+	switch {
+	case c.Cadence < MinCadence || c.Cadence > MaxCadence:
+		return errs.Invalidf("cadence", "must be %v..%v, got %v", MinCadence, MaxCadence, c.Cadence)
+	case c.StopTimeout < 0 || c.StopTimeout > MaxStopTimeout:
+		return errs.Invalidf("stopTimeout", "must be 0..%v, got %v", MaxStopTimeout, c.StopTimeout)
+	case c.Admission != AdmitBatched && c.Admission != AdmitPerOccurrence:
+		return errs.Invalidf("admission", "must be %q or %q, got %q", AdmitBatched, AdmitPerOccurrence, c.Admission)
+	case c.MaxAttempts < 1 || c.MaxAttempts > MaxMaxAttempts:
+		return errs.Invalidf("maxAttempts", "must be 1..%d, got %d", MaxMaxAttempts, c.MaxAttempts)
+	}
+	return nil
+}
+
+// DB is what a Coordinator needs from PostgreSQL: *pgxpool.Pool, connected
+// as ql3_runtime.
+type DB interface {
+	postgres.DB
+	postgres.AdmitterDB
+}
+
+var _ DB = (*pgxpool.Pool)(nil)
+
+// Coordinator is one replica's scheduler. Round may be called directly
+// (tests, tools); Start runs the lifecycle loop.
+type Coordinator struct {
+	db      DB
+	cfg     Config
+	metrics *Metrics
+	crons   *cronCache
+
+	// testHookAfterClaim, when set, runs between claim and admission (fault
+	// tests use it to kill the replica mid-round).
+	testHookAfterClaim func([]postgres.ClaimedSchedule)
+
+	mu      sync.Mutex // guards the lifecycle fields below
+	running bool
+	stopReq chan struct{}
+	done    chan struct{}
+	cancel  context.CancelFunc
+	wake    chan struct{}
+}
+
+// New validates cfg and returns a Coordinator over db. It does not touch
+// the database.
+func New(db DB, cfg Config) (*Coordinator, error) {
+	if db == nil {
+		return nil, errs.Invalidf("db", "required")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if cfg.Owner == "" {
+		cfg.Owner = defaultOwner()
+	}
+	return &Coordinator{db: db, cfg: cfg, metrics: newMetrics(), crons: newCronCache(1024),
+		wake: make(chan struct{}, 1)}, nil
+}
+
+// Owner is the claim_owner this replica writes.
+func (c *Coordinator) Owner() string { return c.cfg.Owner }
+
+// Metrics returns the live counters.
+func (c *Coordinator) Metrics() *Metrics { return c.metrics }
+
+func defaultOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "ql3"
+	}
+	if len(host) > 64 {
+		host = host[:64]
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// RoundResult summarises one round.
+type RoundResult struct {
+	Claimed     int
+	Admitted    int
+	Skipped     int
+	Initialized int
+	Released    int
+	Raced       int
+	Stale       int
+	Corrupt     int
+	Retries     int
+	// Unresolved counts decisions whose admission failed with an error
+	// (including an unknown commit outcome): their claims run out and the
+	// rows are claimed again.
+	Unresolved int
+	// Full: the round used its whole budget; more work is probably due.
+	Full bool
+}
+
+// Round runs one claim → decide → admit pass. An error means the claim
+// itself failed (nothing was claimed); admission errors are reported to the
+// diagnostic sink and counted in the result, never returned, so one bad row
+// cannot stop the others.
+func (c *Coordinator) Round(ctx context.Context) (RoundResult, error) {
+	start := c.cfg.Clock.Now()
+	var res RoundResult
+	defer func() { c.metrics.observeRound(c.cfg.Clock.Now().Sub(start)) }()
+	claimed, err := postgres.ClaimSchedules(ctx, c.db, postgres.ClaimRequest{
+		Owner: c.cfg.Owner, Budget: c.cfg.Budget, Lease: c.cfg.Lease})
+	if err != nil {
+		c.metrics.Errors.Add(1)
+		return res, fmt.Errorf("coordinator: claim: %w", err)
+	}
+	res.Claimed, res.Full = len(claimed), len(claimed) == c.cfg.Budget
+	c.metrics.Claimed.Add(int64(len(claimed)))
+	if len(claimed) == 0 {
+		return res, nil
+	}
+	if c.testHookAfterClaim != nil {
+		c.testHookAfterClaim(claimed)
+	}
+	batch := make([]postgres.Admission, 0, len(claimed))
+	metas := make([]decisionMeta, 0, len(claimed))
+	for _, cl := range claimed {
+		ad, meta, err := c.decide(cl)
+		if err != nil {
+			// Fail closed: no admission; the claim runs out after Lease, which
+			// bounds how often a broken trigger is retried.
+			res.Unresolved++
+			c.metrics.DecideErrors.Add(1)
+			c.report(Diagnostic{Kind: "decide_failed", TriggerID: cl.TriggerID.String(), Err: err})
+			continue
+		}
+		batch = append(batch, ad)
+		metas = append(metas, meta)
+	}
+	c.admit(ctx, batch, metas, &res)
+	return res, nil
+}
+
+// decisionMeta is what the metrics need of a decision once it committed.
+type decisionMeta struct {
+	lagMs  int64 // claim-acquired − scheduled of a Fire; -1 otherwise
+	missed int64 // occurrences that will never run (Fire, Skip)
+}
+
+// decide runs core's decision at the claim-acquired database time and
+// builds the admission.
+func (c *Coordinator) decide(cl postgres.ClaimedSchedule) (postgres.Admission, decisionMeta, error) {
+	meta := decisionMeta{lagMs: -1}
+	sched, err := c.crons.get(cl.Expression, cl.TimeZone)
+	if err != nil {
+		return postgres.Admission{}, meta, err
+	}
+	t := schedule.Trigger{ID: cl.TriggerID.String(), Revision: cl.TriggerRevision, Cron: sched,
+		Misfire: cl.Misfire, GraceMs: cl.GraceMs, ActivatedAtMs: cl.ActivatedAtMs}
+	d, err := schedule.Decide(t, cl.State(), cl.AcquiredAtMs)
+	if err != nil {
+		return postgres.Admission{}, meta, err
+	}
+	ad, err := postgres.AdmissionFor(cl, d)
+	if err != nil {
+		return ad, meta, err
+	}
+	if d.Kind == schedule.Fire {
+		meta.lagMs = d.LateMs
+	}
+	if d.Kind == schedule.Fire || d.Kind == schedule.Skip {
+		meta.missed = d.Missed
+	}
+	return ad, meta, nil
+}
+
+// admit commits the batch according to the admission mode.
+func (c *Coordinator) admit(ctx context.Context, batch []postgres.Admission, metas []decisionMeta, res *RoundResult) {
+	if len(batch) == 0 {
+		return
+	}
+	opts := postgres.AdmitOptions{MaxAttempts: c.cfg.MaxAttempts}
+	if c.cfg.Admission == AdmitBatched && len(batch) > 1 {
+		r, err := postgres.Admit(ctx, c.db, batch, opts)
+		c.count(r.Retries, res)
+		if err == nil {
+			c.tally(batch, metas, r.Outcomes, res)
+			return
+		}
+		if errors.Is(err, postgres.ErrCommitUnknown) || ctx.Err() != nil {
+			// Whatever happened is durable or not; the next claim sees it.
+			c.unresolved(len(batch), err, res)
+			return
+		}
+		// Confine the blast radius: one poisoned occurrence must not hold
+		// the others back. Each gets its own transaction.
+		c.metrics.BatchFallbacks.Add(1)
+		c.report(Diagnostic{Kind: "batch_fallback", Err: err})
+	}
+	for i := range batch {
+		r, err := postgres.Admit(ctx, c.db, batch[i:i+1], opts)
+		c.count(r.Retries, res)
+		if err != nil {
+			c.unresolved(1, err, res)
+			if ctx.Err() != nil {
+				res.Unresolved += len(batch) - i - 1
+				return
+			}
+			c.report(Diagnostic{Kind: "admit_failed", TriggerID: batch[i].Claim.TriggerID.String(), Err: err})
+			continue
+		}
+		c.tally(batch[i:i+1], metas[i:i+1], r.Outcomes, res)
+	}
+}
+
+func (c *Coordinator) count(retries int, res *RoundResult) {
+	res.Retries += retries
+	c.metrics.SerializationRetries.Add(int64(retries))
+}
+
+func (c *Coordinator) unresolved(n int, err error, res *RoundResult) {
+	res.Unresolved += n
+	if errors.Is(err, postgres.ErrCommitUnknown) {
+		c.metrics.CommitUnknown.Add(1)
+	}
+	c.metrics.AdmitErrors.Add(1)
+}
+
+func (c *Coordinator) tally(batch []postgres.Admission, metas []decisionMeta, outcomes []postgres.Outcome, res *RoundResult) {
+	for i, o := range outcomes {
+		switch o {
+		case postgres.OutcomeAdmitted:
+			res.Admitted++
+			c.metrics.Admitted.Add(1)
+			c.metrics.FireLag.Observe(metas[i].lagMs)
+			c.metrics.Missed.Add(metas[i].missed)
+		case postgres.OutcomeSkipped:
+			res.Skipped++
+			c.metrics.Skipped.Add(1)
+			c.metrics.Missed.Add(metas[i].missed)
+		case postgres.OutcomeInitialized:
+			res.Initialized++
+			c.metrics.Initialized.Add(1)
+		case postgres.OutcomeReleased:
+			res.Released++
+			c.metrics.Released.Add(1)
+		case postgres.OutcomeRaced:
+			// Expected when a claim expired or a publish reset the row:
+			// counted, not logged.
+			res.Raced++
+			c.metrics.Raced.Add(1)
+		case postgres.OutcomeStale:
+			res.Stale++
+			c.metrics.Stale.Add(1)
+		case postgres.OutcomeCorrupt:
+			res.Corrupt++
+			c.metrics.Corrupt.Add(1)
+			c.report(Diagnostic{Kind: "admission_refused_corrupt", TriggerID: batch[i].Claim.TriggerID.String()})
+		}
+	}
+}
+
+func (c *Coordinator) report(d Diagnostic) {
+	d.Owner = c.cfg.Owner
+	c.cfg.Diagnostics(d)
+}
+
+// cronCache keeps parsed expressions per (expression, zone); a fleet of
+// triggers usually shares a few. It is reset when full, which bounds it.
+type cronCache struct {
+	mu    sync.Mutex
+	max   int
+	items map[[2]string]*cron.Schedule
+}
+
+func newCronCache(max int) *cronCache {
+	return &cronCache{max: max, items: map[[2]string]*cron.Schedule{}}
+}
+
+func (cc *cronCache) get(expr, zone string) (*cron.Schedule, error) {
+	key := [2]string{expr, zone}
+	cc.mu.Lock()
+	s, ok := cc.items[key]
+	cc.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	if zone == "Local" || zone == "" {
+		return nil, errs.Invalidf("timeZone", "must be an IANA zone name, got %q", zone)
+	}
+	loc, err := time.LoadLocation(zone)
+	if err != nil {
+		return nil, errs.Invalidf("timeZone", "unknown time zone %.64q", zone)
+	}
+	s, err = cron.Parse(expr, loc)
+	if err != nil {
+		return nil, err
+	}
+	cc.mu.Lock()
+	if len(cc.items) >= cc.max {
+		clear(cc.items)
+	}
+	cc.items[key] = s
+	cc.mu.Unlock()
+	return s, nil
+}

@@ -1,0 +1,191 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/core/errs"
+)
+
+// Lifecycle. The composition root (controlplane/app) starts things in this
+// order: config validated (Config.Validate, before PostgreSQL is opened) →
+// schema readiness (postgres.Readiness) → startup recovery converged
+// (Recover) → scheduler (Start) → HTTP admission open; and stops them in
+// reverse: HTTP admission closed → Stop (drains the current round, at most
+// StopTimeout) → pools closed.
+//
+// One goroutine runs rounds, so rounds never overlap. Between rounds it
+// waits for the first of: the cadence, the earliest next_fire_at_ms of a
+// claimable schedule (by database time, from postgres.NextDue), a publish
+// notification (LISTEN ql3_schedules, sent by migration 0003's trigger when
+// publication resets a schedule), or Stop. A round that used its whole
+// budget is followed by another at once. Errors go to the diagnostic sink;
+// nothing in a round can crash or overlap the loop.
+
+// ErrRunning is returned by Start on a running Coordinator.
+var ErrRunning = errs.Conflictf("coordinator already running")
+
+// ErrStopTimeout: Stop's deadline passed while a round was still running;
+// the round was cancelled (its admissions either committed or rolled back).
+var ErrStopTimeout = errors.New("coordinator: stop deadline passed, round cancelled")
+
+// acquirer is what the LISTEN goroutine needs (a *pgxpool.Pool).
+type acquirer interface {
+	Acquire(ctx context.Context) (*pgxpool.Conn, error)
+}
+
+// Start runs the loop (and the LISTEN goroutine) until Stop.
+func (c *Coordinator) Start() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running {
+		return ErrRunning
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.running, c.cancel = true, cancel
+	c.stopReq, c.done = make(chan struct{}), make(chan struct{})
+	loopDone := make(chan struct{})
+	listenDone := make(chan struct{})
+	go func() { defer close(loopDone); c.loop(ctx) }()
+	if a, ok := c.db.(acquirer); ok && !c.cfg.DisableListen {
+		go func() { defer close(listenDone); c.listen(ctx, a) }()
+	} else {
+		close(listenDone)
+	}
+	done := c.done
+	go func() {
+		<-loopDone
+		cancel() // the loop is out: end the listener too
+		<-listenDone
+		close(done)
+	}()
+	return nil
+}
+
+// Stop asks the loop to finish its current round and waits at most
+// StopTimeout (or until ctx ends); then it cancels the round and waits for
+// the goroutines to exit. It is a no-op on a Coordinator that is not
+// running.
+func (c *Coordinator) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	if !c.running {
+		c.mu.Unlock()
+		return nil
+	}
+	c.running = false
+	stopReq, done, cancel := c.stopReq, c.done, c.cancel
+	c.mu.Unlock()
+
+	close(stopReq)
+	var err error
+	select {
+	case <-done:
+	case <-c.cfg.Clock.After(c.cfg.StopTimeout):
+		err = ErrStopTimeout
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	cancel()
+	<-done
+	return err
+}
+
+// Wake asks the loop to run a round now (coalesced with pending wake-ups).
+func (c *Coordinator) Wake() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Coordinator) loop(ctx context.Context) {
+	for {
+		select {
+		case <-c.stopReq:
+			return
+		default:
+		}
+		delay := c.roundAndNextDelay(ctx)
+		if delay <= 0 {
+			continue
+		}
+		select {
+		case <-c.stopReq:
+			return
+		case <-c.cfg.Clock.After(delay):
+		case <-c.wake:
+		}
+	}
+}
+
+// roundAndNextDelay runs one round and returns how long to wait before the
+// next.
+func (c *Coordinator) roundAndNextDelay(ctx context.Context) time.Duration {
+	res, err := c.Round(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.report(Diagnostic{Kind: "round_failed", Err: err})
+		}
+		return c.cfg.Cadence
+	}
+	if res.Full {
+		return 0
+	}
+	d, ok, err := postgres.NextDue(ctx, c.db)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			c.report(Diagnostic{Kind: "next_due_failed", Err: err})
+		}
+		return c.cfg.Cadence
+	case !ok || d >= c.cfg.Cadence:
+		return c.cfg.Cadence
+	}
+	return max(d, minWake)
+}
+
+// listen keeps one connection LISTENing on the publish channel, reconnecting
+// with capped, jittered backoff.
+func (c *Coordinator) listen(ctx context.Context, a acquirer) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := c.listenOnce(ctx, a)
+		if ctx.Err() != nil {
+			return
+		}
+		c.report(Diagnostic{Kind: "listen_failed", Err: err})
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.cfg.Clock.After(backoff/2 + rand.N(backoff/2+1)):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func (c *Coordinator) listenOnce(ctx context.Context, a acquirer) error {
+	pc, err := a.Acquire(ctx)
+	if err != nil {
+		return postgres.Translate(err)
+	}
+	// A LISTENing session must never go back to the pool.
+	conn := pc.Hijack()
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, "LISTEN "+postgres.ScheduleNotifyChannel); err != nil {
+		return postgres.Translate(err)
+	}
+	// Notifications sent while we were not listening are gone: look now.
+	c.Wake()
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return postgres.Translate(err)
+		}
+		c.metrics.Notifications.Add(1)
+		c.Wake()
+	}
+}

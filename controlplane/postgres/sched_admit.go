@@ -1,0 +1,500 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/run"
+	"github.com/ql3/ql3/core/schedule"
+)
+
+// AdmitKind is what an admission writes for one claimed schedule.
+type AdmitKind string
+
+const (
+	// AdmitFire inserts the queued Run, its claimed remote_worker Attempt and
+	// run.created + run.queued, and advances the cursor past the occurrence.
+	AdmitFire AdmitKind = "fire"
+	// AdmitSkip only advances the cursor (a missed occurrence under the skip
+	// policy).
+	AdmitSkip AdmitKind = "skip"
+	// AdmitInit only sets the cursor (new or reset schedule; no Run).
+	AdmitInit AdmitKind = "init"
+	// AdmitRelease gives the claim back with the cursor unchanged (the
+	// decision was Wait).
+	AdmitRelease AdmitKind = "release"
+)
+
+// Admission is one decided occurrence to commit under the claim that
+// produced it. Claim is the row as the claim returned it; every field of it
+// is re-checked by the admission statement.
+type Admission struct {
+	Claim ClaimedSchedule
+	Kind  AdmitKind
+	// ScheduledForMs is the occurrence (Fire, Skip): always the claimed cursor.
+	ScheduledForMs int64
+	// NextFireAtMs is the cursor to store (all kinds).
+	NextFireAtMs int64
+	// Fire only: ids allocated for this occurrence, its idempotency key and
+	// the canonical JSON of the two events' payloads.
+	RunID          uuid.UUID
+	AttemptID      uuid.UUID
+	IdempotencyKey string
+	CreatedPayload []byte
+	QueuedPayload  []byte
+}
+
+// Outcome is what the admission statement did with one Admission.
+type Outcome string
+
+const (
+	OutcomeAdmitted    Outcome = "admitted"    // Run + Attempt + 2 events written, schedule advanced, claim cleared
+	OutcomeSkipped     Outcome = "skipped"     // cursor advanced, claim cleared
+	OutcomeInitialized Outcome = "initialized" // cursor set, claim cleared
+	OutcomeReleased    Outcome = "released"    // claim cleared
+	// OutcomeRaced: the claim fence no longer holds (taken over after
+	// expiry, reset by a publish, or expired by database time). Nothing was
+	// written. Expected under contention; not an error.
+	OutcomeRaced Outcome = "raced"
+	// OutcomeStale: the fence holds but the world moved (project archived,
+	// trigger or task disabled or re-pinned, cursor changed). Nothing written;
+	// the claim runs out and the row is re-read by the next claim.
+	OutcomeStale Outcome = "stale"
+	// OutcomeCorrupt: the pinned execution revision is not digest-valid or
+	// not remote_worker, or the decision contradicts the claimed row. Nothing
+	// written: fail closed.
+	OutcomeCorrupt Outcome = "corrupt"
+)
+
+// AdmitResult reports one admission transaction.
+type AdmitResult struct {
+	Outcomes []Outcome // one per Admission, same order
+	// Retries is how many times the transaction was re-run after the server
+	// rolled it back (serialization failure, deadlock).
+	Retries int
+}
+
+// ErrCommitUnknown: the connection failed while COMMIT was in flight; the
+// transaction may or may not have committed. The caller must not redo the
+// admission: the next claim observes the truth (a committed admission
+// cleared the claim and advanced the cursor, so the fence no longer
+// matches; the Run's unique idempotency key is the last line of defence).
+var ErrCommitUnknown = errors.New("postgres: admission commit outcome unknown")
+
+// admitSQL admits a batch of decided occurrences in one statement (inside
+// the caller's SERIALIZABLE transaction). Per input row, in the snapshot:
+//
+//   - fence_ok: the full claim fence (owner, token, version, expiry, unexpired
+//     by the database time), the state_version the claim produced and the
+//     claim-acquired observation;
+//   - current_ok: the schedule's revision and cursor, the trigger at that
+//     revision, active project, enabled trigger and task, the task's head
+//     revision and the execution pin (id + digest) as claimed;
+//   - pin_ok: the pinned execution revision is remote_worker and its digest
+//     is the SHA-256 of its canonical spec under the spec digest domain;
+//   - decision_ok: the decision agrees with the row (fires the cursor, moves
+//     the cursor forward past the observation).
+//
+// Only rows passing all four are advanced (UPDATE with the full fence again,
+// which row-locks them); only advanced fire rows get a Run, and only those
+// Runs get an Attempt and two events. Writes of one occurrence therefore
+// commit together or not at all, and a refused row writes nothing while the
+// others proceed. The retry policy and timeout are copied from the canonical
+// spec the digest covers.
+const admitSQL = `WITH db_now AS MATERIALIZED (
+	SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms
+), input AS (
+	SELECT * FROM unnest($1::int[], $2::uuid[], $3::text[], $4::uuid[], $5::bigint[], $6::bigint[], $7::bigint[],
+		$8::bigint[], $9::bigint[], $10::uuid[], $11::bytea[], $12::bigint[], $13::bigint[], $14::text[],
+		$15::bigint[], $16::bigint[], $17::uuid[], $18::uuid[], $19::text[], $20::text[], $21::text[])
+	AS i(ord, trigger_id, claim_owner, claim_token, claim_version, claim_expires_at_ms, state_version,
+		trigger_revision, task_revision, execution_revision_id, execution_digest, cursor_ms, observed_at_ms, kind,
+		scheduled_for_ms, next_fire_at_ms, run_id, attempt_id, idempotency_key, created_payload, queued_payload)
+), checked AS (
+	SELECT i.*, s.project_id, r.task_id, e.canonical_spec,
+		coalesce(s.claim_owner = i.claim_owner AND s.claim_token = i.claim_token
+			AND s.claim_version = i.claim_version AND s.claim_expires_at_ms = i.claim_expires_at_ms
+			AND s.claim_expires_at_ms > n.ms AND s.state_version = i.state_version
+			AND s.updated_at_ms = i.observed_at_ms, false) AS fence_ok,
+		coalesce(s.trigger_revision = i.trigger_revision AND s.next_fire_at_ms IS NOT DISTINCT FROM i.cursor_ms
+			AND t.head_revision = i.trigger_revision AND p.status = 'active' AND r.enabled AND k.enabled
+			AND k.head_revision = i.task_revision AND r.task_revision = i.task_revision
+			AND r.execution_revision_id = i.execution_revision_id AND r.execution_digest = i.execution_digest, false) AS current_ok,
+		coalesce(e.executor = 'remote_worker' AND e.task_revision = i.task_revision AND e.digest = i.execution_digest
+			AND e.digest = sha256(convert_to('ql3/spec/' || e.spec_kind, 'UTF8') || '\x00'::bytea
+				|| convert_to(e.canonical_spec, 'UTF8')), false) AS pin_ok,
+		coalesce(i.next_fire_at_ms > i.observed_at_ms AND CASE i.kind
+			WHEN 'fire' THEN i.scheduled_for_ms = i.cursor_ms AND i.run_id IS NOT NULL AND i.attempt_id IS NOT NULL
+				AND i.idempotency_key IS NOT NULL
+			WHEN 'skip' THEN i.scheduled_for_ms = i.cursor_ms AND i.run_id IS NULL
+			WHEN 'init' THEN i.scheduled_for_ms IS NULL AND i.run_id IS NULL
+			WHEN 'release' THEN i.scheduled_for_ms IS NULL AND i.run_id IS NULL AND i.next_fire_at_ms = i.cursor_ms
+			ELSE false END, false) AS decision_ok
+	FROM input i
+	CROSS JOIN db_now n
+	LEFT JOIN ql3.trigger_schedules s ON s.trigger_id = i.trigger_id
+	LEFT JOIN ql3.triggers t ON t.trigger_id = i.trigger_id
+	LEFT JOIN ql3.trigger_revisions r ON r.trigger_id = i.trigger_id AND r.revision = i.trigger_revision
+	LEFT JOIN ql3.projects p ON p.project_id = s.project_id
+	LEFT JOIN ql3.tasks k ON k.task_id = r.task_id
+	LEFT JOIN ql3.execution_revisions e ON e.execution_revision_id = i.execution_revision_id
+), advanced AS (
+	UPDATE ql3.trigger_schedules s SET
+		next_fire_at_ms = c.next_fire_at_ms,
+		last_scheduled_at_ms = CASE WHEN c.kind = 'fire' THEN c.scheduled_for_ms ELSE s.last_scheduled_at_ms END,
+		claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
+		state_version = s.state_version + 1,
+		updated_at_ms = greatest(s.updated_at_ms, n.ms)
+	FROM checked c CROSS JOIN db_now n
+	WHERE s.trigger_id = c.trigger_id AND c.fence_ok AND c.current_ok AND c.decision_ok
+	  AND (c.kind <> 'fire' OR c.pin_ok)
+	  AND s.claim_owner = c.claim_owner AND s.claim_token = c.claim_token AND s.claim_version = c.claim_version
+	  AND s.claim_expires_at_ms > n.ms AND s.state_version = c.state_version
+	RETURNING s.trigger_id
+), runs_in AS (
+	INSERT INTO ql3.runs (run_id, project_id, task_id, task_revision, execution_revision_id, execution_digest,
+		origin, trigger_id, trigger_revision, idempotency_key, scheduled_for_ms, status, attempt_count,
+		retry_max_attempts, retry_backoff_base_ms, retry_backoff_max_ms, retry_on_lost, timeout_ms,
+		not_before_ms, created_at_ms, queued_at_ms, updated_at_ms)
+	SELECT c.run_id, c.project_id, c.task_id, c.task_revision, c.execution_revision_id, c.execution_digest,
+		'cron', c.trigger_id, c.trigger_revision, c.idempotency_key, c.scheduled_for_ms, 'queued', 1,
+		(x.spec #>> '{retry,maxAttempts}')::int, (x.spec #>> '{retry,backoffBaseMs}')::bigint,
+		(x.spec #>> '{retry,backoffMaxMs}')::bigint, (x.spec #>> '{retry,retryOnLost}')::boolean,
+		(x.spec ->> 'timeoutMs')::bigint, n.ms, n.ms, n.ms, n.ms
+	FROM checked c
+	JOIN advanced a ON a.trigger_id = c.trigger_id
+	CROSS JOIN db_now n
+	CROSS JOIN LATERAL (SELECT c.canonical_spec::jsonb AS spec) x
+	WHERE c.kind = 'fire'
+	RETURNING run_id, project_id
+), attempts_in AS (
+	INSERT INTO ql3.attempts (attempt_id, run_id, attempt, project_id, status, executor, created_at_ms, updated_at_ms)
+	SELECT c.attempt_id, ri.run_id, 1, ri.project_id, 'claimed', 'remote_worker', n.ms, n.ms
+	FROM runs_in ri JOIN checked c ON c.run_id = ri.run_id CROSS JOIN db_now n
+	RETURNING run_id
+), events_in AS (
+	INSERT INTO ql3.run_events (run_id, sequence, project_id, attempt, type, payload, created_at_ms)
+	SELECT ri.run_id, v.seq, ri.project_id, v.attempt, v.type, v.payload::jsonb, n.ms
+	FROM runs_in ri JOIN checked c ON c.run_id = ri.run_id CROSS JOIN db_now n
+	CROSS JOIN LATERAL (VALUES (1::bigint, NULL::int, 'run.created', c.created_payload),
+		(2::bigint, 1, 'run.queued', c.queued_payload)) AS v(seq, attempt, type, payload)
+	RETURNING run_id
+)
+SELECT c.ord, c.fence_ok, c.current_ok, c.pin_ok, c.decision_ok, a.trigger_id IS NOT NULL,
+	(SELECT count(*) FROM runs_in), (SELECT count(*) FROM attempts_in), (SELECT count(*) FROM events_in)
+FROM checked c LEFT JOIN advanced a ON a.trigger_id = c.trigger_id
+ORDER BY c.ord`
+
+// admitArgs are admitSQL's 21 column arrays.
+type admitArgs struct {
+	ord                                                   []int32
+	triggerID, token, execID, runID, attemptID            []*uuid.UUID
+	owner, kind, key, createdPayload, queuedPayload       []*string
+	claimVersion, expires, stateVersion, trigRev, taskRev []int64
+	cursor, scheduledFor                                  []*int64
+	observed, next                                        []int64
+	digest                                                [][]byte
+}
+
+func buildAdmitArgs(batch []Admission) (admitArgs, error) {
+	var a admitArgs
+	for i, ad := range batch {
+		c := ad.Claim
+		switch ad.Kind {
+		case AdmitFire, AdmitSkip, AdmitInit, AdmitRelease:
+		default:
+			return a, errs.Invalidf("kind", "unknown admission kind %q", ad.Kind)
+		}
+		a.ord = append(a.ord, int32(i))
+		trig, tok, exec := c.TriggerID, uuid.UUID(c.Fence.Token), c.ExecutionRevisionID
+		a.triggerID = append(a.triggerID, &trig)
+		a.token = append(a.token, &tok)
+		a.execID = append(a.execID, &exec)
+		owner, kind := c.Fence.Owner, string(ad.Kind)
+		a.owner = append(a.owner, &owner)
+		a.kind = append(a.kind, &kind)
+		a.claimVersion = append(a.claimVersion, c.Fence.Version)
+		a.expires = append(a.expires, c.Fence.ExpiresAtMs)
+		a.stateVersion = append(a.stateVersion, c.StateVersion)
+		a.trigRev = append(a.trigRev, c.TriggerRevision)
+		a.taskRev = append(a.taskRev, c.TaskRevision)
+		a.digest = append(a.digest, append([]byte(nil), c.ExecutionDigest[:]...))
+		a.observed = append(a.observed, c.AcquiredAtMs)
+		a.next = append(a.next, ad.NextFireAtMs)
+		var cursor *int64
+		if c.Initialized {
+			v := c.NextFireAtMs
+			cursor = &v
+		}
+		a.cursor = append(a.cursor, cursor)
+		var sched *int64
+		var run, att *uuid.UUID
+		var key, cp, qp *string
+		if ad.Kind == AdmitFire || ad.Kind == AdmitSkip {
+			v := ad.ScheduledForMs
+			sched = &v
+		}
+		if ad.Kind == AdmitFire {
+			if ad.RunID == uuid.Nil || ad.AttemptID == uuid.Nil || ad.IdempotencyKey == "" {
+				return a, errs.Invalidf("runId", "a fire admission needs run id, attempt id and idempotency key")
+			}
+			r, at, k, c1, q1 := ad.RunID, ad.AttemptID, ad.IdempotencyKey, string(ad.CreatedPayload), string(ad.QueuedPayload)
+			run, att, key, cp, qp = &r, &at, &k, &c1, &q1
+		}
+		a.scheduledFor = append(a.scheduledFor, sched)
+		a.runID = append(a.runID, run)
+		a.attemptID = append(a.attemptID, att)
+		a.key = append(a.key, key)
+		a.createdPayload = append(a.createdPayload, cp)
+		a.queuedPayload = append(a.queuedPayload, qp)
+	}
+	return a, nil
+}
+
+// AdmitOptions configures Admit.
+type AdmitOptions struct {
+	// MaxAttempts bounds the runs of the transaction when the server rolls
+	// it back for a serialization failure or deadlock; 0 means 5.
+	MaxAttempts int
+}
+
+// AdmitterDB is what Admit needs: *pgxpool.Pool satisfies it.
+type AdmitterDB interface {
+	Acquire(ctx context.Context) (*pgxpool.Conn, error)
+}
+
+// Admit commits a batch of decided occurrences in one SERIALIZABLE
+// transaction running admitSQL once (a batch of one is the per-occurrence
+// mode). Refused rows (raced, stale, corrupt) write nothing and do not
+// affect the others. A serialization failure re-runs the whole transaction
+// up to MaxAttempts times with full-jitter backoff; Retries counts the
+// re-runs. A connection lost during COMMIT returns ErrCommitUnknown (wrapped
+// with the driver error) and is never re-run. Any other error rolls the
+// whole batch back.
+func Admit(ctx context.Context, db AdmitterDB, batch []Admission, opts AdmitOptions) (AdmitResult, error) {
+	var res AdmitResult
+	if len(batch) == 0 {
+		return res, nil
+	}
+	args, err := buildAdmitArgs(batch)
+	if err != nil {
+		return res, err
+	}
+	attempts := opts.MaxAttempts
+	if attempts <= 0 {
+		attempts = 5
+	}
+	for i := range attempts {
+		if i > 0 {
+			res.Retries++
+			backoff := min(2*time.Millisecond<<i, 100*time.Millisecond)
+			t := time.NewTimer(rand.N(backoff) + time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return res, ctx.Err()
+			case <-t.C:
+			}
+		}
+		res.Outcomes, err = admitOnce(ctx, db, batch, args)
+		if err == nil || !IsRetryable(err) {
+			return res, err
+		}
+	}
+	return res, err
+}
+
+func admitOnce(ctx context.Context, db AdmitterDB, batch []Admission, a admitArgs) ([]Outcome, error) {
+	conn, err := db.Acquire(ctx)
+	if err != nil {
+		return nil, Translate(err)
+	}
+	defer conn.Release()
+	// BEGIN, the plan-mode setting and the admission statement travel in
+	// one round trip; COMMIT follows only once the verdicts and counts have
+	// been checked here.
+	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{IsoLevel: pgx.Serializable})
+	b.Queue(admitPlanModeSQL)
+	b.Queue(admitSQL, a.ord, a.triggerID, a.owner, a.token, a.claimVersion, a.expires,
+		a.stateVersion, a.trigRev, a.taskRev, a.execID, a.digest, a.cursor, a.observed, a.kind, a.scheduledFor,
+		a.next, a.runID, a.attemptID, a.key, a.createdPayload, a.queuedPayload)
+	br := conn.SendBatch(ctx, b)
+	outcomes, err := readAdmitBatch(br, batch)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	tx := br.(interface{ Tx() pgx.Tx }).Tx()
+	if err != nil {
+		_ = tx.Rollback(ctx)
+		return nil, translateDriver(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		if SQLState(err) != "" {
+			return nil, Translate(err) // the server answered: rolled back
+		}
+		// No answer from the server. pgconn may even call the error safe to
+		// retry ("conn closed") after the COMMIT was written, when the
+		// connection dropped while the reply was in flight (the faultproxy
+		// test shows it), so nothing here trusts SafeToRetry: the outcome is
+		// unknown and the caller must not redo the admission.
+		return nil, &commitUnknownError{err: Translate(err)}
+	}
+	return outcomes, nil
+}
+
+// readAdmitBatch reads the results of BEGIN, the plan-mode setting and the
+// admission statement.
+func readAdmitBatch(br pgx.BatchResults, batch []Admission) ([]Outcome, error) {
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	return readAdmitRows(rows, batch)
+}
+
+// commitUnknownError is ErrCommitUnknown with its cause; it is never
+// retryable, whatever the cause says.
+type commitUnknownError struct{ err error }
+
+func (e *commitUnknownError) Error() string        { return ErrCommitUnknown.Error() + ": " + e.err.Error() }
+func (e *commitUnknownError) Is(target error) bool { return target == ErrCommitUnknown }
+
+// Unwrap exposes the coded error only (its Retryable flag is cleared).
+func (e *commitUnknownError) Unwrap() error {
+	var te *Error
+	if errors.As(e.err, &te) {
+		c := *te
+		c.Retryable = false
+		return &c
+	}
+	return e.err
+}
+
+// readAdmitRows reads the verdict rows and checks the write counts.
+func readAdmitRows(rows pgx.Rows, batch []Admission) ([]Outcome, error) {
+	defer rows.Close()
+	outcomes := make([]Outcome, len(batch))
+	wantRuns := int64(0)
+	var runs, attempts, events int64
+	n := 0
+	for rows.Next() {
+		var ord int32
+		var fenceOK, currentOK, pinOK, decisionOK, advanced bool
+		if err := rows.Scan(&ord, &fenceOK, &currentOK, &pinOK, &decisionOK, &advanced, &runs, &attempts, &events); err != nil {
+			return nil, err
+		}
+		if ord < 0 || int(ord) >= len(batch) || outcomes[ord] != "" {
+			return nil, errs.E(errs.Internal, "", "admission returned row %d twice or out of range", ord)
+		}
+		kind := batch[ord].Kind
+		outcomes[ord] = outcomeOf(kind, fenceOK, currentOK, pinOK, decisionOK, advanced)
+		if outcomes[ord] == OutcomeAdmitted {
+			wantRuns++
+		}
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if n != len(batch) || runs != wantRuns || attempts != wantRuns || events != 2*wantRuns {
+		// Cannot happen unless the statement is wrong; never commit it.
+		return nil, errs.E(errs.Internal, "", "admission wrote %d runs, %d attempts, %d events for %d admitted of %d rows",
+			runs, attempts, events, wantRuns, n)
+	}
+	return outcomes, nil
+}
+
+func outcomeOf(kind AdmitKind, fenceOK, currentOK, pinOK, decisionOK, advanced bool) Outcome {
+	switch {
+	case advanced:
+		switch kind {
+		case AdmitFire:
+			return OutcomeAdmitted
+		case AdmitSkip:
+			return OutcomeSkipped
+		case AdmitInit:
+			return OutcomeInitialized
+		}
+		return OutcomeReleased
+	case !fenceOK:
+		return OutcomeRaced
+	case !currentOK:
+		return OutcomeStale
+	case !decisionOK, kind == AdmitFire && !pinOK:
+		return OutcomeCorrupt
+	}
+	// Every check passed in the snapshot but the UPDATE matched nothing:
+	// the row changed under us, which SERIALIZABLE reports as a failure, so
+	// this is only reachable if the fence changed in between; count it raced.
+	return OutcomeRaced
+}
+
+// AdmissionFor builds the Admission for a core decision on a claimed row.
+// It allocates ids only for Fire. Wait (a claimed row that is not due,
+// possible only if the cursor moved between claim and decision) releases the
+// claim.
+func AdmissionFor(c ClaimedSchedule, d schedule.Decision) (Admission, error) {
+	ad := Admission{Claim: c, NextFireAtMs: d.NextFireAtMs}
+	switch d.Kind {
+	case schedule.Init:
+		ad.Kind = AdmitInit
+	case schedule.Wait:
+		ad.Kind, ad.NextFireAtMs = AdmitRelease, c.NextFireAtMs
+	case schedule.Skip:
+		ad.Kind, ad.ScheduledForMs = AdmitSkip, d.ScheduledForMs
+	case schedule.Fire:
+		ad.Kind, ad.ScheduledForMs = AdmitFire, d.ScheduledForMs
+		var err error
+		if ad.RunID, err = newSchedID(); err != nil {
+			return ad, err
+		}
+		if ad.AttemptID, err = newSchedID(); err != nil {
+			return ad, err
+		}
+		ad.IdempotencyKey = schedule.IdempotencyKey(c.TriggerID.String(), c.TriggerRevision, d.ScheduledForMs)
+		created := run.Payload{To: string(run.RunCreated), TriggerID: c.TriggerID.String(),
+			TriggerRevision: c.TriggerRevision, ScheduledForMs: d.ScheduledForMs, Missed: d.Missed,
+			ExecutionRevisionID: c.ExecutionRevisionID.String(), ExecutionRevisionDigest: c.ExecutionDigest.String()}
+		if ad.CreatedPayload, err = created.Encode(); err != nil {
+			return ad, err
+		}
+		queued := run.Payload{From: string(run.RunCreated), To: string(run.RunQueued),
+			AttemptID: ad.AttemptID.String(), AttemptNumber: 1}
+		if ad.QueuedPayload, err = queued.Encode(); err != nil {
+			return ad, err
+		}
+	default:
+		return ad, errs.Invalidf("kind", "unknown decision kind %v", d.Kind)
+	}
+	return ad, nil
+}
+
+// newSchedID returns a fresh UUIDv7 for a Run or Attempt.
+func newSchedID() (uuid.UUID, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.UUID{}, errs.E(errs.Internal, "", "generate id: %v", err)
+	}
+	return id, nil
+}
+
+// admitPlanModeSQL follows BEGIN in the admission transaction. The
+// admission statement is large (planning it costs several times executing
+// it) and its plan does not depend on the parameter values (every row is
+// reached by primary key from the unnest input), so the transaction asks for
+// the prepared statement's generic plan instead of re-planning it every time.
+const admitPlanModeSQL = `SET LOCAL plan_cache_mode = force_generic_plan`

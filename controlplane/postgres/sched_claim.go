@@ -1,0 +1,232 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ql3/ql3/core/canonjson"
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/fence"
+	"github.com/ql3/ql3/core/schedule"
+)
+
+// Cluster scheduler storage (issue 5, ADR 0006): the row-lease claim, the
+// atomic admission and the startup-recovery source. Each operation is one
+// hand-written statement; the coordinator (controlplane/coordinator) owns the
+// loop and the decisions.
+//
+// Time: every fence time comes from clock_timestamp() inside the statement
+// that writes or checks it. No caller supplies a clock.
+
+// Claim limits (DESIGN.md §8).
+const (
+	DefaultClaimBudget = 16
+	MaxClaimBudget     = 256
+	DefaultClaimLease  = 30 * time.Second
+	MinClaimLease      = time.Second
+	MaxClaimLease      = 60 * time.Second
+	MaxClaimOwnerBytes = 128
+)
+
+// ClaimRequest asks for up to Budget due or uninitialised schedules.
+type ClaimRequest struct {
+	Owner  string        // the replica's identity, 1..128 bytes
+	Budget int           // 1..MaxClaimBudget
+	Lease  time.Duration // MinClaimLease..MaxClaimLease, whole milliseconds
+}
+
+// Validate checks the request against the hard limits.
+func (r ClaimRequest) Validate() error {
+	switch {
+	case len(r.Owner) < 1 || len(r.Owner) > MaxClaimOwnerBytes:
+		return errs.Invalidf("owner", "must be 1..%d bytes, got %d", MaxClaimOwnerBytes, len(r.Owner))
+	case r.Budget < 1 || r.Budget > MaxClaimBudget:
+		return errs.Invalidf("budget", "must be 1..%d, got %d", MaxClaimBudget, r.Budget)
+	case r.Lease < MinClaimLease || r.Lease > MaxClaimLease:
+		return errs.Invalidf("lease", "must be %v..%v, got %v", MinClaimLease, MaxClaimLease, r.Lease)
+	}
+	return nil
+}
+
+// ClaimedSchedule is one schedule row a claim granted: the schedule state
+// after the claim, the trigger revision it is at (what Decide needs) and the
+// pins admission re-checks.
+type ClaimedSchedule struct {
+	TriggerID           uuid.UUID
+	ProjectID           uuid.UUID
+	TaskID              uuid.UUID
+	TriggerRevision     int64
+	TaskRevision        int64
+	ExecutionRevisionID uuid.UUID
+	ExecutionDigest     canonjson.Digest
+
+	Expression    string
+	TimeZone      string
+	Misfire       schedule.MisfirePolicy
+	GraceMs       int64
+	ActivatedAtMs int64
+
+	Initialized       bool  // next_fire_at_ms was set
+	NextFireAtMs      int64 // the cursor; 0 when not initialised
+	LastScheduledAtMs int64 // 0 when nothing fired yet
+	StateVersion      int64 // after the claim's bump
+
+	Fence fence.ClaimFence
+	// AcquiredAtMs is the database time the claim was taken, stored as the
+	// row's updated_at_ms. It is the observation Decide uses (ADR-0107): no
+	// node clock enters a decision. It never runs backwards for a row
+	// (greatest(updated_at_ms, now)).
+	AcquiredAtMs int64
+}
+
+// State is the schedule as core/schedule.Decide sees it.
+func (c ClaimedSchedule) State() schedule.State {
+	return schedule.State{TriggerRevision: c.TriggerRevision, Initialized: c.Initialized,
+		NextFireAtMs: c.NextFireAtMs, LastScheduledAtMs: c.LastScheduledAtMs}
+}
+
+// claimSchedulesSQL is the claim: one statement, committed on its own.
+//
+// It selects schedules of active projects whose trigger is at the schedule's
+// revision and enabled, with an enabled task, that are due (cursor at or
+// before the database time) or uninitialised (cursor NULL) and have no live
+// claim (none, or expired by database time), in the coordinator's order,
+// FOR UPDATE OF the schedule SKIP LOCKED (rows another replica is claiming
+// or admitting right now are passed over, never waited for), LIMIT the
+// budget. It writes owner, a fresh token, claim_version + 1, the expiry
+// (database time + lease), bumps state_version and stamps updated_at_ms with
+// the claim-acquired time. No cron math, no id generation besides the token
+// and no worker I/O happen under the row locks.
+//
+// The order "next_fire_at_ms NULLS FIRST, project_id, trigger_id" is written
+// as coalesce(next_fire_at_ms, <bigint minimum>), project_id, trigger_id —
+// the same order — so that "due or uninitialised" is a range of
+// trigger_schedules_due_idx (migration 0003) and the scan stops at the
+// budget. The database time is an InitPlan ((SELECT ms FROM db_now)), read
+// once and usable as an index bound; db_now is MATERIALIZED so
+// clock_timestamp() is read once per statement. The UPDATE finds the
+// locked rows through an array InitPlan (= ANY, primary-key lookups) rather
+// than a join the planner may hash against the whole table. Eligibility (project,
+// trigger head, enabled flags) is a per-row subquery, so the planner cannot
+// turn it into a join that sorts the whole table.
+const claimSchedulesSQL = `WITH db_now AS MATERIALIZED (
+	SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms
+), candidate AS (
+	SELECT s.trigger_id
+	FROM ql3.trigger_schedules s
+	WHERE coalesce(s.next_fire_at_ms, -9223372036854775808) <= (SELECT ms FROM db_now)
+	  AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= (SELECT ms FROM db_now))
+	  AND ` + scheduleEligibleSQL + `
+	ORDER BY coalesce(s.next_fire_at_ms, -9223372036854775808), s.project_id, s.trigger_id
+	LIMIT $2::int
+	FOR UPDATE OF s SKIP LOCKED
+), claimed AS (
+	UPDATE ql3.trigger_schedules s SET
+		claim_owner = $1::text,
+		claim_token = gen_random_uuid(),
+		claim_version = s.claim_version + 1,
+		claim_expires_at_ms = n.ms + $3::bigint,
+		state_version = s.state_version + 1,
+		updated_at_ms = greatest(s.updated_at_ms, n.ms)
+	FROM db_now n
+	WHERE s.trigger_id = ANY (ARRAY(SELECT trigger_id FROM candidate))
+	RETURNING s.trigger_id, s.project_id, s.trigger_revision, s.next_fire_at_ms, s.last_scheduled_at_ms,
+		s.state_version, s.claim_owner, s.claim_token, s.claim_version, s.claim_expires_at_ms, s.updated_at_ms
+)
+SELECT c.trigger_id, c.project_id, r.task_id, c.trigger_revision, r.task_revision, r.execution_revision_id,
+	r.execution_digest, r.expression, r.time_zone, r.misfire_policy, r.misfire_grace_ms, r.activated_at_ms,
+	c.next_fire_at_ms, c.last_scheduled_at_ms, c.state_version,
+	c.claim_owner, c.claim_token, c.claim_version, c.claim_expires_at_ms, c.updated_at_ms
+FROM claimed c
+JOIN ql3.trigger_revisions r ON r.trigger_id = c.trigger_id AND r.revision = c.trigger_revision
+ORDER BY c.next_fire_at_ms NULLS FIRST, c.project_id, c.trigger_id`
+
+// scheduleEligibleSQL is true for a schedule row s whose project is active,
+// whose trigger is at s's revision with that revision enabled, and whose
+// task is enabled.
+const scheduleEligibleSQL = `coalesce((SELECT p.status = 'active' AND t.head_revision = s.trigger_revision AND r.enabled AND k.enabled
+		FROM ql3.triggers t
+		JOIN ql3.trigger_revisions r ON r.trigger_id = t.trigger_id AND r.revision = s.trigger_revision
+		JOIN ql3.tasks k ON k.task_id = r.task_id
+		JOIN ql3.projects p ON p.project_id = s.project_id
+		WHERE t.trigger_id = s.trigger_id), false)`
+
+// ClaimSchedules runs the claim statement (autocommit: the claim is durable
+// before any decision is made) and returns what it granted, in claim order.
+func ClaimSchedules(ctx context.Context, db DB, req ClaimRequest) ([]ClaimedSchedule, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	rows, err := db.Query(ctx, claimSchedulesSQL, req.Owner, req.Budget, req.Lease.Milliseconds())
+	if err != nil {
+		return nil, Translate(err)
+	}
+	out, err := pgx.CollectRows(rows, scanClaimed)
+	if err != nil {
+		return nil, translateDriver(err)
+	}
+	return out, nil
+}
+
+func scanClaimed(row pgx.CollectableRow) (ClaimedSchedule, error) {
+	var c ClaimedSchedule
+	var digest []byte
+	var misfire string
+	var next, last *int64
+	var token uuid.UUID
+	if err := row.Scan(&c.TriggerID, &c.ProjectID, &c.TaskID, &c.TriggerRevision, &c.TaskRevision,
+		&c.ExecutionRevisionID, &digest, &c.Expression, &c.TimeZone, &misfire, &c.GraceMs, &c.ActivatedAtMs,
+		&next, &last, &c.StateVersion, &c.Fence.Owner, &token, &c.Fence.Version, &c.Fence.ExpiresAtMs,
+		&c.AcquiredAtMs); err != nil {
+		return c, err
+	}
+	if len(digest) != len(c.ExecutionDigest) {
+		return c, errs.E(errs.Internal, "", "execution digest of trigger %s has %d bytes", c.TriggerID, len(digest))
+	}
+	copy(c.ExecutionDigest[:], digest)
+	c.Misfire = schedule.MisfirePolicy(misfire)
+	if next != nil {
+		c.Initialized, c.NextFireAtMs = true, *next
+	}
+	if last != nil {
+		c.LastScheduledAtMs = *last
+	}
+	c.Fence.Token = token
+	return c, nil
+}
+
+// nextDueSQL finds the earliest moment a claim round could find work: the
+// first claimable schedule in claim order (same eligibility as the claim,
+// rows under a live claim excluded: their holder admits them, or they expire
+// and are found on the next cadence), as a delay from the database time.
+// No row when nothing is eligible; a negative delay means "due now".
+const nextDueSQL = `WITH db_now AS MATERIALIZED (
+	SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms
+)
+SELECT coalesce(s.next_fire_at_ms, (SELECT ms FROM db_now)) - (SELECT ms FROM db_now)
+FROM ql3.trigger_schedules s
+WHERE (s.claim_token IS NULL OR s.claim_expires_at_ms <= (SELECT ms FROM db_now))
+  AND ` + scheduleEligibleSQL + `
+ORDER BY coalesce(s.next_fire_at_ms, -9223372036854775808), s.project_id, s.trigger_id
+LIMIT 1`
+
+// NextDue returns how long, by database time, until the earliest claimable
+// schedule is due; ok is false when no schedule is eligible at all.
+func NextDue(ctx context.Context, db DB) (delay time.Duration, ok bool, err error) {
+	var ms int64
+	err = db.QueryRow(ctx, nextDueSQL).Scan(&ms)
+	if err == pgx.ErrNoRows {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, Translate(err)
+	}
+	return time.Duration(ms) * time.Millisecond, true, nil
+}
+
+// ScheduleNotifyChannel is the LISTEN/NOTIFY channel migration 0003's
+// trigger notifies when publication resets a schedule.
+const ScheduleNotifyChannel = "ql3_schedules"

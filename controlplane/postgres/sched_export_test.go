@@ -1,0 +1,7 @@
+package postgres
+
+// Statements exported to the external tests that check their plans.
+var (
+	ClaimSchedulesSQLForTest = claimSchedulesSQL
+	NextDueSQLForTest        = nextDueSQL
+)

@@ -1,0 +1,577 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ql3/ql3/controlplane/pgtest"
+	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/core/cron"
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/run"
+	"github.com/ql3/ql3/core/schedule"
+	"github.com/ql3/ql3/core/spec"
+)
+
+// schedFixture: one database, an admin publisher, a runtime pool (the
+// coordinator's role) and a superuser connection to inspect and tamper.
+type schedFixture struct {
+	pub       *postgres.Publisher
+	runtime   *pgxpool.Pool
+	su        *pgx.Conn
+	projectID string
+	taskID    string
+}
+
+// schedTrigger is what the tests need of a published trigger.
+type schedTrigger struct {
+	ID       string
+	Revision int64
+}
+
+func newSchedFixture(t *testing.T) schedFixture {
+	t.Helper()
+	ctx := context.Background()
+	db := pgtest.NewDB(t)
+	f := schedFixture{pub: postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{}),
+		runtime: db.Pool(t, postgres.RoleRuntime), su: db.Conn(t)}
+	project, err := f.pub.PublishProject(ctx, postgres.ProjectInput{Name: "sched"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.projectID = project.ID
+	cmd := spec.Command{Kind: spec.KindCommandV1, Shell: &spec.Shell{Command: "echo tick"},
+		Retry: spec.RetryPolicy{MaxAttempts: 3, BackoffBaseMs: 1000, BackoffMaxMs: 8000, RetryOnLost: true}}.WithDefaults()
+	task, err := f.pub.PublishTask(ctx, postgres.TaskInput{ProjectID: f.projectID, Name: "tick", Spec: cmd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.taskID = task.ID
+	return f
+}
+
+func (f schedFixture) trigger(t *testing.T, expr string, misfire schedule.MisfirePolicy) schedTrigger {
+	t.Helper()
+	tr, err := f.pub.PublishTrigger(context.Background(), postgres.TriggerInput{TaskID: f.taskID, Expression: expr,
+		TimeZone: "UTC", Misfire: misfire})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return schedTrigger{ID: tr.ID, Revision: tr.Revision}
+}
+
+func (f schedFixture) claim(t *testing.T, owner string, budget int) []postgres.ClaimedSchedule {
+	t.Helper()
+	cs, err := postgres.ClaimSchedules(context.Background(), f.runtime, postgres.ClaimRequest{Owner: owner, Budget: budget, Lease: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func (f schedFixture) exec(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	if _, err := f.su.Exec(context.Background(), sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func (f schedFixture) count(t *testing.T, sql string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := f.su.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+// makeDue moves a schedule's cursor to a past occurrence of an every-second
+// trigger (test setup standing in for time passing).
+func (f schedFixture) makeDue(t *testing.T, triggerID string, agoMs int64) int64 {
+	t.Helper()
+	var at int64
+	if err := f.su.QueryRow(context.Background(), `UPDATE ql3.trigger_schedules
+		SET next_fire_at_ms = ((extract(epoch FROM clock_timestamp()) * 1000)::bigint - $2) / 1000 * 1000
+		WHERE trigger_id = $1 RETURNING next_fire_at_ms`, triggerID, agoMs).Scan(&at); err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+func decideFor(t *testing.T, c postgres.ClaimedSchedule) postgres.Admission {
+	t.Helper()
+	loc, err := time.LoadLocation(c.TimeZone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := cron.Parse(c.Expression, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := schedule.Decide(schedule.Trigger{ID: c.TriggerID.String(), Revision: c.TriggerRevision, Cron: s,
+		Misfire: c.Misfire, GraceMs: c.GraceMs, ActivatedAtMs: c.ActivatedAtMs}, c.State(), c.AcquiredAtMs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad, err := postgres.AdmissionFor(c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ad
+}
+
+func admit(t *testing.T, f schedFixture, batch ...postgres.Admission) []postgres.Outcome {
+	t.Helper()
+	res, err := postgres.Admit(context.Background(), f.runtime, batch, postgres.AdmitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Outcomes
+}
+
+func TestClaimOrderSkipLockedAndTakeover(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newSchedFixture(t)
+	var ids []string
+	for range 4 {
+		ids = append(ids, f.trigger(t, "0 3 * * *", schedule.MisfireSkip).ID)
+	}
+	slices.Sort(ids) // same project, all uninitialised: trigger_id order
+
+	// A row locked by another transaction (an admission in flight) is
+	// passed over, not waited for.
+	lockTx, err := f.su.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lockTx.Exec(ctx, `SELECT 1 FROM ql3.trigger_schedules WHERE trigger_id = $1 FOR UPDATE`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	a := f.claim(t, "replica-a", 2)
+	if len(a) != 2 || a[0].TriggerID.String() != ids[1] || a[1].TriggerID.String() != ids[2] {
+		t.Fatalf("claim A got %v, want %v", triggerIDs(a), ids[1:3])
+	}
+	if err := lockTx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range a {
+		if c.Initialized || c.Fence.Owner != "replica-a" || c.Fence.Version != 1 || c.Fence.ExpiresAtMs != c.AcquiredAtMs+30_000 {
+			t.Fatalf("claimed row %+v", c)
+		}
+	}
+	b := f.claim(t, "replica-b", 16)
+	if got := triggerIDs(b); !slices.Equal(got, []string{ids[0], ids[3]}) {
+		t.Fatalf("claim B got %v, want %v", got, []string{ids[0], ids[3]})
+	}
+	if c := f.claim(t, "replica-c", 16); len(c) != 0 {
+		t.Fatalf("live claims were taken again: %v", triggerIDs(c))
+	}
+	// Expired by database time (the expiry instant belongs to the next
+	// holder): taken over with a new token and claim_version + 1.
+	f.exec(t, `UPDATE ql3.trigger_schedules SET claim_expires_at_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+		WHERE trigger_id = $1`, ids[1])
+	c := f.claim(t, "replica-c", 16)
+	if len(c) != 1 || c[0].TriggerID.String() != ids[1] || c[0].Fence.Version != 2 || c[0].Fence.Token == a[0].Fence.Token ||
+		c[0].StateVersion != a[0].StateVersion+1 {
+		t.Fatalf("takeover got %+v (old %+v)", c, a[0])
+	}
+	// A's admission now loses the fence: raced, nothing written.
+	if got := admit(t, f, decideFor(t, a[0])); got[0] != postgres.OutcomeRaced {
+		t.Fatalf("stale holder's admission = %v, want raced", got)
+	}
+	if got := admit(t, f, decideFor(t, c[0])); got[0] != postgres.OutcomeInitialized {
+		t.Fatalf("new holder's admission = %v, want initialized", got)
+	}
+}
+
+func triggerIDs(cs []postgres.ClaimedSchedule) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.TriggerID.String())
+	}
+	return out
+}
+
+func TestClaimRequestLimits(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		req   postgres.ClaimRequest
+		field string
+	}{
+		{postgres.ClaimRequest{Owner: "", Budget: 16, Lease: time.Second}, "owner"},
+		{postgres.ClaimRequest{Owner: string(make([]byte, 129)), Budget: 16, Lease: time.Second}, "owner"},
+		{postgres.ClaimRequest{Owner: "a", Budget: 0, Lease: time.Second}, "budget"},
+		{postgres.ClaimRequest{Owner: "a", Budget: 257, Lease: time.Second}, "budget"},
+		{postgres.ClaimRequest{Owner: "a", Budget: 1, Lease: 999 * time.Millisecond}, "lease"},
+		{postgres.ClaimRequest{Owner: "a", Budget: 1, Lease: 61 * time.Second}, "lease"},
+	} {
+		if err := tc.req.Validate(); errs.Code(err) != errs.Invalid || errs.Field(err) != tc.field {
+			t.Errorf("%+v: %v, want invalid %s", tc.req, err, tc.field)
+		}
+	}
+	if err := (postgres.ClaimRequest{Owner: "a", Budget: 256, Lease: 60 * time.Second}).Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAdmitFireWritesOneOccurrenceAtomically(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newSchedFixture(t)
+	tr := f.trigger(t, "* * * * * *", schedule.MisfireSkip)
+	cs := f.claim(t, "replica-a", 1)
+	if got := admit(t, f, decideFor(t, cs[0])); got[0] != postgres.OutcomeInitialized {
+		t.Fatalf("init = %v", got)
+	}
+	due := f.makeDue(t, tr.ID, 2000)
+	cs = f.claim(t, "replica-a", 1)
+	ad := decideFor(t, cs[0])
+	if ad.Kind != postgres.AdmitFire || ad.ScheduledForMs != due {
+		t.Fatalf("decision %+v, want fire at %d", ad, due)
+	}
+	if got := admit(t, f, ad); got[0] != postgres.OutcomeAdmitted {
+		t.Fatalf("admit = %v", got)
+	}
+	var (
+		status, origin, key                string
+		maxAttempts, attemptCount          int
+		base, maxBackoff, timeout, created int64
+		onLost                             bool
+	)
+	if err := f.su.QueryRow(ctx, `SELECT status, origin, idempotency_key, retry_max_attempts, attempt_count,
+		retry_backoff_base_ms, retry_backoff_max_ms, timeout_ms, retry_on_lost, created_at_ms
+		FROM ql3.runs WHERE run_id = $1 AND scheduled_for_ms = $2 AND queued_at_ms = created_at_ms`, ad.RunID, due).
+		Scan(&status, &origin, &key, &maxAttempts, &attemptCount, &base, &maxBackoff, &timeout, &onLost, &created); err != nil {
+		t.Fatal(err)
+	}
+	if status != "queued" || origin != "cron" || key != schedule.IdempotencyKey(tr.ID, tr.Revision, due) ||
+		maxAttempts != 3 || attemptCount != 1 || base != 1000 || maxBackoff != 8000 || !onLost || timeout != 86_400_000 {
+		t.Fatalf("run = %s %s %s %d %d %d %d %d %v", status, origin, key, maxAttempts, attemptCount, base, maxBackoff, timeout, onLost)
+	}
+	if n := f.count(t, `SELECT count(*) FROM ql3.attempts WHERE run_id = $1 AND attempt_id = $2 AND attempt = 1
+		AND status = 'claimed' AND executor = 'remote_worker' AND worker_id IS NULL AND offer_id IS NULL`, ad.RunID, ad.AttemptID); n != 1 {
+		t.Fatalf("%d pristine attempts", n)
+	}
+	rows, err := f.su.Query(ctx, `SELECT sequence, type, coalesce(attempt, 0), payload::text FROM ql3.run_events WHERE run_id = $1 ORDER BY sequence`, ad.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ev struct {
+		seq     int64
+		typ     string
+		attempt int
+		payload string
+	}
+	evs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ev, error) {
+		var e ev
+		return e, r.Scan(&e.seq, &e.typ, &e.attempt, &e.payload)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 2 || evs[0].typ != string(run.EventCreated) || evs[1].typ != string(run.EventQueued) || evs[1].attempt != 1 {
+		t.Fatalf("events %+v", evs)
+	}
+	for _, e := range evs {
+		if _, err := run.DecodePayload([]byte(e.payload)); err != nil {
+			t.Fatalf("event %d payload %s: %v", e.seq, e.payload, err)
+		}
+	}
+	var last, next int64
+	var claimed bool
+	if err := f.su.QueryRow(ctx, `SELECT last_scheduled_at_ms, next_fire_at_ms, claim_token IS NOT NULL FROM ql3.trigger_schedules
+		WHERE trigger_id = $1`, tr.ID).Scan(&last, &next, &claimed); err != nil {
+		t.Fatal(err)
+	}
+	if last != due || next != ad.NextFireAtMs || next <= cs[0].AcquiredAtMs || claimed {
+		t.Fatalf("schedule last=%d next=%d claimed=%v; want last %d next %d", last, next, claimed, due, ad.NextFireAtMs)
+	}
+}
+
+func TestAdmitRefusesWithoutWriting(t *testing.T) {
+	t.Parallel()
+	f := newSchedFixture(t)
+	cases := []struct {
+		name   string
+		tamper func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission)
+		want   postgres.Outcome
+	}{
+		{"token", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) {
+			ad.Claim.Fence.Token = uuid.New()
+		}, postgres.OutcomeRaced},
+		{"owner", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) {
+			ad.Claim.Fence.Owner = "replica-x"
+		}, postgres.OutcomeRaced},
+		{"claim version", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) { ad.Claim.Fence.Version-- }, postgres.OutcomeRaced},
+		{"expired by database time", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) {
+			f.exec(t, `UPDATE ql3.trigger_schedules SET claim_expires_at_ms = $2 WHERE trigger_id = $1`, c.TriggerID, c.AcquiredAtMs)
+			ad.Claim.Fence.ExpiresAtMs = c.AcquiredAtMs
+		}, postgres.OutcomeRaced},
+		{"observation", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) { ad.Claim.AcquiredAtMs-- }, postgres.OutcomeRaced},
+		{"cursor", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) { ad.Claim.NextFireAtMs -= 1000 }, postgres.OutcomeStale},
+		{"task disabled", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) {
+			f.exec(t, `UPDATE ql3.tasks SET enabled = false WHERE task_id = $1`, c.TaskID)
+			t.Cleanup(func() { f.exec(t, `UPDATE ql3.tasks SET enabled = true WHERE task_id = $1`, c.TaskID) })
+		}, postgres.OutcomeStale},
+		{"digest pin", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) {
+			ad.Claim.ExecutionDigest[0] ^= 1
+		}, postgres.OutcomeStale},
+		{"decision not at the cursor", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) { ad.ScheduledForMs += 1000 }, postgres.OutcomeCorrupt},
+		{"cursor moved backwards", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) {
+			ad.NextFireAtMs = c.AcquiredAtMs
+		}, postgres.OutcomeCorrupt},
+		{"execution revision not digest-valid", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) {
+			f.exec(t, `UPDATE ql3.execution_revisions SET canonical_spec = replace(canonical_spec, 'tick', 'tock') WHERE execution_revision_id = $1`, c.ExecutionRevisionID)
+			t.Cleanup(func() {
+				f.exec(t, `UPDATE ql3.execution_revisions SET canonical_spec = replace(canonical_spec, 'tock', 'tick') WHERE execution_revision_id = $1`, c.ExecutionRevisionID)
+			})
+		}, postgres.OutcomeCorrupt},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := f.trigger(t, "* * * * * *", schedule.MisfireFireOnce)
+			cs := f.claim(t, "replica-a", 1)
+			admit(t, f, decideFor(t, cs[0]))
+			f.makeDue(t, tr.ID, 2000)
+			cs = f.claim(t, "replica-a", 1)
+			ad := decideFor(t, cs[0])
+			tc.tamper(t, cs[0], &ad)
+			if got := admit(t, f, ad); got[0] != tc.want {
+				t.Fatalf("outcome %v, want %v", got[0], tc.want)
+			}
+			if n := f.count(t, `SELECT count(*) FROM ql3.runs WHERE trigger_id = $1`, tr.ID); n != 0 {
+				t.Fatalf("%d runs written", n)
+			}
+			if n := f.count(t, `SELECT count(*) FROM ql3.trigger_schedules WHERE trigger_id = $1 AND last_scheduled_at_ms IS NULL
+				AND next_fire_at_ms = $2`, tr.ID, cs[0].NextFireAtMs); n != 1 {
+				t.Fatal("schedule advanced")
+			}
+			// Leave no claim behind for the next case's budget-1 claim.
+			f.exec(t, `UPDATE ql3.trigger_schedules SET next_fire_at_ms = 4102444800000, claim_owner = NULL, claim_token = NULL,
+				claim_expires_at_ms = NULL WHERE trigger_id = $1`, tr.ID)
+		})
+	}
+}
+
+func TestAdmitBatchIsolatesRefusedRowsAndRollsBackOnFailure(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newSchedFixture(t)
+	var trs []schedTrigger
+	for range 3 {
+		trs = append(trs, f.trigger(t, "* * * * * *", schedule.MisfireSkip))
+	}
+	var inits []postgres.Admission
+	for _, c := range f.claim(t, "replica-a", 16) {
+		inits = append(inits, decideFor(t, c))
+	}
+	if got := admit(t, f, inits...); !slices.Equal(got, []postgres.Outcome{"initialized", "initialized", "initialized"}) {
+		t.Fatalf("init batch %v", got)
+	}
+	for _, tr := range trs {
+		f.makeDue(t, tr.ID, 1000)
+	}
+	cs := f.claim(t, "replica-a", 16)
+	batch := []postgres.Admission{decideFor(t, cs[0]), decideFor(t, cs[1]), decideFor(t, cs[2])}
+	batch[1].Claim.Fence.Token = uuid.New() // lost fence on the middle row
+
+	// A write failure anywhere rolls the whole batch back: the third row
+	// reuses the first row's run id.
+	failing := slices.Clone(batch)
+	failing[2].RunID = failing[0].RunID
+	if _, err := postgres.Admit(ctx, f.runtime, failing, postgres.AdmitOptions{}); errs.Code(err) != errs.Conflict {
+		t.Fatalf("batch with a duplicate run id: %v, want conflict", err)
+	}
+	if n := f.count(t, `SELECT count(*) FROM ql3.runs`); n != 0 {
+		t.Fatalf("%d runs after a failed batch", n)
+	}
+	if n := f.count(t, `SELECT count(*) FROM ql3.trigger_schedules WHERE claim_owner = 'replica-a'`); n != 3 {
+		t.Fatalf("%d claims left after a failed batch, want 3", n)
+	}
+	got := admit(t, f, batch...)
+	if !slices.Equal(got, []postgres.Outcome{"admitted", "raced", "admitted"}) {
+		t.Fatalf("batch outcomes %v", got)
+	}
+	if n := f.count(t, `SELECT count(*) FROM ql3.runs`); n != 2 {
+		t.Fatalf("%d runs, want 2", n)
+	}
+	if n := f.count(t, `SELECT count(*) FROM ql3.run_events`); n != 4 {
+		t.Fatalf("%d events, want 4", n)
+	}
+}
+
+func TestSkipOnlyAdvancesTheCursor(t *testing.T) {
+	t.Parallel()
+	f := newSchedFixture(t)
+	tr := f.trigger(t, "* * * * * *", schedule.MisfireSkip)
+	admit(t, f, decideFor(t, f.claim(t, "a", 1)[0]))
+	f.makeDue(t, tr.ID, 3_600_000) // an hour of downtime, far beyond the 30 s grace
+	cs := f.claim(t, "a", 1)
+	ad := decideFor(t, cs[0])
+	if ad.Kind != postgres.AdmitSkip || ad.RunID != uuid.Nil {
+		t.Fatalf("decision %+v, want skip without ids", ad)
+	}
+	if got := admit(t, f, ad); got[0] != postgres.OutcomeSkipped {
+		t.Fatalf("outcome %v", got)
+	}
+	if n := f.count(t, `SELECT count(*) FROM ql3.runs`); n != 0 {
+		t.Fatalf("%d runs", n)
+	}
+	if n := f.count(t, `SELECT count(*) FROM ql3.trigger_schedules WHERE trigger_id = $1 AND last_scheduled_at_ms IS NULL
+		AND next_fire_at_ms > $2 AND claim_token IS NULL`, tr.ID, cs[0].AcquiredAtMs); n != 1 {
+		t.Fatal("cursor not advanced past the observation, or claim kept")
+	}
+}
+
+func TestScanInFlightClassifiesPristineAndDrift(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newSchedFixture(t)
+	var runs []uuid.UUID
+	for range 5 {
+		tr := f.trigger(t, "* * * * * *", schedule.MisfireSkip)
+		admit(t, f, decideFor(t, f.claim(t, "a", 1)[0]))
+		f.makeDue(t, tr.ID, 1000)
+		ad := decideFor(t, f.claim(t, "a", 1)[0])
+		admit(t, f, ad)
+		runs = append(runs, ad.RunID)
+	}
+	f.exec(t, `UPDATE ql3.attempts SET offer_id = 'offer-1' WHERE run_id = $1`, runs[1])
+	f.exec(t, `UPDATE ql3.attempts SET version = 2 WHERE run_id = $1`, runs[2])
+	f.exec(t, `UPDATE ql3.runs SET status = 'dispatching' WHERE run_id = $1`, runs[3])
+	f.exec(t, `UPDATE ql3.runs SET cancel_requested_at_ms = 1 WHERE run_id = $1`, runs[4])
+	want := map[uuid.UUID]string{runs[0]: "", runs[1]: "attempt_offer", runs[2]: "attempt_version",
+		runs[3]: "run_status_dispatching", runs[4]: "cancel_requested"}
+	got := map[uuid.UUID]string{}
+	after := uuid.Nil
+	for {
+		page, err := postgres.ScanInFlight(ctx, f.runtime, after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page {
+			got[r.RunID] = r.Drift
+			if r.Pristine != (r.Drift == "") {
+				t.Fatalf("%+v", r)
+			}
+		}
+		if len(page) < 2 {
+			break
+		}
+		after = page[len(page)-1].RunID
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("run %s: drift %q, want %q", id, got[id], w)
+		}
+	}
+	if len(got) != 5 {
+		t.Fatalf("scanned %d runs, want 5", len(got))
+	}
+}
+
+func TestPublishNotifiesSchedulers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := pgtest.NewDB(t)
+	listener := db.Pool(t, postgres.RoleRuntime)
+	conn, err := listener.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+postgres.ScheduleNotifyChannel); err != nil {
+		t.Fatal(err)
+	}
+	pub := postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{})
+	p, err := pub.PublishProject(ctx, postgres.ProjectInput{Name: "n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := pub.PublishTask(ctx, postgres.TaskInput{ProjectID: p.ID, Name: "n",
+		Spec: spec.Command{Kind: spec.KindCommandV1, Shell: &spec.Shell{Command: "true"}}.WithDefaults()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pub.PublishTrigger(ctx, postgres.TriggerInput{TaskID: task.ID, Expression: "@hourly"}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	n, err := conn.Conn().WaitForNotification(wctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Channel != postgres.ScheduleNotifyChannel || n.Payload != "" {
+		t.Fatalf("notification %+v", n)
+	}
+	// A claim of the uninitialised row must not notify (it would wake every
+	// replica for nothing).
+	if _, err := postgres.ClaimSchedules(ctx, db.Pool(t, postgres.RoleRuntime), postgres.ClaimRequest{Owner: "a", Budget: 1, Lease: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel2 := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel2()
+	if n, err := conn.Conn().WaitForNotification(sctx); !errors.Is(err, context.DeadlineExceeded) && !pgconnTimeout(err) {
+		t.Fatalf("claim notified: %+v %v", n, err)
+	}
+}
+
+func pgconnTimeout(err error) bool {
+	var te interface{ Timeout() bool }
+	return errors.As(err, &te) && te.Timeout()
+}
+
+// TestClaimPlanReadsOnlyTheDuePrefix: with thousands of schedules, the
+// claim and the next-due probe read trigger_schedules_due_idx in order and
+// stop at their limit: no Sort node, no sequential scan of the table.
+func TestClaimPlanReadsOnlyTheDuePrefix(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newSchedFixture(t)
+	tr := f.trigger(t, "* * * * * *", schedule.MisfireSkip)
+	f.exec(t, `WITH src AS (SELECT * FROM ql3.trigger_revisions WHERE trigger_id = $1),
+		ids AS (SELECT gen_random_uuid() AS id, g FROM generate_series(1, 3000) g),
+		trg AS (INSERT INTO ql3.triggers (trigger_id, project_id, task_id, name, head_revision, created_at_ms, updated_at_ms)
+			SELECT ids.id, src.project_id, src.task_id, 'bulk-' || g, 1, 0, 0 FROM ids, src RETURNING trigger_id),
+		rev AS (INSERT INTO ql3.trigger_revisions (trigger_id, revision, project_id, task_id, task_revision, execution_revision_id,
+			execution_digest, expression, time_zone, misfire_policy, misfire_grace_ms, enabled, activated_at_ms, created_at_ms)
+			SELECT trg.trigger_id, 1, src.project_id, src.task_id, src.task_revision, src.execution_revision_id, src.execution_digest,
+			src.expression, src.time_zone, src.misfire_policy, src.misfire_grace_ms, true, 0, 0 FROM trg, src RETURNING trigger_id, project_id)
+		INSERT INTO ql3.trigger_schedules (trigger_id, project_id, trigger_revision, next_fire_at_ms, updated_at_ms)
+		SELECT trigger_id, project_id, 1, 1000 * (random() * 4102444800)::bigint, 0 FROM rev`, tr.ID)
+	f.exec(t, `ANALYZE ql3.trigger_schedules`)
+	for name, tc := range map[string]struct{ sql, top string }{
+		"claim":    {strings.NewReplacer("$1::text", "'x'::text", "$2::int", "16", "$3::bigint", "30000").Replace(postgres.ClaimSchedulesSQLForTest), "LockRows"},
+		"next due": {postgres.NextDueSQLForTest, "Limit"},
+	} {
+		sql := tc.sql
+		tx, err := f.su.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := tx.Query(ctx, "EXPLAIN "+sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = tx.Rollback(ctx)
+		text := strings.Join(plan, "\n")
+		top, scan := strings.Index(text, tc.top), strings.Index(text, "Index Scan using trigger_schedules_due_idx")
+		if top < 0 || scan < top || strings.Contains(text[top:scan], "Sort") || strings.Contains(text, "Seq Scan on trigger_schedules") {
+			t.Errorf("%s plan does not read the due prefix in index order under its limit:\n%s", name, text)
+		}
+	}
+}
