@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -114,11 +115,14 @@ func TestEndToEnd(t *testing.T) {
 	// serve with the admin role's own DSN (the token was made with the
 	// single DSN + SET ROLE path). migrate creates roles NOLOGIN; letting
 	// one log in is the deployment's decision.
-	if err := postgres.EnableLogin(context.Background(), db.Conn(t), postgres.RoleAdmin, ""); err != nil {
-		t.Fatal(err)
+	for _, role := range []string{postgres.RoleAdmin, postgres.RoleRuntime} {
+		if err := postgres.EnableLogin(context.Background(), db.Conn(t), role, ""); err != nil {
+			t.Fatal(err)
+		}
 	}
 	srv := &app.Main{Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }, Version: "test"}
-	if err := srv.ParseFlags([]string{"serve", "--admin-dsn", db.DSN(postgres.RoleAdmin), "--listen", "127.0.0.1:0"}); err != nil {
+	if err := srv.ParseFlags([]string{"serve", "--admin-dsn", db.DSN(postgres.RoleAdmin),
+		"--runtime-dsn", db.DSN(postgres.RoleRuntime), "--listen", "127.0.0.1:0"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := srv.Run(context.Background()); err != nil {
@@ -251,5 +255,34 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if _, err := runCmd(t, map[string]string{"QL3_SERVER": base}, "task", "list"); errs.Field(err) != "token-file" {
 		t.Fatalf("client without a token: %v", err)
+	}
+
+	// The replica's scheduler (started by serve after startup recovery)
+	// admits an every-second trigger published over the API: queued Runs
+	// with the cron idempotency key, one per occurrence.
+	var tick adminapi.Trigger
+	if code := c.do("POST", "/api/v1/tasks/"+task.ID+"/triggers", `{"expression":"* * * * * *","name":"tick"}`, &tick); code != 201 {
+		t.Fatalf("create every-second trigger: %d", code)
+	}
+	var runs adminapi.List[postgres.RunRecord]
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if code := c.do("GET", "/api/v1/runs?trigger="+tick.ID, "", &runs); code != 200 {
+			t.Fatalf("list runs: %d", code)
+		}
+		if len(runs.Items) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the scheduler admitted %d runs of an every-second trigger in 30 s", len(runs.Items))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	seen := map[string]bool{}
+	for _, r := range runs.Items {
+		if r.Status != "queued" || !strings.HasPrefix(r.IdempotencyKey, "ql3:cron:v1:"+tick.ID+":") || seen[r.IdempotencyKey] {
+			t.Fatalf("admitted run %+v", r)
+		}
+		seen[r.IdempotencyKey] = true
 	}
 }

@@ -33,10 +33,11 @@ const (
 // still runs with exactly its role's privileges. migrate connects with the
 // migrator DSN, or the single DSN without a role.
 type Config struct {
-	Listen     string `json:"listen,omitempty"`     // QL3_LISTEN, --listen
-	TLSCert    string `json:"tlsCert,omitempty"`    // QL3_TLS_CERT, --tls-cert
-	TLSKey     string `json:"tlsKey,omitempty"`     // QL3_TLS_KEY, --tls-key
-	RequireTLS bool   `json:"requireTls,omitempty"` // QL3_REQUIRE_TLS, --require-tls: refuse to serve plain HTTP
+	Listen      string `json:"listen,omitempty"`      // QL3_LISTEN, --listen
+	TLSCert     string `json:"tlsCert,omitempty"`     // QL3_TLS_CERT, --tls-cert
+	TLSKey      string `json:"tlsKey,omitempty"`      // QL3_TLS_KEY, --tls-key
+	RequireTLS  bool   `json:"requireTls,omitempty"`  // QL3_REQUIRE_TLS, --require-tls: refuse to serve plain HTTP
+	NoScheduler bool   `json:"noScheduler,omitempty"` // QL3_NO_SCHEDULER, --no-scheduler: admin API only, no cluster scheduler in this replica
 
 	DSN         string `json:"dsn,omitempty"`         // QL3_DSN, --dsn
 	AdminDSN    string `json:"adminDsn,omitempty"`    // QL3_ADMIN_DSN, --admin-dsn
@@ -78,6 +79,7 @@ func (c *Config) settings() []setting {
 		{flag: "tls-cert", usage: "TLS certificate file (PEM) for the admin API", str: &c.TLSCert},
 		{flag: "tls-key", usage: "TLS private key file (PEM) for the admin API", str: &c.TLSKey},
 		{flag: "require-tls", usage: "refuse to serve without --tls-cert/--tls-key (production)", boolean: &c.RequireTLS},
+		{flag: "no-scheduler", usage: "serve the admin API only; do not run the cluster scheduler in this replica", boolean: &c.NoScheduler},
 		{flag: "dsn", usage: "single PostgreSQL DSN; pools assume the ql3 roles (-c role=...)", str: &c.DSN},
 		{flag: "admin-dsn", usage: "DSN that logs in as ql3_admin", str: &c.AdminDSN},
 		{flag: "runtime-dsn", usage: "DSN that logs in as ql3_runtime", str: &c.RuntimeDSN},
@@ -163,6 +165,9 @@ func (c Config) validateServe() error {
 	}
 	if c.Listen == "" {
 		return errs.Invalidf("listen", "required")
+	}
+	if !c.NoScheduler && c.RuntimeDSN == "" && c.DSN == "" {
+		return errs.Invalidf("runtime-dsn", "the scheduler needs --runtime-dsn or --dsn (QL3_RUNTIME_DSN / QL3_DSN), or --no-scheduler")
 	}
 	if c.DefaultGraceMs < 0 || c.DefaultGraceMs > schedule.MaxGraceMs {
 		return errs.Invalidf("default-grace-ms", "must be 0..%d, got %d", schedule.MaxGraceMs, c.DefaultGraceMs)

@@ -30,6 +30,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ql3/ql3/controlplane/coordinator"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
 )
@@ -52,11 +53,13 @@ type Main struct {
 	args    cmdArgs
 	log     *slog.Logger
 
-	mu        sync.Mutex
-	adminPool *pgxpool.Pool
-	server    *http.Server
-	listener  net.Listener
-	serveErr  chan error
+	mu          sync.Mutex
+	adminPool   *pgxpool.Pool
+	runtimePool *pgxpool.Pool
+	coord       *coordinator.Coordinator
+	server      *http.Server
+	listener    net.Listener
+	serveErr    chan error
 }
 
 // NewMain returns a Main wired to the process's stdio and environment.
@@ -224,35 +227,44 @@ const shutdownTimeout = 10 * time.Second
 // pools. It is safe to call more than once and after a one-shot command.
 func (m *Main) Close() error {
 	m.mu.Lock()
-	srv, pool := m.server, m.adminPool
-	m.server, m.adminPool = nil, nil
+	srv, coord, pools := m.server, m.coord, []*pgxpool.Pool{m.adminPool, m.runtimePool}
+	m.server, m.coord, m.adminPool, m.runtimePool = nil, nil, nil, nil
 	m.mu.Unlock()
-	var err error
+	// Reverse of the start order: HTTP admission closes first, then the
+	// scheduler drains its round (at most its stop timeout), then pools.
+	var errList []error
 	if srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer cancel()
 		if serr := srv.Shutdown(ctx); serr != nil {
-			err = fmt.Errorf("stop admin API: %w", serr)
+			errList = append(errList, fmt.Errorf("stop admin API: %w", serr))
 			_ = srv.Close()
 		}
 	}
-	if pool != nil {
-		pool.Close()
+	if coord != nil {
+		if cerr := coord.Stop(context.Background()); cerr != nil {
+			errList = append(errList, fmt.Errorf("stop scheduler: %w", cerr))
+		}
 	}
-	return err
+	for _, pool := range pools {
+		if pool != nil {
+			pool.Close()
+		}
+	}
+	return errors.Join(errList...)
 }
 
-// openAdminPool opens and pings the admin pool.
-func (m *Main) openAdminPool(ctx context.Context) (*pgxpool.Pool, error) {
+// openRolePool opens and pings a pool that connects as role.
+func (m *Main) openRolePool(ctx context.Context, role, appName string) (*pgxpool.Pool, error) {
 	if err := m.Config.validatePool(); err != nil {
 		return nil, err
 	}
-	dsn, err := m.Config.roleDSN(postgres.RoleAdmin)
+	dsn, err := m.Config.roleDSN(role)
 	if err != nil {
 		return nil, err
 	}
-	pool, err := postgres.NewPool(ctx, postgres.PoolConfig{DSN: dsn, ExpectRole: postgres.RoleAdmin,
-		MaxConns: int32(m.Config.MaxConns), ApplicationName: "ql3-control admin"})
+	pool, err := postgres.NewPool(ctx, postgres.PoolConfig{DSN: dsn, ExpectRole: role,
+		MaxConns: int32(m.Config.MaxConns), ApplicationName: appName})
 	if err != nil {
 		return nil, err
 	}
@@ -260,7 +272,16 @@ func (m *Main) openAdminPool(ctx context.Context) (*pgxpool.Pool, error) {
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connect as %s: %w", postgres.RoleAdmin, postgres.Translate(err))
+		return nil, fmt.Errorf("connect as %s: %w", role, postgres.Translate(err))
+	}
+	return pool, nil
+}
+
+// openAdminPool opens the admin pool and keeps it for Close.
+func (m *Main) openAdminPool(ctx context.Context) (*pgxpool.Pool, error) {
+	pool, err := m.openRolePool(ctx, postgres.RoleAdmin, "ql3-control admin")
+	if err != nil {
+		return nil, err
 	}
 	m.mu.Lock()
 	m.adminPool = pool

@@ -14,14 +14,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ql3/ql3/controlplane/adminapi"
+	"github.com/ql3/ql3/controlplane/coordinator"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
 )
 
-// serve starts the admin API: config validation → database and schema
-// readiness → listener. It refuses a database whose schema is not exactly
-// this binary's (run migrate first), so it never writes into a schema it
-// does not understand.
+// serve starts the replica in the order of DESIGN.md §3: config validation
+// → database and schema readiness → startup recovery → cluster scheduler →
+// HTTP admission (the admin API). Close stops them in reverse. It refuses a
+// database whose schema is not exactly this binary's (run migrate first),
+// so it never writes into a schema it does not understand.
 func (m *Main) serve(ctx context.Context) error {
 	if err := m.Config.validateServe(); err != nil {
 		return err
@@ -42,6 +44,11 @@ func (m *Main) serve(ctx context.Context) error {
 	}
 	if err := postgres.Readiness(ctx, pool); err != nil {
 		return fmt.Errorf("database not ready (run `ql3-control migrate`): %w", err)
+	}
+	if !m.Config.NoScheduler {
+		if err := m.startScheduler(ctx); err != nil {
+			return err
+		}
 	}
 	pub := postgres.NewPublisher(pool, postgres.PublisherOptions{DefaultGraceMs: m.Config.DefaultGraceMs})
 	api := adminapi.New(adminapi.Config{
@@ -75,6 +82,36 @@ func (m *Main) serve(ctx context.Context) error {
 		close(m.serveErr)
 	}()
 	m.log.Info("admin API listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil, "version", m.Version)
+	return nil
+}
+
+// startScheduler opens the runtime pool, runs startup recovery to the end
+// (a pristine queued attempt is left to dispatch; drift is reported and
+// left fail-closed) and starts this replica's coordinator.
+func (m *Main) startScheduler(ctx context.Context) error {
+	pool, err := m.openRolePool(ctx, postgres.RoleRuntime, "ql3-control scheduler")
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.runtimePool = pool
+	m.mu.Unlock()
+	coord, err := coordinator.New(pool, coordinator.Config{Diagnostics: coordinator.SlogSink(m.log)})
+	if err != nil {
+		return err
+	}
+	rep, err := coord.Recover(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("startup recovery: %w", err)
+	}
+	m.log.Info("startup recovery done", "scanned", rep.Scanned, "pristine", rep.Pristine, "candidates", rep.CandidateCount)
+	if err := coord.Start(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.coord = coord
+	m.mu.Unlock()
+	m.log.Info("cluster scheduler started", "owner", coord.Owner())
 	return nil
 }
 
