@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -30,6 +31,25 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.tokenFile, "token-file", "", "file with the admin token (default $QL3_TOKEN_FILE, then <data dir>/admin.token); $QL3_TOKEN wins over files")
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of text")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "request timeout (not applied to log follows)")
+}
+
+// connect is the start of every client subcommand: parse args, require
+// exactly n positional arguments (what names them in the usage error), and
+// return them with an API client and a context bounded by --timeout.
+func (c *clientFlags) connect(ctx context.Context, env Env, fs *flag.FlagSet, args []string, n int, what string) ([]string, *Client, context.Context, context.CancelFunc, error) {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if err := exactArgs(pos, n, what); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	cl, err := c.client(env)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	ctx, cancel := withTimeout(ctx, c.timeout)
+	return pos, cl, ctx, cancel, nil
 }
 
 // client resolves config file, environment and flags into an API client.

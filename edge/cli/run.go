@@ -185,18 +185,10 @@ func runShow(ctx context.Context, env Env, args []string) error {
 	fs := newFlagSet(env, "run show", "RUN", "Show a run with its attempts and events.")
 	var cf clientFlags
 	cf.register(fs)
-	pos, err := parseArgs(fs, args)
+	pos, c, ctx, cancel, err := cf.connect(ctx, env, fs, args, 1, "RUN (id)")
 	if err != nil {
 		return err
 	}
-	if err := exactArgs(pos, 1, "RUN (id)"); err != nil {
-		return err
-	}
-	c, err := cf.client(env)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := withTimeout(ctx, cf.timeout)
 	defer cancel()
 	var r httpapi.Run
 	if err := c.do(ctx, request{method: http.MethodGet, path: runPath(pos[0])}, &r); err != nil {
@@ -273,18 +265,10 @@ func runCancel(ctx context.Context, env Env, args []string) error {
 	fs := newFlagSet(env, "run cancel", "RUN", "Cancel a queued run or stop a running one (SIGTERM to its process group, SIGKILL after the grace).")
 	var cf clientFlags
 	cf.register(fs)
-	pos, err := parseArgs(fs, args)
+	pos, c, ctx, cancel, err := cf.connect(ctx, env, fs, args, 1, "RUN (id)")
 	if err != nil {
 		return err
 	}
-	if err := exactArgs(pos, 1, "RUN (id)"); err != nil {
-		return err
-	}
-	c, err := cf.client(env)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := withTimeout(ctx, cf.timeout)
 	defer cancel()
 	var r httpapi.Run
 	if err := c.do(ctx, request{method: http.MethodPost, path: runPath(pos[0]) + "/cancel"}, &r); err != nil {

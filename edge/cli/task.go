@@ -163,18 +163,10 @@ func taskShow(ctx context.Context, env Env, args []string) error {
 	fs := newFlagSet(env, "task show", "TASK", "Show a task: spec, revision, digest and triggers.")
 	var cf clientFlags
 	cf.register(fs)
-	pos, err := parseArgs(fs, args)
+	pos, c, ctx, cancel, err := cf.connect(ctx, env, fs, args, 1, "TASK (id or name)")
 	if err != nil {
 		return err
 	}
-	if err := exactArgs(pos, 1, "TASK (id or name)"); err != nil {
-		return err
-	}
-	c, err := cf.client(env)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := withTimeout(ctx, cf.timeout)
 	defer cancel()
 	var t httpapi.Task
 	if err := c.do(ctx, request{method: http.MethodGet, path: taskPath(pos[0])}, &t); err != nil {
@@ -331,18 +323,10 @@ func taskSetEnabled(ctx context.Context, env Env, args []string, enabled bool) e
 	fs := newFlagSet(env, "task "+verb, "TASK", strings.ToUpper(verb[:1])+verb[1:]+" a task.")
 	var cf clientFlags
 	cf.register(fs)
-	pos, err := parseArgs(fs, args)
+	pos, c, ctx, cancel, err := cf.connect(ctx, env, fs, args, 1, "TASK (id or name)")
 	if err != nil {
 		return err
 	}
-	if err := exactArgs(pos, 1, "TASK (id or name)"); err != nil {
-		return err
-	}
-	c, err := cf.client(env)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := withTimeout(ctx, cf.timeout)
 	defer cancel()
 	var t httpapi.Task
 	if err := c.do(ctx, request{method: http.MethodPost, path: taskPath(pos[0]) + "/" + verb}, &t); err != nil {
@@ -359,18 +343,10 @@ func taskRemove(ctx context.Context, env Env, args []string) error {
 	fs := newFlagSet(env, "task rm", "TASK", "Delete a task: its triggers stop, queued runs are cancelled, history is kept.")
 	var cf clientFlags
 	cf.register(fs)
-	pos, err := parseArgs(fs, args)
+	pos, c, ctx, cancel, err := cf.connect(ctx, env, fs, args, 1, "TASK (id or name)")
 	if err != nil {
 		return err
 	}
-	if err := exactArgs(pos, 1, "TASK (id or name)"); err != nil {
-		return err
-	}
-	c, err := cf.client(env)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := withTimeout(ctx, cf.timeout)
 	defer cancel()
 	if err := c.do(ctx, request{method: http.MethodDelete, path: taskPath(pos[0])}, nil); err != nil {
 		return err
