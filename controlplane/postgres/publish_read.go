@@ -165,7 +165,7 @@ func encodeRunCursor(r RunRecord) string {
 
 func decodeRunCursor(s string) (int64, uuid.UUID, error) {
 	bad := errs.Invalidf("cursor", "not a cursor of this list")
-	raw, err := base64.RawURLEncoding.DecodeString(s)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil {
 		return 0, uuid.UUID{}, bad
 	}

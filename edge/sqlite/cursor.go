@@ -31,7 +31,7 @@ func decodeCursor(s string) (cursor, error) {
 	if len(s) > maxCursorLen {
 		return cursor{}, errs.Invalidf("cursor", "is %d bytes, limit is %d", len(s), maxCursorLen)
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(s)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil {
 		return cursor{}, errs.Invalidf("cursor", "is not a cursor returned by this server")
 	}
