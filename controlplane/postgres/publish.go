@@ -232,11 +232,26 @@ func expectAffected(tag pgconn.CommandTag, format string, args ...any) error {
 
 // resetClaimsSQL clears the claim of schedules (the caller adds a WHERE)
 // and bumps both versions: the claim fence (owner, token, claim_version) a coordinator
-// holds stops matching, so its admission can never commit.
-const resetClaimsSQL = `UPDATE ql3.trigger_schedules SET
+// holds stops matching, so its admission can never commit. It also
+// recomputes active (migration 0004) from the state the transaction has
+// written so far, so callers run it after changing a task or project.
+var resetClaimsSQL = `UPDATE ql3.trigger_schedules s SET
 	claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
 	claim_version = claim_version + 1, state_version = state_version + 1,
+	active = ` + scheduleActiveSQL("s.trigger_id", "s.trigger_revision") + `,
 	updated_at_ms = ` + dbNowMs
+
+// scheduleActiveSQL is the value of trigger_schedules.active (migration
+// 0004) for the schedule of trigger revision (triggerID, revision): its
+// project is active and the revision and its task are enabled. It is the
+// claim's index hint; the claim and admission re-check eligibility anyway.
+func scheduleActiveSQL(triggerID, revision string) string {
+	return `coalesce((SELECT p.status = 'active' AND r.enabled AND k.enabled
+		FROM ql3.trigger_revisions r
+		JOIN ql3.tasks k ON k.task_id = r.task_id
+		JOIN ql3.projects p ON p.project_id = r.project_id
+		WHERE r.trigger_id = ` + triggerID + ` AND r.revision = ` + revision + `), false)`
+}
 
 // lockPubProject reads a project's status FOR SHARE (a concurrent archive
 // waits, or fails serialization) and refuses archived projects when

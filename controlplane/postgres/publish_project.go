@@ -106,12 +106,17 @@ func (p *Publisher) ArchiveProject(ctx context.Context, in ArchiveProjectInput) 
 		if cur.Status == ProjectArchived {
 			return cur, nil
 		}
+		archived, err := scanProject(tx.QueryRow(ctx, `UPDATE ql3.projects SET status = 'archived', version = version + 1,
+			archived_at_ms = `+dbNowMs+`, updated_at_ms = greatest(updated_at_ms, `+dbNowMs+`)
+			WHERE project_id = $1 RETURNING `+projectColumns, id))
+		if err != nil {
+			return ProjectRecord{}, err
+		}
+		// After the status change, so the reset marks the schedules inactive.
 		if _, err := tx.Exec(ctx, resetClaimsSQL+` WHERE project_id = $1`, id); err != nil {
 			return ProjectRecord{}, err
 		}
-		return scanProject(tx.QueryRow(ctx, `UPDATE ql3.projects SET status = 'archived', version = version + 1,
-			archived_at_ms = `+dbNowMs+`, updated_at_ms = greatest(updated_at_ms, `+dbNowMs+`)
-			WHERE project_id = $1 RETURNING `+projectColumns, id))
+		return archived, nil
 	})
 }
 

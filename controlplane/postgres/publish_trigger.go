@@ -280,14 +280,16 @@ func checkTriggerNameFree(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, n
 }
 
 // upsertScheduleSQL makes the schedule row point at the new revision with
-// the cursor and the claim cleared. On update both versions are bumped, so
+// the cursor and the claim cleared, and active recomputed for it (the
+// revision was inserted just before). On update both versions are bumped, so
 // an UPDATE guarded by the previous fence (claim_token, claim_version or
 // state_version) matches nothing. last_scheduled_at_ms is history and stays.
-const upsertScheduleSQL = `INSERT INTO ql3.trigger_schedules
-	(trigger_id, project_id, trigger_revision, next_fire_at_ms, state_version, claim_version, updated_at_ms)
-	VALUES ($1, $2, $3, NULL, 1, 0, ` + dbNowMs + `)
+var upsertScheduleSQL = `INSERT INTO ql3.trigger_schedules
+	(trigger_id, project_id, trigger_revision, next_fire_at_ms, state_version, claim_version, updated_at_ms, active)
+	VALUES ($1, $2, $3, NULL, 1, 0, ` + dbNowMs + `, ` + scheduleActiveSQL("$1::uuid", "$3::bigint") + `)
 	ON CONFLICT (trigger_id) DO UPDATE SET
 		trigger_revision = EXCLUDED.trigger_revision,
+		active = EXCLUDED.active,
 		next_fire_at_ms = NULL,
 		claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
 		claim_version = ql3.trigger_schedules.claim_version + 1,

@@ -101,10 +101,14 @@ func (c ClaimedSchedule) State() schedule.State {
 // the claim-acquired time. No cron math, no id generation besides the token
 // and no worker I/O happen under the row locks.
 //
+// Only rows marked active (migration 0004: publication clears it for
+// disabled triggers and tasks and archived projects) are in the due index;
+// the eligibility subquery stays authoritative.
+//
 // The order "next_fire_at_ms NULLS FIRST, project_id, trigger_id" is written
 // as coalesce(next_fire_at_ms, <bigint minimum>), project_id, trigger_id —
 // the same order — so that "due or uninitialised" is a range of
-// trigger_schedules_due_idx (migration 0003) and the scan stops at the
+// trigger_schedules_due_idx (migration 0003, partial on active since 0004) and the scan stops at the
 // budget. The database time is an InitPlan ((SELECT ms FROM db_now)), read
 // once and usable as an index bound; db_now is MATERIALIZED so
 // clock_timestamp() is read once per statement. The UPDATE finds the
@@ -118,6 +122,7 @@ const claimSchedulesSQL = `WITH db_now AS MATERIALIZED (
 	SELECT s.trigger_id
 	FROM ql3.trigger_schedules s
 	WHERE coalesce(s.next_fire_at_ms, -9223372036854775808) <= (SELECT ms FROM db_now)
+	  AND s.active
 	  AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= (SELECT ms FROM db_now))
 	  AND ` + scheduleEligibleSQL + `
 	ORDER BY coalesce(s.next_fire_at_ms, -9223372036854775808), s.project_id, s.trigger_id
@@ -208,7 +213,8 @@ const nextDueSQL = `WITH db_now AS MATERIALIZED (
 )
 SELECT coalesce(s.next_fire_at_ms, (SELECT ms FROM db_now)) - (SELECT ms FROM db_now)
 FROM ql3.trigger_schedules s
-WHERE (s.claim_token IS NULL OR s.claim_expires_at_ms <= (SELECT ms FROM db_now))
+WHERE s.active
+  AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= (SELECT ms FROM db_now))
   AND ` + scheduleEligibleSQL + `
 ORDER BY coalesce(s.next_fire_at_ms, -9223372036854775808), s.project_id, s.trigger_id
 LIMIT 1`

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,8 +72,21 @@ func main() {
 	window := flag.Duration("window", 30*time.Second, "run time per case")
 	warmup := flag.Duration("warmup", 5*time.Second, "excluded from the measurement at the start of a case")
 	baseline := flag.Float64("baseline-tps", 0, "pgbench TPS to report ratios against")
+	cpuProfile := flag.String("cpuprofile", "", "write the coordinators' CPU profile (Go side) to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "admissionbench:", err)
+			os.Exit(1)
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
 	if err := run(*dsn, *runtimeDSN, *triggers, *cases, *window, *warmup, *baseline); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "admissionbench:", err)
 		os.Exit(1)
 	}
@@ -178,12 +192,12 @@ func reset(ctx context.Context, su *pgx.Conn, triggers int) error {
 		fmt.Sprintf(`UPDATE ql3.trigger_revisions r SET enabled = x.rn <= %d
 			FROM (SELECT trigger_id, row_number() OVER (ORDER BY trigger_id) AS rn FROM ql3.trigger_revisions) x
 			WHERE x.trigger_id = r.trigger_id`, triggers),
-		// Enabled schedules start uninitialised; the cursors of the disabled
-		// ones are put in 2100, out of the due prefix the claim scans (see
-		// ADR 0006: a disabled trigger whose cursor is due or NULL stays in
-		// that prefix and is skipped row by row).
+		// Every schedule starts uninitialised (cursor NULL). The revisions
+		// were switched above without publication, so active is written here
+		// the way publication writes it (migration 0004): the disabled rows
+		// leave the claim's due index although their cursor is NULL.
 		`UPDATE ql3.trigger_schedules s SET
-			next_fire_at_ms = CASE WHEN r.enabled THEN NULL ELSE 4102444800000 END, last_scheduled_at_ms = NULL,
+			next_fire_at_ms = NULL, last_scheduled_at_ms = NULL, active = r.enabled,
 			claim_owner = NULL, claim_token = NULL, claim_expires_at_ms = NULL,
 			claim_version = s.claim_version + 1, state_version = s.state_version + 1
 			FROM ql3.trigger_revisions r WHERE r.trigger_id = s.trigger_id AND r.revision = s.trigger_revision`,
