@@ -165,8 +165,10 @@ func encodeRunCursor(r RunRecord) string {
 
 func decodeRunCursor(s string) (int64, uuid.UUID, error) {
 	bad := errs.Invalidf("cursor", "not a cursor of this list")
+	// One base64 text per byte string: Strict rejects non-zero trailing
+	// bits, the re-encode check the \r and \n Go's decoder skips.
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
-	if err != nil {
+	if err != nil || base64.RawURLEncoding.EncodeToString(raw) != s {
 		return 0, uuid.UUID{}, bad
 	}
 	msText, idText, ok := strings.Cut(string(raw), "/")

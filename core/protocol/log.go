@@ -53,7 +53,9 @@ func DecodeLogChunk(data []byte) (LogChunk, error) {
 	c := LogChunk{V: w.V, LeaseRef: w.LeaseRef, Stream: w.Stream, Offset: w.Offset, EOF: w.EOF}
 	if w.Data != "" {
 		raw, err := dataEncoding.DecodeString(w.Data)
-		if err != nil {
+		// The decoder skips \r and \n; the re-encode check keeps one text
+		// per chunk, as the error says.
+		if err != nil || dataEncoding.EncodeToString(raw) != w.Data {
 			return LogChunk{}, errs.Invalidf("data", "must be canonical standard base64")
 		}
 		c.Data = raw

@@ -31,8 +31,10 @@ func decodeCursor(s string) (cursor, error) {
 	if len(s) > maxCursorLen {
 		return cursor{}, errs.Invalidf("cursor", "is %d bytes, limit is %d", len(s), maxCursorLen)
 	}
+	// Strict rejects non-zero trailing bits; the re-encode check also
+	// rejects \r and \n, which Go's decoder skips: one text per cursor.
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(s)
-	if err != nil {
+	if err != nil || base64.RawURLEncoding.EncodeToString(raw) != s {
 		return cursor{}, errs.Invalidf("cursor", "is not a cursor returned by this server")
 	}
 	body, ok := strings.CutPrefix(string(raw), cursorPrefix)
