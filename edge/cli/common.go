@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/ql3/ql3/edge/app"
@@ -146,4 +147,16 @@ func fmtExit(code *int) string {
 		return "-"
 	}
 	return fmt.Sprint(*code)
+}
+
+// endPage flushes a list table and, when the page was full, prints how to
+// ask for the next one.
+func endPage(env Env, tw *tabwriter.Writer, nextCursor string) error {
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if nextCursor != "" {
+		fmt.Fprintf(env.Stdout, "more: --cursor %s\n", nextCursor)
+	}
+	return nil
 }

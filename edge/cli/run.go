@@ -172,13 +172,7 @@ func runList(ctx context.Context, env Env, args []string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", r.ID, task, r.Status, r.Origin,
 			fmtTime(r.ScheduledForMs), r.AttemptCount, r.MaxAttempts, fmtExit(r.ExitCode), reason)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if page.NextCursor != "" {
-		fmt.Fprintf(env.Stdout, "more: --cursor %s\n", page.NextCursor)
-	}
-	return nil
+	return endPage(env, tw, page.NextCursor)
 }
 
 func runShow(ctx context.Context, env Env, args []string) error {

@@ -150,13 +150,7 @@ func taskList(ctx context.Context, env Env, args []string) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", t.ID, t.Name, state, t.Revision, oneLine(commandLine(t), 60))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if page.NextCursor != "" {
-		fmt.Fprintf(env.Stdout, "more: --cursor %s\n", page.NextCursor)
-	}
-	return nil
+	return endPage(env, tw, page.NextCursor)
 }
 
 func taskShow(ctx context.Context, env Env, args []string) error {

@@ -150,17 +150,23 @@ func (s *Server) triggerInput(tr TriggerRequest) (edge.TriggerInput, error) {
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
-	t, err := s.resolveTask(r.Context(), r.PathValue("task"))
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	triggers, err := s.store.ListTriggers(r.Context(), t.ID)
+	t, triggers, err := s.taskWithTriggers(r)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, taskView(t, triggers))
+}
+
+// taskWithTriggers resolves the {task} path value (id or live name) and
+// lists the task's triggers.
+func (s *Server) taskWithTriggers(r *http.Request) (edge.Task, []edge.Trigger, error) {
+	t, err := s.resolveTask(r.Context(), r.PathValue("task"))
+	if err != nil {
+		return edge.Task{}, nil, err
+	}
+	triggers, err := s.store.ListTriggers(r.Context(), t.ID)
+	return t, triggers, err
 }
 
 func (s *Server) updateTask(w http.ResponseWriter, r *http.Request) {

@@ -26,12 +26,7 @@ func (s *Server) taskTrigger(ctx context.Context, r *http.Request) (edge.Task, e
 }
 
 func (s *Server) listTriggers(w http.ResponseWriter, r *http.Request) {
-	t, err := s.resolveTask(r.Context(), r.PathValue("task"))
-	if err != nil {
-		writeError(w, r, s.log, err)
-		return
-	}
-	triggers, err := s.store.ListTriggers(r.Context(), t.ID)
+	_, triggers, err := s.taskWithTriggers(r)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
