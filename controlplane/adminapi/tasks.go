@@ -130,8 +130,8 @@ func (s *Server) updateTask(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if req.ExpectedRevision < 1 {
-		s.fail(w, r, errs.Invalidf("expectedRevision", "required: the revision this update replaces (>= 1)"))
+	if err := requireRevision(req.ExpectedRevision); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	cmd, err := decodeSpec(req.Spec)
@@ -273,8 +273,8 @@ func (s *Server) updateTrigger(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if req.ExpectedRevision < 1 {
-		s.fail(w, r, errs.Invalidf("expectedRevision", "required: the revision this update replaces (>= 1)"))
+	if err := requireRevision(req.ExpectedRevision); err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	tr, err := s.taskTrigger(r)
@@ -290,4 +290,13 @@ func (s *Server) updateTrigger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, triggerView(tr))
+}
+
+// requireRevision checks the optimistic-concurrency field every update
+// carries.
+func requireRevision(expected int64) error {
+	if expected < 1 {
+		return errs.Invalidf("expectedRevision", "required: the revision this update replaces (>= 1)")
+	}
+	return nil
 }

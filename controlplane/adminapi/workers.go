@@ -61,11 +61,7 @@ func issued(w http.ResponseWriter, c postgres.WorkerCredential, text string) {
 
 func (s *Server) issueCredential(w http.ResponseWriter, r *http.Request) {
 	var none struct{}
-	if err := s.decodeOptionalBody(w, r, &none); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	wk, err := s.b.GetWorker(r.Context(), r.PathValue("worker"))
+	wk, err := s.credentialWorker(w, r, &none)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -80,11 +76,7 @@ func (s *Server) issueCredential(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) rotateCredentials(w http.ResponseWriter, r *http.Request) {
 	var req RotateCredentialsRequest
-	if err := s.decodeOptionalBody(w, r, &req); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	wk, err := s.b.GetWorker(r.Context(), r.PathValue("worker"))
+	wk, err := s.credentialWorker(w, r, &req)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -99,11 +91,7 @@ func (s *Server) rotateCredentials(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) revokeCredential(w http.ResponseWriter, r *http.Request) {
 	var none struct{}
-	if err := s.decodeOptionalBody(w, r, &none); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	wk, err := s.b.GetWorker(r.Context(), r.PathValue("worker"))
+	wk, err := s.credentialWorker(w, r, &none)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -114,4 +102,13 @@ func (s *Server) revokeCredential(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, c)
+}
+
+// credentialWorker decodes a credential request's optional body into body
+// and resolves the {worker} path value.
+func (s *Server) credentialWorker(w http.ResponseWriter, r *http.Request, body any) (postgres.WorkerRecord, error) {
+	if err := s.decodeOptionalBody(w, r, body); err != nil {
+		return postgres.WorkerRecord{}, err
+	}
+	return s.b.GetWorker(r.Context(), r.PathValue("worker"))
 }
