@@ -150,7 +150,7 @@ func (c Config) Validate() error {
 // as ql3_runtime.
 type DB interface {
 	postgres.DB
-	postgres.AdmitterDB
+	postgres.Acquirer
 }
 
 var _ DB = (*pgxpool.Pool)(nil)

@@ -202,9 +202,11 @@ func TestCommitResponseLoss(t *testing.T) {
 	c, _ := newCoord(t, runtimePool(t, dsn, "coord-lossy"), Config{Owner: "replica-lossy", Lease: time.Second})
 	initialiseAndWaitDue(t, e, c, 1)
 
+	// Armed after the claim (whose own pipeline ends in COMMIT too), so the
+	// admission's COMMIT is the one whose response is lost.
 	var log claimLog
-	c.testHookAfterClaim = log.hook(nil)
-	proxy.ArmCommitLoss()
+	var arm sync.Once
+	c.testHookAfterClaim = log.hook(func([]postgres.ClaimedSchedule) { arm.Do(proxy.ArmCommitLoss) })
 	res, err := c.Round(ctx)
 	if err != nil || res.Claimed != 1 || res.Admitted != 0 || res.Unresolved != 1 || res.Retries != 0 {
 		t.Fatalf("round with lost COMMIT response: %+v %v", res, err)

@@ -8,9 +8,11 @@
 //
 // It understands just enough of the frontend protocol to find message
 // boundaries (the untyped startup packet, SSL/GSS negotiation requests and
-// typed messages) and to recognise a COMMIT sent as a simple Query ('Q') or
-// as an extended-protocol Parse ('P'). Use sslmode=disable: an encrypted
-// stream cannot be inspected.
+// typed messages) and to recognise a COMMIT being run: a simple Query ('Q'),
+// or an extended-protocol Bind ('B') of a statement prepared (Parse, 'P')
+// from COMMIT — drivers with a statement cache (pgx) prepare COMMIT once and
+// then only bind it, also inside a pipeline. Use sslmode=disable: an
+// encrypted stream cannot be inspected.
 package faultproxy
 
 import (
@@ -134,6 +136,7 @@ type session struct {
 	// now is its response, which must not reach the client.
 	blackhole atomic.Bool
 	closeOnce sync.Once
+	commits   commitTracker // used by clientToServer only
 }
 
 func (s *session) close() {
@@ -180,7 +183,7 @@ func (s *session) clientToServer() {
 		if err != nil {
 			return
 		}
-		if isCommit(msg) {
+		if s.commits.runsCommit(msg) {
 			s.p.commits.Add(1)
 			if s.p.armed.CompareAndSwap(true, false) {
 				s.blackhole.Store(true)
@@ -241,6 +244,54 @@ func readTyped(r io.Reader) ([]byte, error) {
 		return nil, err
 	}
 	return msg, nil
+}
+
+// commitTracker remembers which prepared statements are COMMITs, so that a
+// Bind of one is recognised as running COMMIT.
+type commitTracker struct {
+	prepared map[string]bool // statement name ("" = unnamed) → is COMMIT
+}
+
+// maxTracked bounds the statement names remembered per session.
+const maxTracked = 4096
+
+// runsCommit tells whether msg runs a COMMIT: a simple Query of one, or a
+// Bind of a statement prepared from one. A Parse only prepares it.
+func (t *commitTracker) runsCommit(msg []byte) bool {
+	switch msg[0] {
+	case 'Q':
+		return isCommit(msg)
+	case 'P':
+		name, _, ok := cstring(msg[5:])
+		if !ok {
+			return false
+		}
+		if t.prepared == nil || len(t.prepared) >= maxTracked {
+			t.prepared = map[string]bool{}
+		}
+		if isCommit(msg) {
+			t.prepared[name] = true
+		} else {
+			delete(t.prepared, name)
+		}
+	case 'B':
+		_, rest, ok := cstring(msg[5:]) // portal
+		if !ok {
+			return false
+		}
+		stmt, _, ok := cstring(rest)
+		return ok && t.prepared[stmt]
+	}
+	return false
+}
+
+// cstring splits a NUL-terminated string off b.
+func cstring(b []byte) (s string, rest []byte, ok bool) {
+	i := bytes.IndexByte(b, 0)
+	if i < 0 {
+		return "", nil, false
+	}
+	return string(b[:i]), b[i+1:], true
 }
 
 // isCommit recognises "COMMIT" (any case, optional semicolon, or END /

@@ -56,6 +56,48 @@ func TestIsCommit(t *testing.T) {
 	}
 }
 
+// bind builds a Bind message for portal and statement (no parameters,
+// formats or result formats).
+func bind(portal, stmt string) []byte {
+	b := []byte{'B', 0, 0, 0, 0}
+	b = append(b, portal...)
+	b = append(b, 0)
+	b = append(b, stmt...)
+	b = append(b, 0, 0, 0, 0, 0, 0, 0)
+	binary.BigEndian.PutUint32(b[1:], uint32(len(b)-1))
+	return b
+}
+
+// TestCommitTracker: a prepared COMMIT runs when it is bound (pgx's
+// statement cache binds it again and again after one Parse), not when it is
+// parsed; re-preparing a name as something else forgets it.
+func TestCommitTracker(t *testing.T) {
+	t.Parallel()
+	var tr commitTracker
+	steps := []struct {
+		msg  []byte
+		want bool
+	}{
+		{parse("stmtcache_1", "COMMIT"), false},
+		{bind("", "stmtcache_1"), true},
+		{bind("", "stmtcache_1"), true},
+		{bind("", "stmtcache_2"), false},
+		{parse("", "commit"), false},
+		{bind("", ""), true},
+		{parse("", "select 1"), false},
+		{bind("", ""), false},
+		{parse("stmtcache_1", "select 2"), false},
+		{bind("", "stmtcache_1"), false},
+		{query("commit"), true},
+		{[]byte{'B', 0, 0, 0, 4}, false},
+	}
+	for i, st := range steps {
+		if got := tr.runsCommit(st.msg); got != st.want {
+			t.Errorf("step %d %q: runsCommit = %v, want %v", i, st.msg, got, st.want)
+		}
+	}
+}
+
 // FuzzMessages: the frontend-message reader and the COMMIT recogniser never
 // panic, never read past a message, and agree with the length prefix.
 func FuzzMessages(f *testing.F) {
@@ -72,6 +114,8 @@ func FuzzMessages(f *testing.F) {
 			t.Fatalf("message %q does not match its length prefix", msg)
 		}
 		_ = isCommit(msg)
+		var tr commitTracker
+		_ = tr.runsCommit(msg)
 	})
 }
 

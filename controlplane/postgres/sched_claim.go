@@ -159,19 +159,28 @@ const scheduleEligibleSQL = `coalesce((SELECT p.status = 'active' AND t.head_rev
 		JOIN ql3.projects p ON p.project_id = s.project_id
 		WHERE t.trigger_id = s.trigger_id), false)`
 
-// ClaimSchedules runs the claim statement (autocommit: the claim is durable
-// before any decision is made) and returns what it granted, in claim order.
-func ClaimSchedules(ctx context.Context, db DB, req ClaimRequest) ([]ClaimedSchedule, error) {
+// ClaimSchedules runs the claim statement in its own READ COMMITTED
+// transaction (BEGIN, the generic-plan setting, the claim and COMMIT in one
+// round trip: the claim is durable before any decision is made) and returns
+// what it granted, in claim order. An error without a SQLSTATE leaves it
+// unknown whether the claim committed; such claims simply run out.
+func ClaimSchedules(ctx context.Context, db Acquirer, req ClaimRequest) ([]ClaimedSchedule, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	rows, err := db.Query(ctx, claimSchedulesSQL, req.Owner, req.Budget, req.Lease.Milliseconds())
+	conn, err := db.Acquire(ctx)
 	if err != nil {
 		return nil, Translate(err)
 	}
-	out, err := pgx.CollectRows(rows, scanClaimed)
+	defer conn.Release()
+	var out []ClaimedSchedule
+	err = pipelinedTx(ctx, conn, "BEGIN ISOLATION LEVEL READ COMMITTED", claimSchedulesSQL,
+		[]any{req.Owner, req.Budget, req.Lease.Milliseconds()}, func(rows pgx.Rows) (err error) {
+			out, err = pgx.AppendRows(out[:0], rows, scanClaimed)
+			return err
+		})
 	if err != nil {
-		return nil, translateDriver(err)
+		return nil, err
 	}
 	return out, nil
 }

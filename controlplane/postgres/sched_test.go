@@ -409,6 +409,41 @@ func TestAdmitBatchIsolatesRefusedRowsAndRollsBackOnFailure(t *testing.T) {
 	}
 }
 
+// TestAdmissionAssertsItsWriteCounts: COMMIT travels in the same pipeline
+// as the admission statement, so the statement itself must refuse to commit
+// writes that do not add up. A trigger that silently swallows event inserts
+// (standing in for any bug or tampering that loses a write) makes the
+// statement fail: nothing is written, the claim is still held, and the same
+// admission succeeds once the writes add up again.
+func TestAdmissionAssertsItsWriteCounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newSchedFixture(t)
+	tr := f.trigger(t, "* * * * * *", schedule.MisfireSkip)
+	admit(t, f, decideFor(t, f.claim(t, "a", 1)[0]))
+	f.makeDue(t, tr.ID, 1000)
+	ad := decideFor(t, f.claim(t, "a", 1)[0])
+	f.exec(t, `CREATE FUNCTION public.swallow_row() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$`)
+	f.exec(t, `CREATE TRIGGER swallow BEFORE INSERT ON ql3.run_events FOR EACH ROW EXECUTE FUNCTION public.swallow_row()`)
+	_, err := postgres.Admit(ctx, f.runtime, []postgres.Admission{ad}, postgres.AdmitOptions{})
+	if err == nil || errors.Is(err, postgres.ErrCommitUnknown) || !strings.Contains(err.Error(), "0 events for 1 admitted") {
+		t.Fatalf("admission with swallowed events: %v, want a refusal naming the counts", err)
+	}
+	if n := f.count(t, `SELECT count(*) FROM ql3.runs`); n != 0 {
+		t.Fatalf("%d runs committed by a refused admission", n)
+	}
+	if n := f.count(t, `SELECT count(*) FROM ql3.trigger_schedules WHERE claim_owner = 'a'`); n != 1 {
+		t.Fatalf("the refused admission released its claim (%d held)", n)
+	}
+	f.exec(t, `DROP TRIGGER swallow ON ql3.run_events`)
+	if got := admit(t, f, ad); !slices.Equal(got, []postgres.Outcome{postgres.OutcomeAdmitted}) {
+		t.Fatalf("admission after the fault: %v", got)
+	}
+	if n := f.count(t, `SELECT count(*) FROM ql3.run_events`); n != 2 {
+		t.Fatalf("%d events, want 2", n)
+	}
+}
+
 func TestSkipOnlyAdvancesTheCursor(t *testing.T) {
 	t.Parallel()
 	f := newSchedFixture(t)

@@ -94,8 +94,9 @@ func TestSchemaConstraints(t *testing.T) {
 	}
 }
 
-// TestClaimAndDiscoveryIndexesFit: the coordinator's claim order is served by
-// trigger_schedules_claim_idx and candidate discovery by runs_runnable_idx
+// TestClaimAndDiscoveryIndexesFit: the coordinator's claim order (written
+// with coalesce, active rows only, as the claim writes it) is served by
+// trigger_schedules_due_idx and candidate discovery by runs_runnable_idx
 // and the lease sweep by run_leases_expiry_idx, each without a sort
 // (sequential scans disabled so the planner shows whether an index fits).
 func TestClaimAndDiscoveryIndexesFit(t *testing.T) {
@@ -106,7 +107,8 @@ func TestClaimAndDiscoveryIndexesFit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ query, index string }{
-		{`SELECT trigger_id FROM ql3.trigger_schedules ORDER BY next_fire_at_ms NULLS FIRST, project_id, trigger_id LIMIT 16`, "trigger_schedules_claim_idx"},
+		{`SELECT trigger_id FROM ql3.trigger_schedules WHERE active
+			ORDER BY coalesce(next_fire_at_ms, -9223372036854775808), project_id, trigger_id LIMIT 16`, "trigger_schedules_due_idx"},
 		{`SELECT run_id FROM ql3.runs WHERE status = 'queued' ORDER BY priority DESC, created_at_ms, run_id LIMIT 9`, "runs_runnable_idx"},
 		{`SELECT lease_id FROM ql3.run_leases WHERE status = 'leased' AND expires_at_ms <= 1000 ORDER BY expires_at_ms, lease_id LIMIT 64`, "run_leases_expiry_idx"},
 	} {

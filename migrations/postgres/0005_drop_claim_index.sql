@@ -1,0 +1,12 @@
+-- ql3 control-plane schema, version 5: the unused claim-order index goes
+-- (ADR 0006).
+--
+-- Since version 3 the claim and the next-due probe read
+-- trigger_schedules_due_idx (coalesce order, active rows only); nothing
+-- reads trigger_schedules_claim_idx. It indexes next_fire_at_ms, which every
+-- admission changes, so it cost one more index entry per admitted or skipped
+-- occurrence (the admission UPDATE can never be HOT: the due index also
+-- holds the cursor) and one more index page for concurrent SERIALIZABLE
+-- admissions to conflict on. No table changes, so the grant matrix is
+-- unchanged.
+DROP INDEX ql3.trigger_schedules_claim_idx;
