@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/run"
@@ -93,9 +94,10 @@ var ErrCommitUnknown = errors.New("postgres: admission commit outcome unknown")
 // admitSQL admits a batch of decided occurrences in one statement (inside
 // the caller's SERIALIZABLE transaction). Per input row, in the snapshot:
 //
-//   - fence_ok: the full claim fence (owner, token, version, expiry, unexpired
-//     by the database time), the state_version the claim produced and the
-//     claim-acquired observation;
+//   - fence_ok: the row version the claim wrote (found by its ctid, see
+//     ClaimedSchedule.TupleID) carries the full claim fence (owner, token,
+//     version, expiry, unexpired by the database time), the state_version
+//     the claim produced and the claim-acquired observation;
 //   - current_ok: the schedule's revision and cursor, the trigger at that
 //     revision, active project, enabled trigger and task, the task's head
 //     revision and the execution pin (id + digest) as claimed;
@@ -103,6 +105,12 @@ var ErrCommitUnknown = errors.New("postgres: admission commit outcome unknown")
 //     is the SHA-256 of its canonical spec under the spec digest domain;
 //   - decision_ok: the decision agrees with the row (fires the cursor, moves
 //     the cursor forward past the observation).
+//
+// The schedule row is read by a TID scan per input row: the LATERAL
+// subquery with OFFSET 0 cannot be flattened into a join the planner might
+// hash against a sequential scan (it did, on a small table), which under
+// SERIALIZABLE would lock the whole relation against every concurrent
+// admission.
 //
 // Only rows passing all four are advanced (UPDATE with the full fence again,
 // which row-locks them); only advanced fire rows get a Run, and only those
@@ -123,10 +131,10 @@ const admitSQL = `WITH db_now AS MATERIALIZED (
 ), input AS (
 	SELECT * FROM unnest($1::int[], $2::uuid[], $3::text[], $4::uuid[], $5::bigint[], $6::bigint[], $7::bigint[],
 		$8::bigint[], $9::bigint[], $10::uuid[], $11::bytea[], $12::bigint[], $13::bigint[], $14::text[],
-		$15::bigint[], $16::bigint[], $17::uuid[], $18::uuid[], $19::text[], $20::text[], $21::text[])
+		$15::bigint[], $16::bigint[], $17::uuid[], $18::uuid[], $19::text[], $20::text[], $21::text[], $22::tid[])
 	AS i(ord, trigger_id, claim_owner, claim_token, claim_version, claim_expires_at_ms, state_version,
 		trigger_revision, task_revision, execution_revision_id, execution_digest, cursor_ms, observed_at_ms, kind,
-		scheduled_for_ms, next_fire_at_ms, run_id, attempt_id, idempotency_key, created_payload, queued_payload)
+		scheduled_for_ms, next_fire_at_ms, run_id, attempt_id, idempotency_key, created_payload, queued_payload, tid)
 ), checked AS (
 	SELECT i.*, s.project_id, r.task_id, e.canonical_spec,
 		coalesce(s.claim_owner = i.claim_owner AND s.claim_token = i.claim_token
@@ -149,7 +157,8 @@ const admitSQL = `WITH db_now AS MATERIALIZED (
 			ELSE false END, false) AS decision_ok
 	FROM input i
 	CROSS JOIN db_now n
-	LEFT JOIN ql3.trigger_schedules s ON s.trigger_id = i.trigger_id
+	LEFT JOIN LATERAL (SELECT * FROM ql3.trigger_schedules s0 WHERE s0.ctid = i.tid AND s0.trigger_id = i.trigger_id
+		OFFSET 0) s ON true
 	LEFT JOIN ql3.triggers t ON t.trigger_id = i.trigger_id
 	LEFT JOIN ql3.trigger_revisions r ON r.trigger_id = i.trigger_id AND r.revision = i.trigger_revision
 	LEFT JOIN ql3.projects p ON p.project_id = s.project_id
@@ -163,7 +172,7 @@ const admitSQL = `WITH db_now AS MATERIALIZED (
 		state_version = s.state_version + 1,
 		updated_at_ms = greatest(s.updated_at_ms, n.ms)
 	FROM checked c CROSS JOIN db_now n
-	WHERE s.trigger_id = c.trigger_id AND c.fence_ok AND c.current_ok AND c.decision_ok
+	WHERE s.ctid = c.tid AND s.trigger_id = c.trigger_id AND c.fence_ok AND c.current_ok AND c.decision_ok
 	  AND (c.kind <> 'fire' OR c.pin_ok)
 	  AND s.claim_owner = c.claim_owner AND s.claim_token = c.claim_token AND s.claim_version = c.claim_version
 	  AND s.claim_expires_at_ms > n.ms AND s.state_version = c.state_version
@@ -219,6 +228,7 @@ type admitArgs struct {
 	cursor, scheduledFor                                  []*int64
 	observed, next                                        []int64
 	digest                                                [][]byte
+	tid                                                   []pgtype.TID
 }
 
 func buildAdmitArgs(batch []Admission) (admitArgs, error) {
@@ -231,6 +241,7 @@ func buildAdmitArgs(batch []Admission) (admitArgs, error) {
 			return a, errs.Invalidf("kind", "unknown admission kind %q", ad.Kind)
 		}
 		a.ord = append(a.ord, int32(i))
+		a.tid = append(a.tid, c.TupleID)
 		trig, tok, exec := c.TriggerID, uuid.UUID(c.Fence.Token), c.ExecutionRevisionID
 		a.triggerID = append(a.triggerID, &trig)
 		a.token = append(a.token, &tok)
@@ -337,7 +348,7 @@ func admitOnce(ctx context.Context, db Acquirer, batch []Admission, a admitArgs)
 	var outcomes []Outcome
 	err = pipelinedTx(ctx, conn, admitBeginSQL, admitSQL, []any{a.ord, a.triggerID, a.owner, a.token,
 		a.claimVersion, a.expires, a.stateVersion, a.trigRev, a.taskRev, a.execID, a.digest, a.cursor, a.observed,
-		a.kind, a.scheduledFor, a.next, a.runID, a.attemptID, a.key, a.createdPayload, a.queuedPayload},
+		a.kind, a.scheduledFor, a.next, a.runID, a.attemptID, a.key, a.createdPayload, a.queuedPayload, a.tid},
 		func(rows pgx.Rows) (err error) {
 			outcomes, err = readAdmitRows(rows, batch)
 			return err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
@@ -55,6 +56,18 @@ func (r ClaimRequest) Validate() error {
 // after the claim, the trigger revision it is at (what Decide needs) and the
 // pins admission re-checks.
 type ClaimedSchedule struct {
+	// TupleID is the physical address (ctid) of the schedule row version
+	// this claim wrote. Admission reads and updates the row through it (and
+	// the trigger id): under SERIALIZABLE a TID scan takes a predicate lock
+	// on that one tuple, where a primary-key lookup locks the whole index
+	// leaf page — pages that every concurrent admission writes new index
+	// entries into (its UPDATE moves the indexed cursor, so it is never HOT).
+	// With two replicas that page-level read/write overlap failed about one
+	// batch in seven with a serialization failure (ADR 0006). A row version
+	// that is no longer there (updated after the claim, or moved by VACUUM
+	// FULL) is simply not found: the admission reports raced, as for any
+	// lost fence, and the claim runs out.
+	TupleID             pgtype.TID
 	TriggerID           uuid.UUID
 	ProjectID           uuid.UUID
 	TaskID              uuid.UUID
@@ -138,10 +151,10 @@ const claimSchedulesSQL = `WITH db_now AS MATERIALIZED (
 		updated_at_ms = greatest(s.updated_at_ms, n.ms)
 	FROM db_now n
 	WHERE s.trigger_id = ANY (ARRAY(SELECT trigger_id FROM candidate))
-	RETURNING s.trigger_id, s.project_id, s.trigger_revision, s.next_fire_at_ms, s.last_scheduled_at_ms,
+	RETURNING s.ctid, s.trigger_id, s.project_id, s.trigger_revision, s.next_fire_at_ms, s.last_scheduled_at_ms,
 		s.state_version, s.claim_owner, s.claim_token, s.claim_version, s.claim_expires_at_ms, s.updated_at_ms
 )
-SELECT c.trigger_id, c.project_id, r.task_id, c.trigger_revision, r.task_revision, r.execution_revision_id,
+SELECT c.ctid, c.trigger_id, c.project_id, r.task_id, c.trigger_revision, r.task_revision, r.execution_revision_id,
 	r.execution_digest, r.expression, r.time_zone, r.misfire_policy, r.misfire_grace_ms, r.activated_at_ms,
 	c.next_fire_at_ms, c.last_scheduled_at_ms, c.state_version,
 	c.claim_owner, c.claim_token, c.claim_version, c.claim_expires_at_ms, c.updated_at_ms
@@ -191,7 +204,7 @@ func scanClaimed(row pgx.CollectableRow) (ClaimedSchedule, error) {
 	var misfire string
 	var next, last *int64
 	var token uuid.UUID
-	if err := row.Scan(&c.TriggerID, &c.ProjectID, &c.TaskID, &c.TriggerRevision, &c.TaskRevision,
+	if err := row.Scan(&c.TupleID, &c.TriggerID, &c.ProjectID, &c.TaskID, &c.TriggerRevision, &c.TaskRevision,
 		&c.ExecutionRevisionID, &digest, &c.Expression, &c.TimeZone, &misfire, &c.GraceMs, &c.ActivatedAtMs,
 		&next, &last, &c.StateVersion, &c.Fence.Owner, &token, &c.Fence.Version, &c.Fence.ExpiresAtMs,
 		&c.AcquiredAtMs); err != nil {

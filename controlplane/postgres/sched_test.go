@@ -444,6 +444,53 @@ func TestAdmissionAssertsItsWriteCounts(t *testing.T) {
 	}
 }
 
+// TestAdmissionIsBoundToTheClaimedRowVersion: admission finds the schedule
+// row by the ctid the claim returned, so any later version of the row — here
+// one that changes no fence column at all — makes it raced, and nothing is
+// written. Its plan reads trigger_schedules by TID only (no index leaf page
+// for SSI to lock; see ClaimedSchedule.TupleID).
+func TestAdmissionIsBoundToTheClaimedRowVersion(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newSchedFixture(t)
+	tr := f.trigger(t, "* * * * * *", schedule.MisfireSkip)
+	admit(t, f, decideFor(t, f.claim(t, "a", 1)[0]))
+	f.makeDue(t, tr.ID, 1000)
+	ad := decideFor(t, f.claim(t, "a", 1)[0])
+	f.exec(t, `UPDATE ql3.trigger_schedules SET updated_at_ms = updated_at_ms WHERE trigger_id = $1`, tr.ID)
+	if got := admit(t, f, ad); !slices.Equal(got, []postgres.Outcome{postgres.OutcomeRaced}) {
+		t.Fatalf("admission of a superseded row version: %v, want raced", got)
+	}
+	if n := f.count(t, `SELECT count(*) FROM ql3.runs`); n != 0 {
+		t.Fatalf("%d runs written by a raced admission", n)
+	}
+
+	tx, err := f.su.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	for _, stmt := range []string{"SET LOCAL plan_cache_mode = force_generic_plan",
+		"PREPARE admit_plan AS " + postgres.AdmitSQLForTest} {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := tx.Query(ctx, "EXPLAIN EXECUTE admit_plan("+strings.Repeat("NULL, ", 21)+"NULL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(plan, "\n")
+	if strings.Count(text, "Tid Scan on trigger_schedules") != 2 || strings.Contains(text, "Scan using trigger_schedules") ||
+		strings.Contains(text, "Seq Scan on trigger_schedules") {
+		t.Errorf("admission does not reach trigger_schedules by TID only (once to check, once to update):\n%s", text)
+	}
+}
+
 func TestSkipOnlyAdvancesTheCursor(t *testing.T) {
 	t.Parallel()
 	f := newSchedFixture(t)
