@@ -2,10 +2,13 @@ package run
 
 import (
 	"bytes"
+	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
 )
 
@@ -232,6 +235,79 @@ func TestPayloadWorstCaseFitsBound(t *testing.T) {
 	}
 }
 
+// referenceEncoding is the generic canonical encoding Encode must equal.
+func referenceEncoding(t testing.TB, p Payload) []byte {
+	t.Helper()
+	raw, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := canonjson.Normalize(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestPayloadFieldsCoverTheStruct: the direct encoder knows every field of
+// Payload, under its JSON key, once.
+func TestPayloadFieldsCoverTheStruct(t *testing.T) {
+	t.Parallel()
+	var tags []string
+	rt := reflect.TypeFor[Payload]()
+	for i := range rt.NumField() {
+		tag := rt.Field(i).Tag.Get("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		if opts != "omitempty" {
+			t.Errorf("field %s: tag %q, the encoder assumes omitempty", rt.Field(i).Name, tag)
+		}
+		tags = append(tags, name)
+	}
+	var keys []string
+	for _, f := range payloadFields {
+		keys = append(keys, f.key)
+	}
+	slices.Sort(tags)
+	if !slices.Equal(tags, keys) || !slices.IsSorted(keys) {
+		t.Fatalf("encoder keys %v\nstruct tags %v", keys, tags)
+	}
+}
+
+// TestPayloadEncodeIsCanonical: Encode equals canonjson.Normalize of the
+// struct's JSON for empty, partial and full payloads.
+func TestPayloadEncodeIsCanonical(t *testing.T) {
+	t.Parallel()
+	zero := 0
+	for _, p := range []Payload{
+		{},
+		{To: "created", TriggerID: "t-1", TriggerRevision: 3, ScheduledForMs: 1764400000000, Missed: 2,
+			ExecutionRevisionID: "e", ExecutionRevisionDigest: "sha256:ab"},
+		{From: "created", To: "queued", AttemptID: "a", AttemptNumber: 1},
+		{To: "failed", ExitCode: &zero, ErrorClass: ErrorProcessExit, LogTruncated: true},
+		fullPayload(),
+	} {
+		got, err := p.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := referenceEncoding(t, p); !bytes.Equal(got, want) {
+			t.Errorf("Encode(%+v)\n got %s\nwant %s", p, got, want)
+		}
+	}
+}
+
+func BenchmarkPayloadEncode(b *testing.B) {
+	p := Payload{To: "created", TriggerID: "0190c3a4-1111-7000-8000-000000000000", TriggerRevision: 3,
+		ScheduledForMs: 1764400000000, ExecutionRevisionID: "0190c3a4-1111-7000-8000-000000000000",
+		ExecutionRevisionDigest: "sha256:abababababababababababababababababababababababababababababababab"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Encode(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func FuzzDecodePayload(f *testing.F) {
 	raw, _ := fullPayload().Encode()
 	f.Add(raw)
@@ -253,6 +329,9 @@ func FuzzDecodePayload(f *testing.F) {
 		back, err := DecodePayload(enc)
 		if err != nil || !reflect.DeepEqual(back, p) {
 			t.Fatalf("re-decode differs: %v\n%+v\n%+v", err, back, p)
+		}
+		if want := referenceEncoding(t, p); !bytes.Equal(enc, want) {
+			t.Fatalf("Encode is not canonical:\n got %s\nwant %s", enc, want)
 		}
 	})
 }

@@ -1,7 +1,9 @@
 package run
 
 import (
-	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
@@ -73,23 +75,114 @@ func DecodePayload(data []byte) (Payload, error) {
 	return p, nil
 }
 
-// Encode validates p and returns its canonical JSON.
+// Encode validates p and returns its canonical JSON (canonjson: keys in
+// byte order, no insignificant space). It writes the bytes directly from
+// payloadFields instead of marshalling and normalising: the scheduler
+// encodes two payloads per admitted Run, and the generic path cost ~4.4 µs
+// and 42 allocations each. Every string is a validated token, which never
+// needs escaping. TestPayloadEncodeIsCanonical and FuzzDecodePayload check
+// it against canonjson.Normalize(json.Marshal(p)).
 func (p Payload) Encode() ([]byte, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	raw, err := json.Marshal(p)
-	if err != nil {
-		return nil, errs.E(errs.Internal, "", "encode event payload: %v", err)
+	b := make([]byte, 0, 256)
+	b = append(b, '{')
+	for _, f := range payloadFields {
+		b = f.append(b, &p, f.key)
 	}
-	out, err := canonjson.Normalize(raw)
-	if err != nil {
-		return nil, errs.E(errs.Internal, "", "encode event payload: %v", err)
+	b = append(b, '}')
+	if len(b) > MaxPayloadBytes {
+		return nil, errs.TooLargef("", "event payload is %d bytes, limit is %d", len(b), MaxPayloadBytes)
 	}
-	if len(out) > MaxPayloadBytes {
-		return nil, errs.TooLargef("", "event payload is %d bytes, limit is %d", len(out), MaxPayloadBytes)
+	return b, nil
+}
+
+// payloadField appends one key and its value when present (the JSON tags
+// are all omitempty).
+type payloadField struct {
+	key    string
+	append func(b []byte, p *Payload, key string) []byte
+}
+
+// payloadFields lists every Payload field under its JSON key, sorted by key
+// at init (the canonical order); TestPayloadFieldsCoverTheStruct keeps it in
+// step with the struct tags.
+var payloadFields = sortedPayloadFields([]payloadField{
+	{"attemptId", str(func(p *Payload) string { return p.AttemptID })},
+	{"attemptNumber", num(func(p *Payload) int64 { return int64(p.AttemptNumber) })},
+	{"from", str(func(p *Payload) string { return p.From })},
+	{"to", str(func(p *Payload) string { return p.To })},
+	{"errorClass", str(func(p *Payload) string { return string(p.ErrorClass) })},
+	{"reason", str(func(p *Payload) string { return p.Reason })},
+	{"exitCode", func(b []byte, p *Payload, key string) []byte {
+		if p.ExitCode == nil {
+			return b
+		}
+		return strconv.AppendInt(appendKey(b, key), int64(*p.ExitCode), 10)
+	}},
+	{"signal", str(func(p *Payload) string { return p.Signal })},
+	{"workerId", str(func(p *Payload) string { return p.WorkerID })},
+	{"sessionId", str(func(p *Payload) string { return p.SessionID })},
+	{"sessionGeneration", num(func(p *Payload) int64 { return p.SessionGeneration })},
+	{"offerId", str(func(p *Payload) string { return p.OfferID })},
+	{"leaseGeneration", num(func(p *Payload) int64 { return p.LeaseGeneration })},
+	{"triggerId", str(func(p *Payload) string { return p.TriggerID })},
+	{"triggerRevision", num(func(p *Payload) int64 { return p.TriggerRevision })},
+	{"scheduledForMs", num(func(p *Payload) int64 { return p.ScheduledForMs })},
+	{"missed", num(func(p *Payload) int64 { return p.Missed })},
+	{"executionRevisionId", str(func(p *Payload) string { return p.ExecutionRevisionID })},
+	{"executionRevisionDigest", str(func(p *Payload) string { return p.ExecutionRevisionDigest })},
+	{"rerunOfRunId", str(func(p *Payload) string { return p.RerunOfRunID })},
+	{"retryAtMs", num(func(p *Payload) int64 { return p.RetryAtMs })},
+	{"actor", str(func(p *Payload) string { return p.Actor })},
+	{"stdoutBytes", num(func(p *Payload) int64 { return p.StdoutBytes })},
+	{"stderrBytes", num(func(p *Payload) int64 { return p.StderrBytes })},
+	{"logTruncated", func(b []byte, p *Payload, key string) []byte {
+		if !p.LogTruncated {
+			return b
+		}
+		return append(appendKey(b, key), "true"...)
+	}},
+	{"durationMs", num(func(p *Payload) int64 { return p.DurationMs })},
+})
+
+func sortedPayloadFields(fs []payloadField) []payloadField {
+	slices.SortFunc(fs, func(a, b payloadField) int { return strings.Compare(a.key, b.key) })
+	return fs
+}
+
+// str encodes a token-valued string field (omitted when empty).
+func str(get func(*Payload) string) func([]byte, *Payload, string) []byte {
+	return func(b []byte, p *Payload, key string) []byte {
+		v := get(p)
+		if v == "" {
+			return b
+		}
+		b = append(appendKey(b, key), '"')
+		return append(append(b, v...), '"')
 	}
-	return out, nil
+}
+
+// num encodes an integer field (omitted when zero).
+func num(get func(*Payload) int64) func([]byte, *Payload, string) []byte {
+	return func(b []byte, p *Payload, key string) []byte {
+		v := get(p)
+		if v == 0 {
+			return b
+		}
+		return strconv.AppendInt(appendKey(b, key), v, 10)
+	}
+}
+
+// appendKey writes the separator (unless first) and "key":.
+func appendKey(b []byte, key string) []byte {
+	if len(b) > 1 {
+		b = append(b, ',')
+	}
+	b = append(b, '"')
+	b = append(b, key...)
+	return append(b, '"', ':')
 }
 
 // Validate checks every field against its format and range.
