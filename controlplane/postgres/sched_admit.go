@@ -205,10 +205,10 @@ const admitSQL = `WITH db_now AS MATERIALIZED (
 	CROSS JOIN LATERAL (VALUES (1::bigint, NULL::int, 'run.created', c.created_payload),
 		(2::bigint, 1, 'run.queued', c.queued_payload)) AS v(seq, attempt, type, payload)
 	RETURNING run_id
-), tally AS (
+), tally AS MATERIALIZED (
 	SELECT (SELECT count(*) FROM runs_in) AS runs, (SELECT count(*) FROM attempts_in) AS attempts,
 		(SELECT count(*) FROM events_in) AS events, (SELECT count(*) FROM advanced WHERE kind = 'fire') AS fired
-), verified AS (
+), verified AS MATERIALIZED (
 	SELECT t.*, CASE WHEN t.runs = t.fired AND t.attempts = t.fired AND t.events = 2 * t.fired THEN true
 		ELSE ('ql3 admission refused: ' || t.runs || ' runs, ' || t.attempts || ' attempts, ' || t.events
 			|| ' events for ' || t.fired || ' admitted occurrences')::boolean END AS ok

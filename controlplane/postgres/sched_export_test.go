@@ -4,5 +4,6 @@ package postgres
 var (
 	ClaimSchedulesSQLForTest = claimSchedulesSQL
 	AdmitSQLForTest          = admitSQL
+	PlanSettingsSQLForTest   = planSettingsSQL
 	NextDueSQLForTest        = nextDueSQL
 )

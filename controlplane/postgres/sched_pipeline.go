@@ -15,19 +15,37 @@ type Acquirer interface {
 	Acquire(ctx context.Context) (*pgxpool.Conn, error)
 }
 
-// genericPlanSQL follows BEGIN in the scheduler's transactions. Their
-// statements are large CTEs (planning the claim cost ~0.2 ms and the
-// admission ~2 ms, against 0.2–1 ms to execute them) and their plans do not
-// depend on the parameter values: every row is reached through an index
-// from the input (admission) or from the start of the due index up to the
-// budget (claim). So the session reuses the prepared statement's generic
-// plan instead of re-planning every round, which PostgreSQL's plan cache
-// otherwise keeps doing for the claim (its LIMIT is a parameter).
-// TestClaimPlanReadsOnlyTheDuePrefix pins the generic plan's shape.
-const genericPlanSQL = `SET LOCAL plan_cache_mode = force_generic_plan`
+// planSettingsSQL follows BEGIN in the scheduler's transactions and sets,
+// for that transaction only:
+//
+//   - plan_cache_mode = force_generic_plan. The statements are large CTEs
+//     (planning the claim cost ~0.2 ms and the admission ~2 ms, against
+//     0.2–1 ms to execute them) whose plans do not depend on the parameter
+//     values: every row is reached through an index from the input
+//     (admission) or from the start of the due index up to the budget
+//     (claim). PostgreSQL's plan cache otherwise kept re-planning the claim
+//     every round (its LIMIT is a parameter).
+//   - enable_seqscan = off. Everything the scheduler reads is reached
+//     through an index by design, and a sequential scan is wrong twice over
+//     here: under SERIALIZABLE it takes a predicate lock on the whole
+//     relation, which conflicts with every concurrent admission; and a plan
+//     made while a table was tiny stays cached in the session until the next
+//     ANALYZE. That happened to the foreign-key checks on runs: autovacuum
+//     analyses a fresh runs table at ~50 rows, the checks' plans flipped to
+//     sequential scans for up to a minute (autovacuum_naptime) while the
+//     table grew by thousands of rows a second, and admissions went from 2 to
+//     24 ms with 0.05 serialization retries per Run. The setting also
+//     governs the foreign-key checks, which are planned inside these
+//     transactions. It only penalises, never forbids: a table without a
+//     usable index is still scanned.
+//
+// TestClaimPlanReadsOnlyTheDuePrefix and TestSchedulerPlansAvoidSeqScans pin
+// the plans under these settings.
+const planSettingsSQL = `SELECT pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true),
+	pg_catalog.set_config('enable_seqscan', 'off', true)`
 
 // pipelinedTx sends BEGIN (begin is the full statement, with its isolation
-// level), the plan-mode setting, one statement and COMMIT in a single round
+// level), the plan settings, one statement and COMMIT in a single round
 // trip, and hands the statement's rows to read. It returns nil only when
 // COMMIT succeeded.
 //
@@ -50,7 +68,7 @@ const genericPlanSQL = `SET LOCAL plan_cache_mode = force_generic_plan`
 func pipelinedTx(ctx context.Context, conn *pgxpool.Conn, begin, sql string, args []any, read func(pgx.Rows) error) error {
 	b := &pgx.Batch{}
 	b.Queue(begin)
-	b.Queue(genericPlanSQL)
+	b.Queue(planSettingsSQL)
 	b.Queue(sql, args...)
 	b.Queue("COMMIT")
 	br := conn.SendBatch(ctx, b)
@@ -77,7 +95,7 @@ func pipelinedTx(ctx context.Context, conn *pgxpool.Conn, begin, sql string, arg
 const rollbackTimeout = 5 * time.Second
 
 func readPipelined(br pgx.BatchResults, read func(pgx.Rows) error) error {
-	for range 2 { // BEGIN, SET LOCAL
+	for range 2 { // BEGIN, plan settings
 		if _, err := br.Exec(); err != nil {
 			return err
 		}

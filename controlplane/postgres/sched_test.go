@@ -491,6 +491,75 @@ func TestAdmissionIsBoundToTheClaimedRowVersion(t *testing.T) {
 	}
 }
 
+// TestSchedulerPlansAvoidSeqScans: with every table tiny and analysed (a
+// fresh install right after autovacuum's first ANALYZE), PostgreSQL plans a
+// foreign-key lookup on runs as a sequential scan; under the scheduler's
+// plan settings the same lookup and the whole admission statement use
+// indexes only (see planSettingsSQL for why that matters).
+func TestSchedulerPlansAvoidSeqScans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newSchedFixture(t)
+	tr := f.trigger(t, "* * * * * *", schedule.MisfireSkip)
+	admit(t, f, decideFor(t, f.claim(t, "a", 1)[0]))
+	f.makeDue(t, tr.ID, 1000)
+	admit(t, f, decideFor(t, f.claim(t, "a", 1)[0]))
+	f.exec(t, `ANALYZE`)
+	const fkLookup = `SELECT 1 FROM ONLY ql3.runs x WHERE run_id = $1 FOR KEY SHARE OF x`
+	explain := func(settings bool, sql string, args ...any) string {
+		t.Helper()
+		tx, err := f.su.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		if settings {
+			if _, err := tx.Exec(ctx, postgres.PlanSettingsSQLForTest); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rows, err := tx.Query(ctx, "EXPLAIN "+sql, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(plan, "\n")
+	}
+	if plan := explain(false, fkLookup, uuid.New()); !strings.Contains(plan, "Seq Scan") {
+		t.Logf("this server plans the tiny-table lookup with an index anyway:\n%s", plan)
+	}
+	if plan := explain(true, fkLookup, uuid.New()); strings.Contains(plan, "Seq Scan") {
+		t.Errorf("foreign-key lookup under the scheduler's settings:\n%s", plan)
+	}
+	tx, err := f.su.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	for _, stmt := range []string{postgres.PlanSettingsSQLForTest, "PREPARE admit_plan AS " + postgres.AdmitSQLForTest,
+		"PREPARE claim_plan(text, int, bigint) AS " + postgres.ClaimSchedulesSQLForTest} {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ex := range []string{"EXECUTE admit_plan(" + strings.Repeat("NULL, ", 21) + "NULL)", "EXECUTE claim_plan('x', 16, 30000)"} {
+		rows, err := tx.Query(ctx, "EXPLAIN "+ex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text := strings.Join(plan, "\n"); strings.Contains(text, "Seq Scan") {
+			t.Errorf("%s plans a sequential scan:\n%s", ex, text)
+		}
+	}
+}
+
 func TestSkipOnlyAdvancesTheCursor(t *testing.T) {
 	t.Parallel()
 	f := newSchedFixture(t)

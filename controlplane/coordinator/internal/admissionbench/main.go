@@ -114,7 +114,11 @@ func run(dsn, runtimeDSN string, triggers int, casesFlag string, window, warmup 
 			return err
 		}
 	}
-	if err := seed(ctx, su, dsn, triggers); err != nil {
+	seedN := triggers
+	for _, c := range cases {
+		seedN = max(seedN, c.triggers)
+	}
+	if err := seed(ctx, su, dsn, seedN); err != nil {
 		return err
 	}
 	fmt.Printf("| mode | budget | replicas | triggers | admitted/s | ratio to pgbench | retries/admission | fire lag p50 ms | p99 ms | missed | duplicates |\n")
