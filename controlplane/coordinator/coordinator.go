@@ -235,19 +235,32 @@ type RoundResult struct {
 // diagnostic sink and counted in the result, never returned, so one bad row
 // cannot stop the others.
 func (c *Coordinator) Round(ctx context.Context) (RoundResult, error) {
+	res, _, err := c.round(ctx, nil, false)
+	return res, err
+}
+
+// round is Round over claims already taken (claimed non-nil: the previous
+// round's admission claimed them in its round trip) or a fresh claim. With
+// claimNext, a full round in batched mode asks its admission to claim the
+// next batch in the same round trip and returns it (nil when it did not
+// ask, empty when nothing more was claimable). Only the lifecycle loop
+// chains rounds like this, and it always admits what it claimed.
+func (c *Coordinator) round(ctx context.Context, claimed []postgres.ClaimedSchedule, claimNext bool) (RoundResult, []postgres.ClaimedSchedule, error) {
 	start := c.cfg.Clock.Now()
 	var res RoundResult
 	defer func() { c.metrics.observeRound(c.cfg.Clock.Now().Sub(start)) }()
-	claimed, err := postgres.ClaimSchedules(ctx, c.db, postgres.ClaimRequest{
-		Owner: c.cfg.Owner, Budget: c.cfg.Budget, Lease: c.cfg.Lease})
-	if err != nil {
-		c.metrics.Errors.Add(1)
-		return res, fmt.Errorf("coordinator: claim: %w", err)
+	if claimed == nil {
+		var err error
+		claimed, err = postgres.ClaimSchedules(ctx, c.db, c.claimRequest())
+		if err != nil {
+			c.metrics.Errors.Add(1)
+			return res, nil, fmt.Errorf("coordinator: claim: %w", err)
+		}
+		c.metrics.Claimed.Add(int64(len(claimed)))
 	}
 	res.Claimed, res.Full = len(claimed), len(claimed) == c.cfg.Budget
-	c.metrics.Claimed.Add(int64(len(claimed)))
 	if len(claimed) == 0 {
-		return res, nil
+		return res, nil, nil
 	}
 	if c.testHookAfterClaim != nil {
 		c.testHookAfterClaim(claimed)
@@ -267,8 +280,12 @@ func (c *Coordinator) Round(ctx context.Context) (RoundResult, error) {
 		batch = append(batch, ad)
 		metas = append(metas, meta)
 	}
-	c.admit(ctx, batch, metas, &res)
-	return res, nil
+	next := c.admit(ctx, batch, metas, &res, claimNext && res.Full)
+	return res, next, nil
+}
+
+func (c *Coordinator) claimRequest() postgres.ClaimRequest {
+	return postgres.ClaimRequest{Owner: c.cfg.Owner, Budget: c.cfg.Budget, Lease: c.cfg.Lease}
 }
 
 // decisionMeta is what the metrics need of a decision once it committed.
@@ -304,23 +321,42 @@ func (c *Coordinator) decide(cl postgres.ClaimedSchedule) (postgres.Admission, d
 	return ad, meta, nil
 }
 
-// admit commits the batch according to the admission mode.
-func (c *Coordinator) admit(ctx context.Context, batch []postgres.Admission, metas []decisionMeta, res *RoundResult) {
+// admit commits the batch according to the admission mode. With claimNext
+// (batched mode only) the next claim rides in the admission's round trip
+// and its rows are returned; nil means no claim was made.
+func (c *Coordinator) admit(ctx context.Context, batch []postgres.Admission, metas []decisionMeta, res *RoundResult, claimNext bool) []postgres.ClaimedSchedule {
 	if len(batch) == 0 {
-		return
+		return nil
 	}
 	opts := postgres.AdmitOptions{MaxAttempts: c.cfg.MaxAttempts}
 	if c.cfg.Admission == AdmitBatched && len(batch) > 1 {
-		r, err := postgres.Admit(ctx, c.db, batch, opts)
+		var r postgres.AdmitResult
+		var nc postgres.NextClaim
+		var err error
+		if claimNext {
+			r, nc, err = postgres.AdmitThenClaim(ctx, c.db, batch, opts, c.claimRequest())
+		} else {
+			r, err = postgres.Admit(ctx, c.db, batch, opts)
+		}
 		c.count(r.Retries, res)
 		if err == nil {
 			c.tally(batch, metas, r.Outcomes, res)
-			return
+			if !claimNext {
+				return nil
+			}
+			if nc.Err != nil {
+				c.metrics.Errors.Add(1)
+				c.report(Diagnostic{Kind: "claim_failed", Err: nc.Err})
+				return nil
+			}
+			c.metrics.Claimed.Add(int64(len(nc.Claimed)))
+			c.metrics.ClaimedChained.Add(int64(len(nc.Claimed)))
+			return append([]postgres.ClaimedSchedule{}, nc.Claimed...)
 		}
 		if errors.Is(err, postgres.ErrCommitUnknown) || ctx.Err() != nil {
 			// Whatever happened is durable or not; the next claim sees it.
 			c.unresolved(len(batch), err, res)
-			return
+			return nil
 		}
 		// Confine the blast radius: one poisoned occurrence must not hold
 		// the others back. Each gets its own transaction.
@@ -334,13 +370,14 @@ func (c *Coordinator) admit(ctx context.Context, batch []postgres.Admission, met
 			c.unresolved(1, err, res)
 			if ctx.Err() != nil {
 				res.Unresolved += len(batch) - i - 1
-				return
+				return nil
 			}
 			c.report(Diagnostic{Kind: "admit_failed", TriggerID: batch[i].Claim.TriggerID.String(), Err: err})
 			continue
 		}
 		c.tally(batch[i:i+1], metas[i:i+1], r.Outcomes, res)
 	}
+	return nil
 }
 
 func (c *Coordinator) count(retries int, res *RoundResult) {

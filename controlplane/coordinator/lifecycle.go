@@ -24,7 +24,10 @@ import (
 // claimable schedule (by database time, from postgres.NextDue), a publish
 // notification (LISTEN ql3_schedules, sent by migration 0003's trigger when
 // publication resets a schedule), or Stop. A round that used its whole
-// budget is followed by another at once. Errors go to the diagnostic sink;
+// budget is followed by another at once; in batched mode its admission
+// already claimed the next batch in the same round trip (see
+// postgres.AdmitThenClaim), so working through a backlog costs one round
+// trip per round. Errors go to the diagnostic sink;
 // nothing in a round can crash or overlap the loop.
 
 // ErrRunning is returned by Start on a running Coordinator.
@@ -104,13 +107,22 @@ func (c *Coordinator) Wake() {
 }
 
 func (c *Coordinator) loop(ctx context.Context) {
+	// claimed: rows the previous round's admission already claimed in its
+	// round trip (a backlog is being worked through). They are always
+	// admitted by the next round, also when Stop arrives in between: the
+	// round that claimed them has not finished its work until then.
+	var claimed []postgres.ClaimedSchedule
 	for {
 		select {
 		case <-c.stopReq:
+			if len(claimed) > 0 {
+				_, _, _ = c.round(ctx, claimed, false)
+			}
 			return
 		default:
 		}
-		delay := c.roundAndNextDelay(ctx)
+		var delay time.Duration
+		delay, claimed = c.roundAndNextDelay(ctx, claimed)
 		if delay <= 0 {
 			continue
 		}
@@ -123,18 +135,22 @@ func (c *Coordinator) loop(ctx context.Context) {
 	}
 }
 
-// roundAndNextDelay runs one round and returns how long to wait before the
-// next.
-func (c *Coordinator) roundAndNextDelay(ctx context.Context) time.Duration {
-	res, err := c.Round(ctx)
+// roundAndNextDelay runs one round (over claimed, if any) and returns how
+// long to wait before the next, and the claims the round took for the next
+// one.
+func (c *Coordinator) roundAndNextDelay(ctx context.Context, claimed []postgres.ClaimedSchedule) (time.Duration, []postgres.ClaimedSchedule) {
+	res, next, err := c.round(ctx, claimed, true)
 	if err != nil {
 		if ctx.Err() == nil {
 			c.report(Diagnostic{Kind: "round_failed", Err: err})
 		}
-		return c.cfg.Cadence
+		return c.cfg.Cadence, nil
 	}
-	if res.Full {
-		return 0
+	switch {
+	case len(next) > 0:
+		return 0, next
+	case res.Full && next == nil:
+		return 0, nil // more is probably due; claim at once
 	}
 	d, ok, err := postgres.NextDue(ctx, c.db)
 	switch {
@@ -142,11 +158,11 @@ func (c *Coordinator) roundAndNextDelay(ctx context.Context) time.Duration {
 		if ctx.Err() == nil {
 			c.report(Diagnostic{Kind: "next_due_failed", Err: err})
 		}
-		return c.cfg.Cadence
+		return c.cfg.Cadence, nil
 	case !ok || d >= c.cfg.Cadence:
-		return c.cfg.Cadence
+		return c.cfg.Cadence, nil
 	}
-	return max(d, minWake)
+	return max(d, minWake), nil
 }
 
 // listen keeps one connection LISTENing on the publish channel, reconnecting

@@ -168,3 +168,33 @@ func TestStopIsBoundedWhileARoundIsStuck(t *testing.T) {
 	assertExactlyOnce(t, e.su)
 	pool.Close()
 }
+
+// TestStopAdmitsChainedClaims: while a backlog is worked through, every
+// full round's admission claims the next batch in its round trip; Stop
+// arriving between two rounds must still admit what was claimed (no claim
+// left to run out, exactly one Run per admitted occurrence).
+func TestStopAdmitsChainedClaims(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	e.triggers(t, 60, "* * * * * *")
+	c, _ := newCoord(t, e.pool(t, "coord-chain"), Config{Owner: "replica-chain", Budget: 2})
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for c.Metrics().ClaimedChained.Load() < 20 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := c.Metrics()
+	if m.ClaimedChained.Load() < 20 {
+		t.Fatalf("no chained claims while 60 triggers were due with budget 2: %s", metricsString(m))
+	}
+	runs := assertExactlyOnce(t, e.su)
+	if runs != m.Admitted.Load() || m.Claimed.Load() != m.Admitted.Load()+m.Initialized.Load()+m.Skipped.Load()+m.Raced.Load() {
+		t.Fatalf("%d runs; every claim must end admitted, initialised, skipped or raced: %s", runs, metricsString(m))
+	}
+}

@@ -10,6 +10,7 @@ import (
 type Metrics struct {
 	Rounds               atomic.Int64
 	Claimed              atomic.Int64 // schedule rows claimed
+	ClaimedChained       atomic.Int64 // of those, claimed in the round trip of the previous round's admission
 	Admitted             atomic.Int64 // Runs admitted
 	Skipped              atomic.Int64 // missed occurrences skipped (cursor advanced, no Run)
 	Initialized          atomic.Int64 // cursors (re)initialised

@@ -304,13 +304,43 @@ type AdmitOptions struct {
 // ErrCommitUnknown (wrapped with the driver error) and is never re-run; an
 // error the server answered (a SQLSTATE) means nothing committed.
 func Admit(ctx context.Context, db Acquirer, batch []Admission, opts AdmitOptions) (AdmitResult, error) {
+	res, _, err := admit(ctx, db, batch, opts, nil)
+	return res, err
+}
+
+// NextClaim is the claim AdmitThenClaim ran after the admission committed.
+type NextClaim struct {
+	Claimed []ClaimedSchedule
+	// Err: the claim failed (the admission still committed). Without a
+	// SQLSTATE it is unknown whether the claim committed; such claims run
+	// out.
+	Err error
+}
+
+// AdmitThenClaim is Admit with the next round's claim sent in the same
+// round trip, as its own READ COMMITTED transaction after the admission's
+// COMMIT: the server runs it only once the admission committed (an error
+// anywhere in the admission skips it), so rounds still never overlap, and a
+// coordinator working through a backlog pays one round trip per round
+// instead of two. The claim is re-sent with every re-run of the admission.
+// When Admit would fail, the claim did not run (or its outcome is unknown,
+// with ErrCommitUnknown).
+func AdmitThenClaim(ctx context.Context, db Acquirer, batch []Admission, opts AdmitOptions, next ClaimRequest) (AdmitResult, NextClaim, error) {
+	if err := next.Validate(); err != nil {
+		return AdmitResult{}, NextClaim{}, err
+	}
+	return admit(ctx, db, batch, opts, &next)
+}
+
+func admit(ctx context.Context, db Acquirer, batch []Admission, opts AdmitOptions, next *ClaimRequest) (AdmitResult, NextClaim, error) {
 	var res AdmitResult
+	var nc NextClaim
 	if len(batch) == 0 {
-		return res, nil
+		return res, nc, nil
 	}
 	args, err := buildAdmitArgs(batch)
 	if err != nil {
-		return res, err
+		return res, nc, err
 	}
 	attempts := opts.MaxAttempts
 	if attempts <= 0 {
@@ -324,39 +354,48 @@ func Admit(ctx context.Context, db Acquirer, batch []Admission, opts AdmitOption
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return res, ctx.Err()
+				return res, nc, ctx.Err()
 			case <-t.C:
 			}
 		}
-		res.Outcomes, err = admitOnce(ctx, db, batch, args)
+		res.Outcomes, nc, err = admitOnce(ctx, db, batch, args, next)
 		if err == nil || !IsRetryable(err) {
-			return res, err
+			return res, nc, err
 		}
 	}
-	return res, err
+	return res, nc, err
 }
 
-func admitOnce(ctx context.Context, db Acquirer, batch []Admission, a admitArgs) ([]Outcome, error) {
+func admitOnce(ctx context.Context, db Acquirer, batch []Admission, a admitArgs, next *ClaimRequest) ([]Outcome, NextClaim, error) {
+	var nc NextClaim
 	conn, err := db.Acquire(ctx)
 	if err != nil {
-		return nil, Translate(err)
+		return nil, nc, Translate(err)
 	}
 	defer conn.Release()
-	// BEGIN, the plan mode, the admission statement and COMMIT travel in one
-	// round trip; the statement refuses (and so rolls back) any batch whose
-	// write counts are wrong, so nothing wrong can commit.
+	// BEGIN, the plan settings, the admission statement and COMMIT travel
+	// in one round trip (with the next claim, if asked for); the statement
+	// refuses (and so rolls back) any batch whose write counts are wrong, so
+	// nothing wrong can commit.
 	var outcomes []Outcome
-	err = pipelinedTx(ctx, conn, admitBeginSQL, admitSQL, []any{a.ord, a.triggerID, a.owner, a.token,
+	txs := []pipedTx{{begin: admitBeginSQL, sql: admitSQL, args: []any{a.ord, a.triggerID, a.owner, a.token,
 		a.claimVersion, a.expires, a.stateVersion, a.trigRev, a.taskRev, a.execID, a.digest, a.cursor, a.observed,
 		a.kind, a.scheduledFor, a.next, a.runID, a.attemptID, a.key, a.createdPayload, a.queuedPayload, a.tid},
-		func(rows pgx.Rows) (err error) {
+		read: func(rows pgx.Rows) (err error) {
 			outcomes, err = readAdmitRows(rows, batch)
 			return err
-		})
-	if err != nil {
-		return nil, refusedCounts(err)
+		}}}
+	if next != nil {
+		txs = append(txs, claimTx(*next, &nc.Claimed))
 	}
-	return outcomes, nil
+	committed, err := runPipeline(ctx, conn, txs...)
+	if committed == 0 {
+		return nil, nc, refusedCounts(err)
+	}
+	if committed < len(txs) {
+		nc = NextClaim{Err: err}
+	}
+	return outcomes, nc, nil
 }
 
 // refusedCounts turns the admission statement's own count assertion (see

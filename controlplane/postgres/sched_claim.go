@@ -173,10 +173,10 @@ const scheduleEligibleSQL = `coalesce((SELECT p.status = 'active' AND t.head_rev
 		WHERE t.trigger_id = s.trigger_id), false)`
 
 // ClaimSchedules runs the claim statement in its own READ COMMITTED
-// transaction (BEGIN, the generic-plan setting, the claim and COMMIT in one
-// round trip: the claim is durable before any decision is made) and returns
-// what it granted, in claim order. An error without a SQLSTATE leaves it
-// unknown whether the claim committed; such claims simply run out.
+// transaction (BEGIN, the plan settings, the claim and COMMIT in one round
+// trip: the claim is durable before any decision is made) and returns what
+// it granted, in claim order. An error without a SQLSTATE leaves it unknown
+// whether the claim committed; such claims simply run out.
 func ClaimSchedules(ctx context.Context, db Acquirer, req ClaimRequest) ([]ClaimedSchedule, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
@@ -187,15 +187,20 @@ func ClaimSchedules(ctx context.Context, db Acquirer, req ClaimRequest) ([]Claim
 	}
 	defer conn.Release()
 	var out []ClaimedSchedule
-	err = pipelinedTx(ctx, conn, "BEGIN ISOLATION LEVEL READ COMMITTED", claimSchedulesSQL,
-		[]any{req.Owner, req.Budget, req.Lease.Milliseconds()}, func(rows pgx.Rows) (err error) {
-			out, err = pgx.AppendRows(out[:0], rows, scanClaimed)
-			return err
-		})
-	if err != nil {
+	if _, err := runPipeline(ctx, conn, claimTx(req, &out)); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// claimTx is the claim as one pipelined transaction; its rows land in *out.
+func claimTx(req ClaimRequest, out *[]ClaimedSchedule) pipedTx {
+	return pipedTx{begin: "BEGIN ISOLATION LEVEL READ COMMITTED", sql: claimSchedulesSQL,
+		args: []any{req.Owner, req.Budget, req.Lease.Milliseconds()},
+		read: func(rows pgx.Rows) (err error) {
+			*out, err = pgx.AppendRows((*out)[:0], rows, scanClaimed)
+			return err
+		}}
 }
 
 func scanClaimed(row pgx.CollectableRow) (ClaimedSchedule, error) {

@@ -44,57 +44,83 @@ type Acquirer interface {
 const planSettingsSQL = `SELECT pg_catalog.set_config('plan_cache_mode', 'force_generic_plan', true),
 	pg_catalog.set_config('enable_seqscan', 'off', true)`
 
-// pipelinedTx sends BEGIN (begin is the full statement, with its isolation
-// level), the plan settings, one statement and COMMIT in a single round
-// trip, and hands the statement's rows to read. It returns nil only when
-// COMMIT succeeded.
+// pipedTx is one transaction of a pipeline: BEGIN (the full statement, with
+// its isolation level), the plan settings, one statement whose rows go to
+// read, and COMMIT.
+type pipedTx struct {
+	begin, sql string
+	args       []any
+	read       func(pgx.Rows) error
+}
+
+// runPipeline sends the transactions in a single round trip and reads their
+// results in order. It returns how many of them are known to have committed
+// (their COMMIT was answered), and the error that stopped it.
 //
 // Failure classes, which is why the caller must look at the result:
-//   - the server refused a statement (an error carrying a SQLSTATE, from
-//     BEGIN up to and including COMMIT): PostgreSQL skips the rest of the
-//     pipeline, so nothing committed. The session is rolled back here and
-//     the translated error returned (retryable for serialization failures).
+//   - the server refused a statement (an error carrying a SQLSTATE, from a
+//     BEGIN up to and including a COMMIT): PostgreSQL skips the rest of the
+//     pipeline, so that transaction and every later one did not commit. The
+//     session is rolled back here and the translated error returned
+//     (retryable for serialization failures).
 //   - anything else once the pipeline was handed to the driver (the
-//     connection broke, the context ended, read failed on a row): the
-//     server may have run everything up to and including COMMIT, so the
-//     outcome is unknown; a *commitUnknownError is returned and must never
-//     be re-run blindly. The driver's SafeToRetry is not trusted here: the
-//     faultproxy test saw pgconn call a failure "safe to retry" after a
-//     COMMIT had been written and committed.
+//     connection broke, the context ended, read failed on a row): the server
+//     may have run everything up to and including the next COMMIT, so the
+//     outcome of the transaction being read (and of later ones) is unknown;
+//     a *commitUnknownError is returned and must never be re-run blindly.
+//     The driver's SafeToRetry is not trusted here: the faultproxy test saw
+//     pgconn call a failure "safe to retry" after a COMMIT had been written
+//     and committed.
 //
-// The statement itself must refuse to leave the database inconsistent (the
-// admission asserts its write counts in SQL): once the rows are read, COMMIT
-// is already on its way.
-func pipelinedTx(ctx context.Context, conn *pgxpool.Conn, begin, sql string, args []any, read func(pgx.Rows) error) error {
+// Each statement must refuse to leave the database inconsistent (the
+// admission asserts its write counts in SQL): once its rows are read, its
+// COMMIT is already on its way.
+func runPipeline(ctx context.Context, conn *pgxpool.Conn, txs ...pipedTx) (committed int, err error) {
 	b := &pgx.Batch{}
-	b.Queue(begin)
-	b.Queue(planSettingsSQL)
-	b.Queue(sql, args...)
-	b.Queue("COMMIT")
+	for _, tx := range txs {
+		b.Queue(tx.begin)
+		b.Queue(planSettingsSQL)
+		b.Queue(tx.sql, tx.args...)
+		b.Queue("COMMIT")
+	}
 	br := conn.SendBatch(ctx, b)
-	err := readPipelined(br, read)
-	if cerr := br.Close(); err == nil {
+	for _, tx := range txs {
+		if err = readPipedTx(br, tx.read); err != nil {
+			break
+		}
+		committed++
+	}
+	if cerr := br.Close(); err == nil && committed < len(txs) {
 		err = cerr
 	}
+	// Every COMMIT answered: done, even if the connection broke afterwards
+	// (the pool discards a broken connection on release).
 	switch {
-	case err == nil:
-		return nil
+	case committed == len(txs):
+		return committed, nil
 	case SQLState(err) != "":
 		// Leave the session idle for the pool. If this fails too, the pool
 		// destroys the connection on release (it is not idle).
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 		_, _ = conn.Exec(rctx, "ROLLBACK")
 		cancel()
-		return Translate(err)
+		return committed, Translate(err)
 	default:
-		return &commitUnknownError{err: Translate(err)}
+		return committed, &commitUnknownError{err: Translate(err)}
 	}
+}
+
+// pipelinedTx runs one transaction as a pipeline (see runPipeline); nil
+// means it committed.
+func pipelinedTx(ctx context.Context, conn *pgxpool.Conn, begin, sql string, args []any, read func(pgx.Rows) error) error {
+	_, err := runPipeline(ctx, conn, pipedTx{begin: begin, sql: sql, args: args, read: read})
+	return err
 }
 
 // rollbackTimeout bounds the clean-up ROLLBACK after a refused pipeline.
 const rollbackTimeout = 5 * time.Second
 
-func readPipelined(br pgx.BatchResults, read func(pgx.Rows) error) error {
+func readPipedTx(br pgx.BatchResults, read func(pgx.Rows) error) error {
 	for range 2 { // BEGIN, plan settings
 		if _, err := br.Exec(); err != nil {
 			return err

@@ -560,6 +560,56 @@ func TestSchedulerPlansAvoidSeqScans(t *testing.T) {
 	}
 }
 
+// TestAdmitThenClaim: the next claim rides in the admission's round trip
+// and runs only after the admission committed; when the admission fails,
+// the claim does not run at all.
+func TestAdmitThenClaim(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newSchedFixture(t)
+	var trs []schedTrigger
+	for range 4 {
+		trs = append(trs, f.trigger(t, "* * * * * *", schedule.MisfireSkip))
+	}
+	var inits []postgres.Admission
+	for _, c := range f.claim(t, "a", 16) {
+		inits = append(inits, decideFor(t, c))
+	}
+	admit(t, f, inits...)
+	for _, tr := range trs {
+		f.makeDue(t, tr.ID, 1000)
+	}
+	cs := f.claim(t, "a", 2)
+	batch := []postgres.Admission{decideFor(t, cs[0]), decideFor(t, cs[1])}
+	next := postgres.ClaimRequest{Owner: "a", Budget: 16, Lease: 30 * time.Second}
+
+	failing := slices.Clone(batch)
+	failing[1].RunID = failing[0].RunID
+	if _, nc, err := postgres.AdmitThenClaim(ctx, f.runtime, failing, postgres.AdmitOptions{}, next); errs.Code(err) != errs.Conflict || nc.Claimed != nil {
+		t.Fatalf("failing admission: %v, next %+v; want a conflict and no claim", err, nc)
+	}
+	if n := f.count(t, `SELECT count(*) FROM ql3.trigger_schedules WHERE claim_owner IS NOT NULL`); n != 2 {
+		t.Fatalf("%d claims held after a failed admission, want the batch's 2 (the next claim must not run)", n)
+	}
+	res, nc, err := postgres.AdmitThenClaim(ctx, f.runtime, batch, postgres.AdmitOptions{}, next)
+	if err != nil || nc.Err != nil || !slices.Equal(res.Outcomes, []postgres.Outcome{postgres.OutcomeAdmitted, postgres.OutcomeAdmitted}) {
+		t.Fatalf("admit then claim: %+v %+v %v", res, nc, err)
+	}
+	if len(nc.Claimed) != 2 || nc.Claimed[0].TriggerID == cs[0].TriggerID || nc.Claimed[0].TriggerID == cs[1].TriggerID {
+		t.Fatalf("next claim took %d rows (%+v), want the 2 other due triggers", len(nc.Claimed), nc.Claimed)
+	}
+	if got := admit(t, f, decideFor(t, nc.Claimed[0]), decideFor(t, nc.Claimed[1])); !slices.Equal(got,
+		[]postgres.Outcome{postgres.OutcomeAdmitted, postgres.OutcomeAdmitted}) {
+		t.Fatalf("admitting the next claim: %v", got)
+	}
+	if n := f.count(t, `SELECT count(*) FROM ql3.runs`); n != 4 {
+		t.Fatalf("%d runs, want 4", n)
+	}
+	if _, _, err := postgres.AdmitThenClaim(ctx, f.runtime, batch, postgres.AdmitOptions{}, postgres.ClaimRequest{}); errs.Code(err) != errs.Invalid {
+		t.Fatalf("invalid next claim: %v", err)
+	}
+}
+
 func TestSkipOnlyAdvancesTheCursor(t *testing.T) {
 	t.Parallel()
 	f := newSchedFixture(t)
