@@ -46,8 +46,11 @@ type Config struct {
 	MigratorDSN string `json:"migratorDsn,omitempty"` // QL3_MIGRATOR_DSN, --migrator-dsn
 	MaxConns    int64  `json:"maxConns,omitempty"`    // QL3_MAX_CONNS, --max-conns: per pool
 
-	DefaultGraceMs int64  `json:"defaultGraceMs,omitempty"` // QL3_DEFAULT_GRACE_MS: misfire grace of triggers published without one
-	LogLevel       string `json:"logLevel,omitempty"`       // QL3_LOG_LEVEL: debug|info|warn|error
+	DefaultGraceMs int64 `json:"defaultGraceMs,omitempty"` // QL3_DEFAULT_GRACE_MS: misfire grace of triggers published without one
+	// The cluster scheduler (ADR 0006).
+	SchedulerBudget  int64  `json:"schedulerBudget,omitempty"`  // QL3_SCHEDULER_BUDGET, --scheduler-budget: claims per round (1..256)
+	SchedulerLeaseMs int64  `json:"schedulerLeaseMs,omitempty"` // QL3_SCHEDULER_LEASE_MS, --scheduler-lease-ms: claim lease (1000..60000)
+	LogLevel         string `json:"logLevel,omitempty"`         // QL3_LOG_LEVEL: debug|info|warn|error
 
 	// Client subcommands.
 	Server    string `json:"server,omitempty"`    // QL3_SERVER, --server: admin API base URL
@@ -58,6 +61,7 @@ type Config struct {
 // DefaultConfig returns the built-in defaults.
 func DefaultConfig() Config {
 	return Config{Listen: DefaultListen, MaxConns: DefaultMaxConns, DefaultGraceMs: postgres.PublishDefaultGraceMs,
+		SchedulerBudget: postgres.DefaultClaimBudget, SchedulerLeaseMs: postgres.DefaultClaimLease.Milliseconds(),
 		LogLevel: "info", Server: DefaultServer}
 }
 
@@ -87,6 +91,8 @@ func (c *Config) settings() []setting {
 		{flag: "migrator-dsn", usage: "DSN for migrate (a superuser or a member of ql3_migrator)", str: &c.MigratorDSN},
 		{flag: "max-conns", usage: "connections per pool", integer: &c.MaxConns},
 		{flag: "default-grace-ms", usage: "misfire grace of triggers published without one (ms)", integer: &c.DefaultGraceMs},
+		{flag: "scheduler-budget", usage: "schedules one scheduler round claims and admits (1..256; raise it for large same-second bursts)", integer: &c.SchedulerBudget},
+		{flag: "scheduler-lease-ms", usage: "claim lease of the scheduler (ms, 1000..60000)", integer: &c.SchedulerLeaseMs},
 		{flag: "log-level", usage: "debug, info, warn or error", str: &c.LogLevel},
 		{flag: "server", usage: "admin API base URL for client commands", str: &c.Server},
 		{flag: "token-file", usage: "file holding the API token for client commands (QL3_TOKEN wins)", str: &c.TokenFile},
@@ -171,6 +177,12 @@ func (c Config) validateServe() error {
 	}
 	if c.DefaultGraceMs < 0 || c.DefaultGraceMs > schedule.MaxGraceMs {
 		return errs.Invalidf("default-grace-ms", "must be 0..%d, got %d", schedule.MaxGraceMs, c.DefaultGraceMs)
+	}
+	if c.SchedulerBudget < 1 || c.SchedulerBudget > postgres.MaxClaimBudget {
+		return errs.Invalidf("scheduler-budget", "must be 1..%d, got %d", postgres.MaxClaimBudget, c.SchedulerBudget)
+	}
+	if lo, hi := postgres.MinClaimLease.Milliseconds(), postgres.MaxClaimLease.Milliseconds(); c.SchedulerLeaseMs < lo || c.SchedulerLeaseMs > hi {
+		return errs.Invalidf("scheduler-lease-ms", "must be %d..%d, got %d", lo, hi, c.SchedulerLeaseMs)
 	}
 	return c.validatePool()
 }

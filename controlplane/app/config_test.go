@@ -89,6 +89,11 @@ func TestValidateServe(t *testing.T) {
 		{"cert without key", func(c *Config) { c.TLSCert = "c.pem" }, "tls-key"},
 		{"grace too long", func(c *Config) { c.DefaultGraceMs = 300_001 }, "default-grace-ms"},
 		{"no conns", func(c *Config) { c.MaxConns = 0 }, "max-conns"},
+		{"budget 0", func(c *Config) { c.SchedulerBudget = 0 }, "scheduler-budget"},
+		{"budget above the hard limit", func(c *Config) { c.SchedulerBudget = 257 }, "scheduler-budget"},
+		{"lease too short", func(c *Config) { c.SchedulerLeaseMs = 999 }, "scheduler-lease-ms"},
+		{"lease too long", func(c *Config) { c.SchedulerLeaseMs = 60_001 }, "scheduler-lease-ms"},
+		{"budget 256, lease 60 s", func(c *Config) { c.SchedulerBudget, c.SchedulerLeaseMs = 256, 60_000 }, ""},
 	}
 	for _, tc := range cases {
 		c := base

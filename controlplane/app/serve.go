@@ -96,7 +96,8 @@ func (m *Main) startScheduler(ctx context.Context) error {
 	m.mu.Lock()
 	m.runtimePool = pool
 	m.mu.Unlock()
-	coord, err := coordinator.New(pool, coordinator.Config{Diagnostics: coordinator.SlogSink(m.log)})
+	coord, err := coordinator.New(pool, coordinator.Config{Budget: int(m.Config.SchedulerBudget),
+		Lease: time.Duration(m.Config.SchedulerLeaseMs) * time.Millisecond, Diagnostics: coordinator.SlogSink(m.log)})
 	if err != nil {
 		return err
 	}
