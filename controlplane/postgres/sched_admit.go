@@ -219,20 +219,34 @@ FROM checked c LEFT JOIN advanced a ON a.trigger_id = c.trigger_id CROSS JOIN ve
 WHERE v.ok
 ORDER BY c.ord`
 
-// admitArgs are admitSQL's 21 column arrays.
+// admitArgs are admitSQL's 22 column arrays, as pgtype values: pgx encodes
+// those directly, where []*uuid.UUID went through driver.Valuer (a string
+// per id, parsed again) and pointer slices through reflection.
 type admitArgs struct {
 	ord                                                   []int32
-	triggerID, token, execID, runID, attemptID            []*uuid.UUID
-	owner, kind, key, createdPayload, queuedPayload       []*string
+	triggerID, token, execID, runID, attemptID            []pgtype.UUID
+	owner, kind                                           []string
+	key, createdPayload, queuedPayload                    []pgtype.Text
 	claimVersion, expires, stateVersion, trigRev, taskRev []int64
-	cursor, scheduledFor                                  []*int64
+	cursor, scheduledFor                                  []pgtype.Int8
 	observed, next                                        []int64
 	digest                                                [][]byte
 	tid                                                   []pgtype.TID
 }
 
+func pgUUID(id uuid.UUID) pgtype.UUID { return pgtype.UUID{Bytes: id, Valid: true} }
+
 func buildAdmitArgs(batch []Admission) (admitArgs, error) {
-	var a admitArgs
+	n := len(batch)
+	a := admitArgs{ord: make([]int32, 0, n), tid: make([]pgtype.TID, 0, n),
+		triggerID: make([]pgtype.UUID, 0, n), token: make([]pgtype.UUID, 0, n), execID: make([]pgtype.UUID, 0, n),
+		runID: make([]pgtype.UUID, 0, n), attemptID: make([]pgtype.UUID, 0, n),
+		owner: make([]string, 0, n), kind: make([]string, 0, n),
+		key: make([]pgtype.Text, 0, n), createdPayload: make([]pgtype.Text, 0, n), queuedPayload: make([]pgtype.Text, 0, n),
+		claimVersion: make([]int64, 0, n), expires: make([]int64, 0, n), stateVersion: make([]int64, 0, n),
+		trigRev: make([]int64, 0, n), taskRev: make([]int64, 0, n),
+		cursor: make([]pgtype.Int8, 0, n), scheduledFor: make([]pgtype.Int8, 0, n),
+		observed: make([]int64, 0, n), next: make([]int64, 0, n), digest: make([][]byte, 0, n)}
 	for i, ad := range batch {
 		c := ad.Claim
 		switch ad.Kind {
@@ -242,42 +256,33 @@ func buildAdmitArgs(batch []Admission) (admitArgs, error) {
 		}
 		a.ord = append(a.ord, int32(i))
 		a.tid = append(a.tid, c.TupleID)
-		trig, tok, exec := c.TriggerID, uuid.UUID(c.Fence.Token), c.ExecutionRevisionID
-		a.triggerID = append(a.triggerID, &trig)
-		a.token = append(a.token, &tok)
-		a.execID = append(a.execID, &exec)
-		owner, kind := c.Fence.Owner, string(ad.Kind)
-		a.owner = append(a.owner, &owner)
-		a.kind = append(a.kind, &kind)
+		a.triggerID = append(a.triggerID, pgUUID(c.TriggerID))
+		a.token = append(a.token, pgUUID(uuid.UUID(c.Fence.Token)))
+		a.execID = append(a.execID, pgUUID(c.ExecutionRevisionID))
+		a.owner = append(a.owner, c.Fence.Owner)
+		a.kind = append(a.kind, string(ad.Kind))
 		a.claimVersion = append(a.claimVersion, c.Fence.Version)
 		a.expires = append(a.expires, c.Fence.ExpiresAtMs)
 		a.stateVersion = append(a.stateVersion, c.StateVersion)
 		a.trigRev = append(a.trigRev, c.TriggerRevision)
 		a.taskRev = append(a.taskRev, c.TaskRevision)
-		a.digest = append(a.digest, append([]byte(nil), c.ExecutionDigest[:]...))
+		a.digest = append(a.digest, c.ExecutionDigest[:])
 		a.observed = append(a.observed, c.AcquiredAtMs)
 		a.next = append(a.next, ad.NextFireAtMs)
-		var cursor *int64
-		if c.Initialized {
-			v := c.NextFireAtMs
-			cursor = &v
-		}
-		a.cursor = append(a.cursor, cursor)
-		var sched *int64
-		var run, att *uuid.UUID
-		var key, cp, qp *string
-		if ad.Kind == AdmitFire || ad.Kind == AdmitSkip {
-			v := ad.ScheduledForMs
-			sched = &v
-		}
+		a.cursor = append(a.cursor, pgtype.Int8{Int64: c.NextFireAtMs, Valid: c.Initialized})
+		fireOrSkip := ad.Kind == AdmitFire || ad.Kind == AdmitSkip
+		a.scheduledFor = append(a.scheduledFor, pgtype.Int8{Int64: ad.ScheduledForMs, Valid: fireOrSkip})
+		var run, att pgtype.UUID
+		var key, cp, qp pgtype.Text
 		if ad.Kind == AdmitFire {
 			if ad.RunID == uuid.Nil || ad.AttemptID == uuid.Nil || ad.IdempotencyKey == "" {
 				return a, errs.Invalidf("runId", "a fire admission needs run id, attempt id and idempotency key")
 			}
-			r, at, k, c1, q1 := ad.RunID, ad.AttemptID, ad.IdempotencyKey, string(ad.CreatedPayload), string(ad.QueuedPayload)
-			run, att, key, cp, qp = &r, &at, &k, &c1, &q1
+			run, att = pgUUID(ad.RunID), pgUUID(ad.AttemptID)
+			key = pgtype.Text{String: ad.IdempotencyKey, Valid: true}
+			cp = pgtype.Text{String: string(ad.CreatedPayload), Valid: true}
+			qp = pgtype.Text{String: string(ad.QueuedPayload), Valid: true}
 		}
-		a.scheduledFor = append(a.scheduledFor, sched)
 		a.runID = append(a.runID, run)
 		a.attemptID = append(a.attemptID, att)
 		a.key = append(a.key, key)
