@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -60,6 +62,16 @@ func NewPool(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 	if ms := durationMs(cfg.IdleInTransactionTimeout, 60*time.Second); ms >= 0 {
 		rp["idle_in_transaction_session_timeout"] = strconv.FormatInt(ms, 10)
 	}
+	// A cancelled context cancels the running statement on the server (a
+	// cancel request) before the connection is given up (after
+	// cancelDeadlineDelay). The scheduler pipelines COMMIT behind its
+	// statements: closing the socket alone would leave a statement blocked
+	// on a lock to finish and then commit, long after its caller gave up
+	// (TestStopIsBoundedWhileARoundIsStuck saw exactly that). Cancelled, it
+	// fails with 57014 and the server skips the pipeline's COMMIT.
+	pc.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: cancelDeadlineDelay}
+	}
 	if cfg.ExpectRole != "" {
 		want := cfg.ExpectRole
 		pc.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
@@ -79,6 +91,10 @@ func NewPool(ctx context.Context, cfg PoolConfig) (*pgxpool.Pool, error) {
 	}
 	return pool, nil
 }
+
+// cancelDeadlineDelay is how long a cancelled operation waits for the
+// server to answer the cancel request before the connection is closed.
+const cancelDeadlineDelay = 2 * time.Second
 
 // durationMs returns d in ms, def when d is 0, and -1 when d is negative.
 func durationMs(d, def time.Duration) int64 {

@@ -2,7 +2,8 @@
 # admission.sh — cluster admission benchmark (issue 5, ADR 0006).
 #
 # On one ephemeral PostgreSQL server (local binaries, data on tmpfs when
-# available, default durability settings) it measures:
+# available unless QL3_BENCH_DATA_DIR says otherwise, default durability
+# settings) it measures:
 #   1. the baseline: pgbench -N (8 clients, 2 threads, 20 s) on a scale-10
 #      pgbench database;
 #   2. cluster admission (controlplane/coordinator/internal/admissionbench):
@@ -20,6 +21,7 @@
 #   scripts/bench/admission.sh
 #   CASES='batched:16:2' WINDOW=10s scripts/bench/admission.sh
 #   QL3_PG_BIN=/usr/lib/postgresql/16/bin scripts/bench/admission.sh
+#   QL3_BENCH_DATA_DIR=/var/tmp scripts/bench/admission.sh   # data on disk
 set -euo pipefail
 
 die() { echo "admission.sh: $*" >&2; exit 1; }
@@ -44,8 +46,11 @@ if [ "$(id -u)" -eq 0 ]; then
 	as_server=(runuser -u "$pg_user" --)
 fi
 
+# QL3_BENCH_DATA_DIR puts the server's data elsewhere (e.g. on disk, to
+# include real fsync cost in both the baseline and the admissions).
 base=${TMPDIR:-/tmp}
 [ -d /dev/shm ] && [ -w /dev/shm ] && base=/dev/shm
+base=${QL3_BENCH_DATA_DIR:-$base}
 dir=$(mktemp -d "$base/ql3bench-XXXXXX")
 [ ${#as_server[@]} -gt 0 ] && chown "$pg_user" "$dir"
 chmod 700 "$dir"
@@ -85,7 +90,7 @@ done
 psql=("$bin/psql" -X -q -h "$dir/sock" -U postgres -v ON_ERROR_STOP=1)
 "${psql[@]}" -d postgres -c 'CREATE DATABASE pgbench' -c 'CREATE DATABASE ql3bench'
 
-echo "# ql3 admission benchmark — $(date -u +%Y-%m-%dT%H:%MZ), nproc=$(nproc), $("$bin/postgres" --version)"
+echo "# ql3 admission benchmark — $(date -u +%Y-%m-%dT%H:%MZ), nproc=$(nproc), $("$bin/postgres" --version), data in $base"
 "$bin/pgbench" -q -i -s 10 -h "$dir/sock" -U postgres pgbench >/dev/null 2>&1
 tps=$("$bin/pgbench" -N -c 8 -j 2 -T "$PGBENCH_SECONDS" -h "$dir/sock" -U postgres pgbench 2>/dev/null |
 	awk '/^tps = / { print $3; exit }')
