@@ -106,6 +106,73 @@ func (f schedFixture) makeDue(t *testing.T, triggerID string, agoMs int64) int64
 	return at
 }
 
+// dueTriggers publishes n every-second triggers, initialises them all in one
+// batch (claimed by owner) and moves their cursors one second into the past.
+func (f schedFixture) dueTriggers(t *testing.T, n int, owner string) []schedTrigger {
+	t.Helper()
+	var trs []schedTrigger
+	for range n {
+		trs = append(trs, f.trigger(t, "* * * * * *", schedule.MisfireSkip))
+	}
+	var inits []postgres.Admission
+	for _, c := range f.claim(t, owner, 16) {
+		inits = append(inits, decideFor(t, c))
+	}
+	if got := admit(t, f, inits...); len(got) != n || slices.ContainsFunc(got, func(o postgres.Outcome) bool { return o != postgres.OutcomeInitialized }) {
+		t.Fatalf("init batch %v", got)
+	}
+	for _, tr := range trs {
+		f.makeDue(t, tr.ID, 1000)
+	}
+	return trs
+}
+
+// dueAdmission publishes an every-second trigger, initialises it, moves its
+// cursor one second into the past and returns the trigger with the
+// admission decided for owner "a"'s claim of that occurrence.
+func (f schedFixture) dueAdmission(t *testing.T) (schedTrigger, postgres.Admission) {
+	t.Helper()
+	tr := f.trigger(t, "* * * * * *", schedule.MisfireSkip)
+	admit(t, f, decideFor(t, f.claim(t, "a", 1)[0]))
+	f.makeDue(t, tr.ID, 1000)
+	return tr, decideFor(t, f.claim(t, "a", 1)[0])
+}
+
+// explain returns the plan of sql in a transaction (rolled back) that first
+// runs setup, as the superuser. Prepared statements do not roll back, so
+// they are deallocated afterwards.
+func (f schedFixture) explain(t *testing.T, setup []string, sql string, args ...any) string {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := f.su.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = tx.Rollback(ctx)
+		for _, stmt := range setup {
+			if name, ok := strings.CutPrefix(stmt, "PREPARE "); ok {
+				name, _, _ = strings.Cut(strings.SplitN(name, " ", 2)[0], "(")
+				_, _ = f.su.Exec(ctx, "DEALLOCATE "+name)
+			}
+		}
+	}()
+	for _, stmt := range setup {
+		if _, err := tx.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	rows, err := tx.Query(ctx, "EXPLAIN "+sql, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(plan, "\n")
+}
+
 func decideFor(t *testing.T, c postgres.ClaimedSchedule) postgres.Admission {
 	t.Helper()
 	loc, err := time.LoadLocation(c.TimeZone)
@@ -366,20 +433,7 @@ func TestAdmitBatchIsolatesRefusedRowsAndRollsBackOnFailure(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newSchedFixture(t)
-	var trs []schedTrigger
-	for range 3 {
-		trs = append(trs, f.trigger(t, "* * * * * *", schedule.MisfireSkip))
-	}
-	var inits []postgres.Admission
-	for _, c := range f.claim(t, "replica-a", 16) {
-		inits = append(inits, decideFor(t, c))
-	}
-	if got := admit(t, f, inits...); !slices.Equal(got, []postgres.Outcome{"initialized", "initialized", "initialized"}) {
-		t.Fatalf("init batch %v", got)
-	}
-	for _, tr := range trs {
-		f.makeDue(t, tr.ID, 1000)
-	}
+	f.dueTriggers(t, 3, "replica-a")
 	cs := f.claim(t, "replica-a", 16)
 	batch := []postgres.Admission{decideFor(t, cs[0]), decideFor(t, cs[1]), decideFor(t, cs[2])}
 	batch[1].Claim.Fence.Token = uuid.New() // lost fence on the middle row
@@ -419,10 +473,7 @@ func TestAdmissionAssertsItsWriteCounts(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newSchedFixture(t)
-	tr := f.trigger(t, "* * * * * *", schedule.MisfireSkip)
-	admit(t, f, decideFor(t, f.claim(t, "a", 1)[0]))
-	f.makeDue(t, tr.ID, 1000)
-	ad := decideFor(t, f.claim(t, "a", 1)[0])
+	_, ad := f.dueAdmission(t)
 	f.exec(t, `CREATE FUNCTION public.swallow_row() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$`)
 	f.exec(t, `CREATE TRIGGER swallow BEFORE INSERT ON ql3.run_events FOR EACH ROW EXECUTE FUNCTION public.swallow_row()`)
 	_, err := postgres.Admit(ctx, f.runtime, []postgres.Admission{ad}, postgres.AdmitOptions{})
@@ -451,12 +502,8 @@ func TestAdmissionAssertsItsWriteCounts(t *testing.T) {
 // for SSI to lock; see ClaimedSchedule.TupleID).
 func TestAdmissionIsBoundToTheClaimedRowVersion(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	f := newSchedFixture(t)
-	tr := f.trigger(t, "* * * * * *", schedule.MisfireSkip)
-	admit(t, f, decideFor(t, f.claim(t, "a", 1)[0]))
-	f.makeDue(t, tr.ID, 1000)
-	ad := decideFor(t, f.claim(t, "a", 1)[0])
+	tr, ad := f.dueAdmission(t)
 	f.exec(t, `UPDATE ql3.trigger_schedules SET updated_at_ms = updated_at_ms WHERE trigger_id = $1`, tr.ID)
 	if got := admit(t, f, ad); !slices.Equal(got, []postgres.Outcome{postgres.OutcomeRaced}) {
 		t.Fatalf("admission of a superseded row version: %v, want raced", got)
@@ -464,27 +511,8 @@ func TestAdmissionIsBoundToTheClaimedRowVersion(t *testing.T) {
 	if n := f.count(t, `SELECT count(*) FROM ql3.runs`); n != 0 {
 		t.Fatalf("%d runs written by a raced admission", n)
 	}
-
-	tx, err := f.su.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	for _, stmt := range []string{"SET LOCAL plan_cache_mode = force_generic_plan",
-		"PREPARE admit_plan AS " + postgres.AdmitSQLForTest} {
-		if _, err := tx.Exec(ctx, stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rows, err := tx.Query(ctx, "EXPLAIN EXECUTE admit_plan("+strings.Repeat("NULL, ", 21)+"NULL)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Join(plan, "\n")
+	text := f.explain(t, []string{postgres.PlanSettingsSQLForTest, "PREPARE admit_plan AS " + postgres.AdmitSQLForTest},
+		"EXECUTE admit_plan("+strings.Repeat("NULL, ", 21)+"NULL)")
 	if strings.Count(text, "Tid Scan on trigger_schedules") != 2 || strings.Contains(text, "Scan using trigger_schedules") ||
 		strings.Contains(text, "Seq Scan on trigger_schedules") {
 		t.Errorf("admission does not reach trigger_schedules by TID only (once to check, once to update):\n%s", text)
@@ -498,63 +526,22 @@ func TestAdmissionIsBoundToTheClaimedRowVersion(t *testing.T) {
 // indexes only (see planSettingsSQL for why that matters).
 func TestSchedulerPlansAvoidSeqScans(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	f := newSchedFixture(t)
-	tr := f.trigger(t, "* * * * * *", schedule.MisfireSkip)
-	admit(t, f, decideFor(t, f.claim(t, "a", 1)[0]))
-	f.makeDue(t, tr.ID, 1000)
-	admit(t, f, decideFor(t, f.claim(t, "a", 1)[0]))
+	_, ad := f.dueAdmission(t)
+	admit(t, f, ad)
 	f.exec(t, `ANALYZE`)
 	const fkLookup = `SELECT 1 FROM ONLY ql3.runs x WHERE run_id = $1 FOR KEY SHARE OF x`
-	explain := func(settings bool, sql string, args ...any) string {
-		t.Helper()
-		tx, err := f.su.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = tx.Rollback(ctx) }()
-		if settings {
-			if _, err := tx.Exec(ctx, postgres.PlanSettingsSQLForTest); err != nil {
-				t.Fatal(err)
-			}
-		}
-		rows, err := tx.Query(ctx, "EXPLAIN "+sql, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Join(plan, "\n")
-	}
-	if plan := explain(false, fkLookup, uuid.New()); !strings.Contains(plan, "Seq Scan") {
+	if plan := f.explain(t, nil, fkLookup, uuid.New()); !strings.Contains(plan, "Seq Scan") {
 		t.Logf("this server plans the tiny-table lookup with an index anyway:\n%s", plan)
 	}
-	if plan := explain(true, fkLookup, uuid.New()); strings.Contains(plan, "Seq Scan") {
+	settings := []string{postgres.PlanSettingsSQLForTest}
+	if plan := f.explain(t, settings, fkLookup, uuid.New()); strings.Contains(plan, "Seq Scan") {
 		t.Errorf("foreign-key lookup under the scheduler's settings:\n%s", plan)
 	}
-	tx, err := f.su.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	for _, stmt := range []string{postgres.PlanSettingsSQLForTest, "PREPARE admit_plan AS " + postgres.AdmitSQLForTest,
-		"PREPARE claim_plan(text, int, bigint) AS " + postgres.ClaimSchedulesSQLForTest} {
-		if _, err := tx.Exec(ctx, stmt); err != nil {
-			t.Fatal(err)
-		}
-	}
+	prepared := append(settings, "PREPARE admit_plan AS "+postgres.AdmitSQLForTest,
+		"PREPARE claim_plan(text, int, bigint) AS "+postgres.ClaimSchedulesSQLForTest)
 	for _, ex := range []string{"EXECUTE admit_plan(" + strings.Repeat("NULL, ", 21) + "NULL)", "EXECUTE claim_plan('x', 16, 30000)"} {
-		rows, err := tx.Query(ctx, "EXPLAIN "+ex)
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if text := strings.Join(plan, "\n"); strings.Contains(text, "Seq Scan") {
+		if text := f.explain(t, prepared, ex); strings.Contains(text, "Seq Scan") {
 			t.Errorf("%s plans a sequential scan:\n%s", ex, text)
 		}
 	}
@@ -567,18 +554,7 @@ func TestAdmitThenClaim(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newSchedFixture(t)
-	var trs []schedTrigger
-	for range 4 {
-		trs = append(trs, f.trigger(t, "* * * * * *", schedule.MisfireSkip))
-	}
-	var inits []postgres.Admission
-	for _, c := range f.claim(t, "a", 16) {
-		inits = append(inits, decideFor(t, c))
-	}
-	admit(t, f, inits...)
-	for _, tr := range trs {
-		f.makeDue(t, tr.ID, 1000)
-	}
+	f.dueTriggers(t, 4, "a")
 	cs := f.claim(t, "a", 2)
 	batch := []postgres.Admission{decideFor(t, cs[0]), decideFor(t, cs[1])}
 	next := postgres.ClaimRequest{Owner: "a", Budget: 16, Lease: 30 * time.Second}
