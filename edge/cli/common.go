@@ -34,6 +34,28 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "request timeout (not applied to log follows)")
 }
 
+// subcommand is one "ql3-edge <group> <name>" entry point.
+type subcommand func(ctx context.Context, env Env, args []string) error
+
+// dispatch runs the subcommand args[0] of group, printing usage for help and
+// refusing a missing or unknown name (usage error, exit 2).
+func dispatch(ctx context.Context, env Env, group, usage string, args []string, subs map[string]subcommand) error {
+	if len(args) == 0 {
+		fmt.Fprint(env.Stderr, usage)
+		return usagef("%s needs a subcommand", group)
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(env.Stdout, usage)
+		return nil
+	}
+	if sub, ok := subs[args[0]]; ok {
+		return sub(ctx, env, args[1:])
+	}
+	fmt.Fprint(env.Stderr, usage)
+	return usagef("unknown %s subcommand %q", group, args[0])
+}
+
 // connect is the start of every client subcommand: parse args, require
 // exactly n positional arguments (what names them in the usage error), and
 // return them with an API client and a context bounded by --timeout.

@@ -21,25 +21,9 @@ const runUsage = `Usage: ql3-edge run <now|list|show|cancel> [flags] [arguments]
 `
 
 func runCmd(ctx context.Context, env Env, args []string) error {
-	if len(args) == 0 {
-		fmt.Fprint(env.Stderr, runUsage)
-		return usagef("run needs a subcommand")
-	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(env.Stdout, runUsage)
-		return nil
-	case "now":
-		return runNow(ctx, env, args[1:])
-	case "list", "ls":
-		return runList(ctx, env, args[1:])
-	case "show":
-		return runShow(ctx, env, args[1:])
-	case "cancel":
-		return runCancel(ctx, env, args[1:])
-	}
-	fmt.Fprint(env.Stderr, runUsage)
-	return usagef("unknown run subcommand %q", args[0])
+	return dispatch(ctx, env, "run", runUsage, args, map[string]subcommand{
+		"now": runNow, "list": runList, "ls": runList, "show": runShow, "cancel": runCancel,
+	})
 }
 
 func runPath(id string) string { return "/api/v1/runs/" + url.PathEscape(id) }
@@ -56,18 +40,10 @@ func runNow(ctx context.Context, env Env, args []string) error {
 	key := fs.String("key", "", "idempotency key (1..128 printable ASCII)")
 	rerun := fs.String("rerun-of", "", "record this run as a re-run of RUN")
 	wait := fs.Bool("wait", false, "wait until the run ends; exit 7 unless it succeeded")
-	pos, err := parseArgs(fs, args)
+	pos, c, rctx, cancel, err := cf.connect(ctx, env, fs, args, 1, "TASK (id or name)")
 	if err != nil {
 		return err
 	}
-	if err := exactArgs(pos, 1, "TASK (id or name)"); err != nil {
-		return err
-	}
-	c, err := cf.client(env)
-	if err != nil {
-		return err
-	}
-	rctx, cancel := withTimeout(ctx, cf.timeout)
 	defer cancel()
 	req := request{method: http.MethodPost, path: taskPath(pos[0]) + "/runs"}
 	if *key != "" {
@@ -128,17 +104,11 @@ func runList(ctx context.Context, env Env, args []string) error {
 	status := fs.String("status", "", "only these statuses, comma-separated (queued,running,succeeded,failed,...)")
 	limit := fs.Int("limit", 0, "page size (default 50, max 200)")
 	cursor := fs.String("cursor", "", "continue after this cursor")
-	pos, err := parseArgs(fs, args)
+	_, c, ctx, cancel, err := cf.connect(ctx, env, fs, args, 0, "no arguments")
 	if err != nil {
 		return err
 	}
-	if err := exactArgs(pos, 0, "no arguments"); err != nil {
-		return err
-	}
-	c, err := cf.client(env)
-	if err != nil {
-		return err
-	}
+	defer cancel()
 	q := url.Values{}
 	for k, v := range map[string]string{"task": *task, "trigger": *trigger, "status": *status, "cursor": *cursor} {
 		if v != "" {
@@ -148,8 +118,6 @@ func runList(ctx context.Context, env Env, args []string) error {
 	if *limit != 0 {
 		q.Set("limit", fmt.Sprint(*limit))
 	}
-	ctx, cancel := withTimeout(ctx, cf.timeout)
-	defer cancel()
 	var page httpapi.List[httpapi.Run]
 	if err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/runs", query: q}, &page); err != nil {
 		return err

@@ -27,31 +27,13 @@ A task is named by its id or its name. Run "ql3-edge task <sub> --help" for flag
 `
 
 func taskCmd(ctx context.Context, env Env, args []string) error {
-	if len(args) == 0 {
-		fmt.Fprint(env.Stderr, taskUsage)
-		return usagef("task needs a subcommand")
+	enabled := func(on bool) subcommand {
+		return func(ctx context.Context, env Env, args []string) error { return taskSetEnabled(ctx, env, args, on) }
 	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(env.Stdout, taskUsage)
-		return nil
-	case "add":
-		return taskAdd(ctx, env, args[1:])
-	case "list", "ls":
-		return taskList(ctx, env, args[1:])
-	case "show":
-		return taskShow(ctx, env, args[1:])
-	case "edit":
-		return taskEdit(ctx, env, args[1:])
-	case "enable":
-		return taskSetEnabled(ctx, env, args[1:], true)
-	case "disable":
-		return taskSetEnabled(ctx, env, args[1:], false)
-	case "rm", "delete":
-		return taskRemove(ctx, env, args[1:])
-	}
-	fmt.Fprint(env.Stderr, taskUsage)
-	return usagef("unknown task subcommand %q", args[0])
+	return dispatch(ctx, env, "task", taskUsage, args, map[string]subcommand{
+		"add": taskAdd, "list": taskList, "ls": taskList, "show": taskShow, "edit": taskEdit,
+		"enable": enabled(true), "disable": enabled(false), "rm": taskRemove, "delete": taskRemove,
+	})
 }
 
 func taskPath(ref string) string { return "/api/v1/tasks/" + url.PathEscape(ref) }
@@ -111,17 +93,11 @@ func taskList(ctx context.Context, env Env, args []string) error {
 	all := fs.Bool("all", false, "include deleted tasks")
 	limit := fs.Int("limit", 0, "page size (default 50, max 200)")
 	cursor := fs.String("cursor", "", "continue after this cursor (printed at the end of a full page)")
-	pos, err := parseArgs(fs, args)
+	_, c, ctx, cancel, err := cf.connect(ctx, env, fs, args, 0, "no arguments")
 	if err != nil {
 		return err
 	}
-	if err := exactArgs(pos, 0, "no arguments"); err != nil {
-		return err
-	}
-	c, err := cf.client(env)
-	if err != nil {
-		return err
-	}
+	defer cancel()
 	q := url.Values{}
 	if *all {
 		q.Set("deleted", "1")
@@ -132,8 +108,6 @@ func taskList(ctx context.Context, env Env, args []string) error {
 	if *cursor != "" {
 		q.Set("cursor", *cursor)
 	}
-	ctx, cancel := withTimeout(ctx, cf.timeout)
-	defer cancel()
 	var page httpapi.List[httpapi.Task]
 	if err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/tasks", query: q}, &page); err != nil {
 		return err
