@@ -28,17 +28,9 @@ type Chunk struct {
 // complete log is invalid; past the end of a log that is still being written
 // it yields an empty chunk.
 func (s *Store) Read(runID string, attempt int, offset, limit int64) (Chunk, error) {
-	if err := validateKey(runID, attempt); err != nil {
+	limit, err := readRange(runID, attempt, offset, limit)
+	if err != nil {
 		return Chunk{}, err
-	}
-	if offset < 0 {
-		return Chunk{}, errs.Invalidf("offset", "must not be negative, got %d", offset)
-	}
-	if limit < 0 {
-		return Chunk{}, errs.Invalidf("limit", "must not be negative, got %d", limit)
-	}
-	if limit == 0 || limit > MaxReadBytes {
-		limit = MaxReadBytes
 	}
 	_, a := s.watch(key{runID, attempt})
 	return s.read(key{runID, attempt}, a, offset, limit)
@@ -90,22 +82,32 @@ func (s *Store) read(k key, a *activeLog, offset, limit int64) (Chunk, error) {
 	return c, nil
 }
 
+// readRange validates a read's key and range and returns the effective
+// limit (0 and anything above MaxReadBytes mean MaxReadBytes).
+func readRange(runID string, attempt int, offset, limit int64) (int64, error) {
+	if err := validateKey(runID, attempt); err != nil {
+		return 0, err
+	}
+	if offset < 0 {
+		return 0, errs.Invalidf("offset", "must not be negative, got %d", offset)
+	}
+	if limit < 0 {
+		return 0, errs.Invalidf("limit", "must not be negative, got %d", limit)
+	}
+	if limit == 0 || limit > MaxReadBytes {
+		limit = MaxReadBytes
+	}
+	return limit, nil
+}
+
 // Follow is Read with tail -f semantics: when no bytes exist past offset and
 // the log is still being written, it blocks until bytes arrive, the writer
 // closes (the chunk then reports EOF) or ctx ends (ctx.Err() is returned
 // with an empty chunk).
 func (s *Store) Follow(ctx context.Context, runID string, attempt int, offset, limit int64) (Chunk, error) {
-	if err := validateKey(runID, attempt); err != nil {
+	limit, err := readRange(runID, attempt, offset, limit)
+	if err != nil {
 		return Chunk{}, err
-	}
-	if offset < 0 {
-		return Chunk{}, errs.Invalidf("offset", "must not be negative, got %d", offset)
-	}
-	if limit < 0 {
-		return Chunk{}, errs.Invalidf("limit", "must not be negative, got %d", limit)
-	}
-	if limit == 0 || limit > MaxReadBytes {
-		limit = MaxReadBytes
 	}
 	k := key{runID, attempt}
 	for {

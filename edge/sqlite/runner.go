@@ -15,22 +15,10 @@ func (s *Store) ListDueRuns(ctx context.Context, nowMs int64, limit int) ([]edge
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.reader.QueryContext(ctx, selectRun+` WHERE r.status IN ('queued', 'retry_wait') AND r.not_before_ms <= ?
+	return s.readRuns(ctx, selectRun+` WHERE r.status IN ('queued', 'retry_wait') AND r.not_before_ms <= ?
         AND (r.concurrency = 'allow' OR NOT EXISTS (SELECT 1 FROM runs o
              WHERE o.task_id = r.task_id AND o.status IN ('dispatching', 'running')))
         ORDER BY r.not_before_ms, r.created_at_ms, r.id LIMIT ?`, nowMs, limit)
-	if err != nil {
-		return nil, translate(err)
-	}
-	rs, err := collectRuns(rows)
-	if err != nil {
-		return nil, translate(err)
-	}
-	out := make([]edge.Run, len(rs))
-	for i, r := range rs {
-		out[i] = r.Run
-	}
-	return out, nil
 }
 
 // NextDueAtMs implements edge.RunnerStore.
@@ -338,8 +326,13 @@ func (s *Store) ListInFlight(ctx context.Context) ([]edge.InFlight, error) {
 
 // ListCancelRequested implements edge.RunnerStore.
 func (s *Store) ListCancelRequested(ctx context.Context) ([]edge.Run, error) {
-	rows, err := s.reader.QueryContext(ctx, selectRun+` WHERE r.cancel_requested_at_ms > 0
+	return s.readRuns(ctx, selectRun+` WHERE r.cancel_requested_at_ms > 0
         AND r.status IN ('dispatching', 'running') ORDER BY r.cancel_requested_at_ms, r.id`)
+}
+
+// readRuns runs a selectRun query on the read pool and returns its Runs.
+func (s *Store) readRuns(ctx context.Context, query string, args ...any) ([]edge.Run, error) {
+	rows, err := s.reader.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, translate(err)
 	}
