@@ -47,11 +47,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	out := List[Run]{Items: make([]Run, 0, len(page.Runs)), NextCursor: page.NextCursor}
-	for _, rn := range page.Runs {
-		out.Items = append(out.Items, runView(rn, nil))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, listOf(page.Runs, page.NextCursor, func(rn edge.Run) Run { return runView(rn, nil) }))
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
@@ -92,10 +88,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	out := List[RunEvent]{Items: make([]RunEvent, 0, len(events))}
-	for _, e := range events {
-		out.Items = append(out.Items, eventView(e))
-	}
+	out := listOf(events, "", eventView)
 	if len(events) == limit {
 		out.NextCursor = strconv.FormatInt(events[len(events)-1].Seq, 10) // pass as ?after=
 	}

@@ -48,11 +48,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	out := List[Task]{Items: make([]Task, 0, len(page.Tasks)), NextCursor: page.NextCursor}
-	for _, t := range page.Tasks {
-		out.Items = append(out.Items, taskView(t, nil))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, listOf(page.Tasks, page.NextCursor, func(t edge.Task) Task { return taskView(t, nil) }))
 }
 
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
@@ -169,14 +165,23 @@ func (s *Server) taskWithTriggers(r *http.Request) (edge.Task, []edge.Trigger, e
 	return t, triggers, err
 }
 
+// requireRevision checks an update's expectedRevision, which guards it
+// against a concurrent edit.
+func requireRevision(expected int64) error {
+	if expected < 1 {
+		return errs.Invalidf("expectedRevision", "required: the revision this update replaces (>= 1)")
+	}
+	return nil
+}
+
 func (s *Server) updateTask(w http.ResponseWriter, r *http.Request) {
 	var req UpdateTaskRequest
 	if err := decodeBody(w, r, s.maxBody, &req); err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
-	if req.ExpectedRevision < 1 {
-		writeError(w, r, s.log, errs.Invalidf("expectedRevision", "required: the revision this update replaces (>= 1)"))
+	if err := requireRevision(req.ExpectedRevision); err != nil {
+		writeError(w, r, s.log, err)
 		return
 	}
 	if err := validateName(req.Name); err != nil {

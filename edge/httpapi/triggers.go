@@ -31,11 +31,7 @@ func (s *Server) listTriggers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	out := List[Trigger]{Items: make([]Trigger, 0, len(triggers))}
-	for _, tr := range triggers {
-		out.Items = append(out.Items, triggerView(tr))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, listOf(triggers, "", triggerView))
 }
 
 func (s *Server) createTrigger(w http.ResponseWriter, r *http.Request) {
@@ -78,8 +74,8 @@ func (s *Server) updateTrigger(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	if req.ExpectedRevision < 1 {
-		writeError(w, r, s.log, errs.Invalidf("expectedRevision", "required: the revision this update replaces (>= 1)"))
+	if err := requireRevision(req.ExpectedRevision); err != nil {
+		writeError(w, r, s.log, err)
 		return
 	}
 	in, err := s.triggerInput(req.TriggerRequest)

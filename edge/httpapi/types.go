@@ -150,6 +150,15 @@ type List[T any] struct {
 	NextCursor string `json:"nextCursor,omitempty"`
 }
 
+// listOf maps a page of stored items to their API views.
+func listOf[S, T any](items []S, next string, view func(S) T) List[T] {
+	out := List[T]{Items: make([]T, 0, len(items)), NextCursor: next}
+	for _, it := range items {
+		out.Items = append(out.Items, view(it))
+	}
+	return out
+}
+
 // Health is the body of /healthz and /readyz.
 type Health struct {
 	Status  string `json:"status"` // ok | unavailable
