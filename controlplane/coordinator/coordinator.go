@@ -351,7 +351,10 @@ func (c *Coordinator) admit(ctx context.Context, batch []postgres.Admission, met
 			}
 			c.metrics.Claimed.Add(int64(len(nc.Claimed)))
 			c.metrics.ClaimedChained.Add(int64(len(nc.Claimed)))
-			return append([]postgres.ClaimedSchedule{}, nc.Claimed...)
+			if nc.Claimed == nil {
+				return []postgres.ClaimedSchedule{} // claimed, found nothing
+			}
+			return nc.Claimed
 		}
 		if errors.Is(err, postgres.ErrCommitUnknown) || ctx.Err() != nil {
 			// Whatever happened is durable or not; the next claim sees it.

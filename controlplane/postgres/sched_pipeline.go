@@ -90,11 +90,11 @@ func runPipeline(ctx context.Context, conn *pgxpool.Conn, txs ...pipedTx) (commi
 		}
 		committed++
 	}
-	if cerr := br.Close(); err == nil && committed < len(txs) {
-		err = cerr
-	}
-	// Every COMMIT answered: done, even if the connection broke afterwards
-	// (the pool discards a broken connection on release).
+	// Close drains what is left; its error adds nothing: either every
+	// COMMIT was answered (done, even if the connection broke afterwards;
+	// the pool discards a broken connection on release) or err already says
+	// what stopped the reading.
+	_ = br.Close()
 	switch {
 	case committed == len(txs):
 		return committed, nil
