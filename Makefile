@@ -11,14 +11,22 @@ LISTEN     ?= 127.0.0.1:5700
 VERSION    ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS    := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build test vet fmt-check unit fuzz-smoke fuzz bench cross run clean
+.PHONY: all build build-edge build-control build-worker test vet fmt-check unit fuzz-smoke fuzz bench cross run clean
 
 all: build
 
-build:
+build: build-edge build-control build-worker
+
+build-edge:
 	@mkdir -p bin
 	cd edge && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o ../bin/ql3-edge ./cmd/ql3-edge
+
+build-control:
+	@mkdir -p bin
 	cd controlplane && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o ../bin/ql3-control ./cmd/ql3-control
+
+build-worker:
+	@mkdir -p bin
 	cd worker && CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o ../bin/ql3-worker ./cmd/ql3-worker
 
 # test: formatting, vet, every module's tests, then a short run of every fuzz target.
@@ -52,7 +60,9 @@ cross:
 		echo "== $$out"; env CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $$env $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out ./cmd/ql3-worker || exit 1; \
 	done
 
-run: build
+# run builds only the edge: the control plane (pgx) and the worker are not
+# needed to start it, and a cold build of all three took minutes.
+run: build-edge
 	./bin/ql3-edge serve --data-dir $(DATA_DIR) --listen $(LISTEN)
 
 clean:
