@@ -121,18 +121,28 @@ const (
 	// LeaseCancel: stop the process (SIGTERM to its group, SIGKILL after
 	// CancelGraceMs) and report a cancelled Completion.
 	LeaseCancel LeaseAction = "cancel"
+	// LeaseRevoke: this session no longer holds that lease (it was released,
+	// swept, re-offered, its session was replaced or went offline, or the
+	// attempt is unknown to this session). Stop the process group now,
+	// without a grace and without asking again; a completion sent later is
+	// answered late or conflict. RunID, LeaseGeneration, LeaseVersion and
+	// LeaseExpiresAtMs describe the lease the session held when the
+	// authority knows one, and are empty/zero when it does not (an attempt
+	// this session never held is not described: that would leak another
+	// worker's run).
+	LeaseRevoke LeaseAction = "revoke"
 )
 
 // LeaseControl is the authority's word on one lease: the answer to an Ack
 // and an element of SessionState.Controls.
 type LeaseControl struct {
 	V                int         `json:"v"`
-	RunID            string      `json:"runId"`
+	RunID            string      `json:"runId,omitempty"` // empty only in a revoke for a lease the authority does not describe
 	AttemptID        string      `json:"attemptId"`
-	LeaseGeneration  int64       `json:"leaseGeneration"`
-	LeaseVersion     int64       `json:"leaseVersion"`
+	LeaseGeneration  int64       `json:"leaseGeneration,omitempty"`
+	LeaseVersion     int64       `json:"leaseVersion,omitempty"`
 	Action           LeaseAction `json:"action"`
-	LeaseExpiresAtMs int64       `json:"leaseExpiresAtMs"`
+	LeaseExpiresAtMs int64       `json:"leaseExpiresAtMs,omitempty"`
 	CancelGraceMs    int64       `json:"cancelGraceMs,omitempty"` // only with cancel
 }
 
@@ -148,15 +158,42 @@ func DecodeLeaseControl(data []byte) (LeaseControl, error) {
 	return c, nil
 }
 
-// Validate checks every field.
+// Validate checks every field. extend and cancel describe a lease the
+// authority holds for the session, so every lease field is required; a
+// revoke may leave them empty (see LeaseRevoke).
 func (c LeaseControl) Validate() error {
 	if err := checkVersion(c.V); err != nil {
 		return err
 	}
-	if err := checkID("runId", c.RunID); err != nil {
+	if err := checkID("attemptId", c.AttemptID); err != nil {
 		return err
 	}
-	if err := checkID("attemptId", c.AttemptID); err != nil {
+	switch c.Action {
+	case LeaseExtend, LeaseCancel:
+		if err := c.checkLease(); err != nil {
+			return err
+		}
+	case LeaseRevoke:
+		if c.RunID != "" || c.LeaseGeneration != 0 || c.LeaseVersion != 0 || c.LeaseExpiresAtMs != 0 {
+			if err := c.checkLease(); err != nil {
+				return err
+			}
+		}
+	default:
+		return errs.Invalidf("action", "must be extend, cancel or revoke")
+	}
+	if c.Action == LeaseCancel {
+		return checkRange("cancelGraceMs", c.CancelGraceMs, 0, MaxCancelGraceMs)
+	}
+	if c.CancelGraceMs != 0 {
+		return errs.Invalidf("cancelGraceMs", "is only allowed with action cancel")
+	}
+	return nil
+}
+
+// checkLease checks the fields that describe the lease a control is about.
+func (c LeaseControl) checkLease() error {
+	if err := checkID("runId", c.RunID); err != nil {
 		return err
 	}
 	if err := checkPositive("leaseGeneration", c.LeaseGeneration); err != nil {
@@ -165,22 +202,7 @@ func (c LeaseControl) Validate() error {
 	if err := checkPositive("leaseVersion", c.LeaseVersion); err != nil {
 		return err
 	}
-	if err := checkPositive("leaseExpiresAtMs", c.LeaseExpiresAtMs); err != nil {
-		return err
-	}
-	switch c.Action {
-	case LeaseExtend:
-		if c.CancelGraceMs != 0 {
-			return errs.Invalidf("cancelGraceMs", "is only allowed with action cancel")
-		}
-	case LeaseCancel:
-		if err := checkRange("cancelGraceMs", c.CancelGraceMs, 0, MaxCancelGraceMs); err != nil {
-			return err
-		}
-	default:
-		return errs.Invalidf("action", "must be extend or cancel")
-	}
-	return nil
+	return checkPositive("leaseExpiresAtMs", c.LeaseExpiresAtMs)
 }
 
 // Encode validates c (with v set) and returns its JSON.

@@ -24,6 +24,9 @@ type OfferPullRequest struct {
 	LeaseToken fence.LeaseToken `json:"leaseToken"`
 	// WaitMs is how long the worker is willing to wait for work inside
 	// this request (0 = answer at once); the authority may answer sooner.
+	// v1 authorities always answer at once (ADR 0004 "No long-poll"): the
+	// field is accepted and bounded so a later server may serve it, and
+	// the pace of idle pulls is the 204's Retry-After.
 	WaitMs int64 `json:"waitMs,omitempty"`
 }
 
@@ -63,6 +66,50 @@ func (p OfferPullRequest) Encode() ([]byte, error) {
 		return nil, err
 	}
 	return encode(p, DefaultBodyBytes, "offer pull request")
+}
+
+// Retry-After on the 204 answer to a pull: whole seconds (RFC 9110
+// delay-seconds), at least MinRetryAfterSeconds and at most
+// MaxRetryAfterSeconds. The worker waits at least that long (plus its own
+// jitter) before pulling again for that session, unless its own state
+// changed (a slot freed, a new session).
+const (
+	HeaderRetryAfter     = "Retry-After"
+	MinRetryAfterSeconds = 1
+	MaxRetryAfterSeconds = 60
+)
+
+// RetryAfterSeconds turns the authority's suggested pause (milliseconds)
+// into the header value: rounded up to whole seconds and clamped to
+// [MinRetryAfterSeconds, MaxRetryAfterSeconds].
+func RetryAfterSeconds(ms int64) int64 {
+	s := ms / 1000
+	if ms%1000 != 0 {
+		s++
+	}
+	return max(MinRetryAfterSeconds, min(MaxRetryAfterSeconds, s))
+}
+
+// ParseRetryAfter reads a 204's Retry-After header (delay-seconds only; the
+// HTTP-date form is refused: the worker's clock is not trusted) and
+// returns the pause in milliseconds, clamped like RetryAfterSeconds. A
+// missing header is MinRetryAfterSeconds.
+func ParseRetryAfter(v string) (int64, error) {
+	if v == "" {
+		return MinRetryAfterSeconds * 1000, nil
+	}
+	// At most 6 digits: a huge value is clamped, never overflows.
+	if len(v) > 6 {
+		return 0, errs.Invalidf(HeaderRetryAfter, "must be 1..6 digits")
+	}
+	var s int64
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return 0, errs.Invalidf(HeaderRetryAfter, "must be whole seconds")
+		}
+		s = s*10 + int64(v[i]-'0')
+	}
+	return RetryAfterSeconds(s*1000) * 1000, nil
 }
 
 // Offer is what a worker receives after its lease claim succeeded: the

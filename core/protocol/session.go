@@ -229,13 +229,18 @@ func (t SessionTransition) Encode() ([]byte, error) {
 // controls for the attempts the heartbeat listed. Times are the
 // authority's clock; a worker uses them only relative to each other.
 type SessionState struct {
-	V                   int            `json:"v"`
-	SessionID           string         `json:"sessionId"`
-	Generation          int64          `json:"generation"`
-	Status              SessionStatus  `json:"status"`
-	HeartbeatIntervalMs int64          `json:"heartbeatIntervalMs"`
-	LeaseExpiresAtMs    int64          `json:"leaseExpiresAtMs"`
-	Controls            []LeaseControl `json:"controls,omitempty"`
+	V                   int           `json:"v"`
+	SessionID           string        `json:"sessionId"`
+	Generation          int64         `json:"generation"`
+	Status              SessionStatus `json:"status"`
+	HeartbeatIntervalMs int64         `json:"heartbeatIntervalMs"`
+	LeaseExpiresAtMs    int64         `json:"leaseExpiresAtMs"`
+	// Replaced: this session (SessionID, Generation) was replaced by a newer
+	// generation of the same worker, opened by a later SessionOpen. Status
+	// is then offline and every control is a revoke. The worker stops
+	// pulling, settles what it runs and opens a new session itself.
+	Replaced bool           `json:"replaced,omitempty"`
+	Controls []LeaseControl `json:"controls,omitempty"`
 }
 
 var sessionStateLimits = limits(MaxSessionState, 3, 32+MaxCapacity, 256)
@@ -272,6 +277,9 @@ func (s SessionState) Validate() error {
 	if err := checkPositive("leaseExpiresAtMs", s.LeaseExpiresAtMs); err != nil {
 		return err
 	}
+	if s.Replaced && s.Status != SessionOffline {
+		return errs.Invalidf("replaced", "a replaced session is offline, got status %s", s.Status)
+	}
 	if len(s.Controls) > MaxCapacity {
 		return errs.TooLargef("controls", "has %d entries, limit is %d", len(s.Controls), MaxCapacity)
 	}
@@ -283,6 +291,11 @@ func (s SessionState) Validate() error {
 		}
 		if _, dup := seen[c.AttemptID]; dup {
 			return errs.Invalidf(field+".attemptId", "duplicate attempt")
+		}
+		// An offline session holds no lease: everything it still runs is
+		// revoked.
+		if s.Status == SessionOffline && c.Action != LeaseRevoke {
+			return errs.Invalidf(field+".action", "an offline session's controls are revoke, got %s", c.Action)
 		}
 		seen[c.AttemptID] = struct{}{}
 	}
