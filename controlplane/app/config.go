@@ -71,6 +71,7 @@ type setting struct {
 	str         *string
 	boolean     *bool
 	integer     *int64
+	scope       settingScope // the commands that take it as a flag
 }
 
 func (s setting) env() string {
@@ -79,24 +80,24 @@ func (s setting) env() string {
 
 func (c *Config) settings() []setting {
 	return []setting{
-		{flag: "listen", usage: "admin API listen address", str: &c.Listen},
-		{flag: "tls-cert", usage: "TLS certificate file (PEM) for the admin API", str: &c.TLSCert},
-		{flag: "tls-key", usage: "TLS private key file (PEM) for the admin API", str: &c.TLSKey},
-		{flag: "require-tls", usage: "refuse to serve without --tls-cert/--tls-key (production)", boolean: &c.RequireTLS},
-		{flag: "no-scheduler", usage: "serve the admin API only; do not run the cluster scheduler in this replica", boolean: &c.NoScheduler},
-		{flag: "dsn", usage: "single PostgreSQL DSN; pools assume the ql3 roles (-c role=...)", str: &c.DSN},
-		{flag: "admin-dsn", usage: "DSN that logs in as ql3_admin", str: &c.AdminDSN},
-		{flag: "runtime-dsn", usage: "DSN that logs in as ql3_runtime", str: &c.RuntimeDSN},
-		{flag: "ingress-dsn", usage: "DSN that logs in as ql3_worker_ingress", str: &c.IngressDSN},
-		{flag: "migrator-dsn", usage: "DSN for migrate (a superuser or a member of ql3_migrator)", str: &c.MigratorDSN},
-		{flag: "max-conns", usage: "connections per pool", integer: &c.MaxConns},
-		{flag: "default-grace-ms", usage: "misfire grace of triggers published without one (ms)", integer: &c.DefaultGraceMs},
-		{flag: "scheduler-budget", usage: "schedules one scheduler round claims and admits (1..256; raise it for large same-second bursts)", integer: &c.SchedulerBudget},
-		{flag: "scheduler-lease-ms", usage: "claim lease of the scheduler (ms, 1000..60000)", integer: &c.SchedulerLeaseMs},
-		{flag: "log-level", usage: "debug, info, warn or error", str: &c.LogLevel},
-		{flag: "server", usage: "admin API base URL for client commands", str: &c.Server},
-		{flag: "token-file", usage: "file holding the API token for client commands (QL3_TOKEN wins)", str: &c.TokenFile},
-		{flag: "ca-file", usage: "CA bundle (PEM) to verify an https server", str: &c.CAFile},
+		{flag: "listen", usage: "admin API listen address", str: &c.Listen, scope: forServe},
+		{flag: "tls-cert", usage: "TLS certificate file (PEM) for the admin API", str: &c.TLSCert, scope: forServe},
+		{flag: "tls-key", usage: "TLS private key file (PEM) for the admin API", str: &c.TLSKey, scope: forServe},
+		{flag: "require-tls", usage: "refuse to serve without --tls-cert/--tls-key (production)", boolean: &c.RequireTLS, scope: forServe},
+		{flag: "no-scheduler", usage: "serve the admin API only; do not run the cluster scheduler in this replica", boolean: &c.NoScheduler, scope: forServe},
+		{flag: "dsn", usage: "single PostgreSQL DSN; pools assume the ql3 roles (-c role=...)", str: &c.DSN, scope: forAll &^ forClient},
+		{flag: "admin-dsn", usage: "DSN that logs in as ql3_admin", str: &c.AdminDSN, scope: forServe | forDatabase},
+		{flag: "runtime-dsn", usage: "DSN that logs in as ql3_runtime", str: &c.RuntimeDSN, scope: forServe},
+		{flag: "ingress-dsn", usage: "DSN that logs in as ql3_worker_ingress", str: &c.IngressDSN, scope: forServe},
+		{flag: "migrator-dsn", usage: "DSN for migrate (a superuser or a member of ql3_migrator)", str: &c.MigratorDSN, scope: forMigrate},
+		{flag: "max-conns", usage: "connections per pool", integer: &c.MaxConns, scope: forServe | forDatabase},
+		{flag: "default-grace-ms", usage: "misfire grace of triggers published without one (ms)", integer: &c.DefaultGraceMs, scope: forServe},
+		{flag: "scheduler-budget", usage: "schedules one scheduler round claims and admits (1..256; raise it for large same-second bursts)", integer: &c.SchedulerBudget, scope: forServe},
+		{flag: "scheduler-lease-ms", usage: "claim lease of the scheduler (ms, 1000..60000)", integer: &c.SchedulerLeaseMs, scope: forServe},
+		{flag: "log-level", usage: "debug, info, warn or error", str: &c.LogLevel, scope: forAll},
+		{flag: "server", usage: "admin API base URL for client commands", str: &c.Server, scope: forClient},
+		{flag: "token-file", usage: "file holding the API token for client commands (QL3_TOKEN wins)", str: &c.TokenFile, scope: forClient},
+		{flag: "ca-file", usage: "CA bundle (PEM) to verify an https server", str: &c.CAFile, scope: forClient},
 	}
 }
 

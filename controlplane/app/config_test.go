@@ -27,12 +27,12 @@ func TestConfigPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"QL3_CONFIG": file, "QL3_MAX_CONNS": "5", "QL3_SERVER": "http://env:2"}
-	m, err := parse(t, env, "serve", "--server", "http://flag:3")
+	m, err := parse(t, env, "serve", "--max-conns", "6")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := m.Config
-	if c.Listen != ":7000" || c.MaxConns != 5 || c.LogLevel != "debug" || c.Server != "http://flag:3" || c.DefaultGraceMs != postgres.PublishDefaultGraceMs {
+	if c.Listen != ":7000" || c.MaxConns != 6 || c.LogLevel != "debug" || c.Server != "http://env:2" || c.DefaultGraceMs != postgres.PublishDefaultGraceMs {
 		t.Fatalf("config = %+v: want file < env < flag over defaults", c)
 	}
 	if m, err = parse(t, nil, "serve"); err != nil || m.Config != DefaultConfig() {

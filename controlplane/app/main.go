@@ -70,6 +70,7 @@ func NewMain() *Main {
 // command is one subcommand: its flags and what it does.
 type command struct {
 	summary string
+	scope   settingScope // which shared settings it takes as flags
 	flags   func(fs *flag.FlagSet, a *cmdArgs)
 	run     func(m *Main, ctx context.Context) error
 }
@@ -80,13 +81,19 @@ func commands() map[string]command {
 			_, err := fmt.Fprintf(m.Stdout, "ql3-control %s\n", m.Version)
 			return err
 		}},
-		"migrate": {summary: "create the roles, apply migrations, install grants", run: (*Main).migrate},
-		"serve":   {summary: "run the admin API", run: (*Main).serve},
+		"migrate": {summary: "create the roles, apply migrations, install grants", scope: forMigrate, run: (*Main).migrate},
+		"serve":   {summary: "run the admin API", scope: forServe, run: (*Main).serve},
 	}
 	for name, c := range tokenCommands() {
+		if c.scope == 0 {
+			c.scope = forDatabase
+		}
 		cmds[name] = c
 	}
 	for name, c := range clientCommands() {
+		if c.scope == 0 {
+			c.scope = forClient
+		}
 		cmds[name] = c
 	}
 	return cmds
@@ -113,17 +120,17 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	m.command, m.cmd = name, cmds[name]
 	fs := flag.NewFlagSet("ql3-control "+name, flag.ContinueOnError)
-	fs.SetOutput(m.Stderr)
+	// The flag package's own messages write "-name"; its errors come back
+	// here and are reported once, with "--name", by the caller.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() { printUsage(m.Stderr, fs, name, m.cmd) }
 	cfg := DefaultConfig()
 	raw := map[string]string{}
 	var configPath string
-	fs.StringVar(&configPath, "config", "", "JSON config file (QL3_CONFIG)")
-	for _, s := range cfg.settings() {
-		fs.Func(s.flag, s.usage+" ("+s.env()+")", func(v string) error {
-			raw[s.flag] = v
-			return nil
-		})
+	if m.cmd.scope != 0 {
+		fs.StringVar(&configPath, "config", "", "JSON config file")
 	}
+	registerSettings(fs, &cfg, m.cmd.scope, raw)
 	if m.cmd.flags != nil {
 		m.cmd.flags(fs, &m.args)
 	}
@@ -131,7 +138,7 @@ func (m *Main) ParseFlags(args []string) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return fmt.Errorf("%w: %v", ErrUsage, err)
+		return fmt.Errorf("%w: %s", ErrUsage, doubleDash(err))
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", ErrUsage, fs.Arg(0))
