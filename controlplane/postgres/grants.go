@@ -50,6 +50,9 @@ var tableGrants = []tableGrant{
 	{"worker_sessions", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT", RoleWorkerIngress: "SELECT, INSERT, UPDATE"}},
 	{"run_leases", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE", RoleWorkerIngress: "SELECT"}},
 	{"run_log_chunks", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, DELETE"}},
+	// 0006: per-stream log state, written by the runtime role with its
+	// chunks (DELETE for log retention, with the chunks).
+	{"run_log_streams", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE, DELETE"}},
 	{"audit_log", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "INSERT", RoleWorkerIngress: "INSERT"}},
 	// 0002: publication idempotency and admin API tokens are ql3_admin's alone.
 	{"publication_mutations", map[string]string{RoleAdmin: "SELECT, INSERT"}},

@@ -42,6 +42,7 @@ var wantPrivileges = map[string]map[string]string{
 	"worker_sessions":     {admin: "S", runtime: "S", ingress: "SIU"},
 	"run_leases":          {admin: "S", runtime: "SIU", ingress: "S"},
 	"run_log_chunks":      {admin: "S", runtime: "SID"},
+	"run_log_streams":     {admin: "S", runtime: "SIUD"},
 	"audit_log":           {admin: "SI", runtime: "I", ingress: "I"},
 	// Migration 0002 (publication, admin API): admin's job only.
 	"publication_mutations": {admin: "SI"},
@@ -56,6 +57,8 @@ var mustDeny = []struct{ role, table, ops string }{
 	{ingress, "runs", "IUD"},
 	{ingress, "attempts", "IUD"},
 	{ingress, "run_leases", "IUD"},
+	{ingress, "run_log_streams", "SIUD"},
+	{ingress, "run_log_chunks", "SIUD"},
 	{admin, "worker_sessions", "IUD"},
 	{admin, "run_leases", "IUD"},
 	{admin, "runs", "IUD"},
@@ -118,6 +121,7 @@ INSERT INTO ql3.run_leases (lease_id, run_id, attempt_id, attempt, project_id, w
 	token_digest, lease_generation, status, leased_at_ms, expires_at_ms, updated_at_ms)
 	VALUES ({L1}, {R1}, {A1}, 1, {P}, {W1}, {S1}, 1, 'offer-1', {D}, 1, 'leased', 1, 30001, 1);
 INSERT INTO ql3.run_log_chunks (run_id, attempt, stream, offset_bytes, project_id, data, created_at_ms) VALUES ({R1}, 1, 'stdout', 0, {P}, '\x6869', 1);
+INSERT INTO ql3.run_log_streams (run_id, attempt, stream, project_id, length_bytes, stored_bytes, created_at_ms, updated_at_ms) VALUES ({R1}, 1, 'stdout', {P}, 2, 2, 1, 1);
 INSERT INTO ql3.audit_log (audit_id, at_ms, actor_kind, action, outcome) VALUES ({AU}, 1, 'system', 'test.seed', 'ok');
 INSERT INTO ql3.publication_mutations (mutation_id, kind, request_digest, result, created_at_ms) VALUES ('m-1', 'task.create', {D}, '{}', 1);
 INSERT INTO ql3.api_tokens (token_id, name, token_digest, status, created_at_ms) VALUES ('00000000000000a1', 'tok1', {D}, 'active', 1);
@@ -186,6 +190,9 @@ var tableOps = map[string]struct{ insert, update string }{
 	"run_log_chunks": {
 		`INSERT INTO ql3.run_log_chunks (run_id, attempt, stream, offset_bytes, project_id, data, created_at_ms) VALUES ({R1}, 1, 'stdout', 2, {P}, '\x6869', 1)`,
 		`UPDATE ql3.run_log_chunks SET created_at_ms = 2 WHERE run_id = {R1} AND attempt = 1 AND stream = 'stdout' AND offset_bytes = 0`},
+	"run_log_streams": {
+		`INSERT INTO ql3.run_log_streams (run_id, attempt, stream, project_id, created_at_ms, updated_at_ms) VALUES ({R1}, 1, 'stderr', {P}, 1, 1)`,
+		`UPDATE ql3.run_log_streams SET updated_at_ms = 2 WHERE run_id = {R1} AND attempt = 1 AND stream = 'stdout'`},
 	"audit_log": {
 		`INSERT INTO ql3.audit_log (audit_id, at_ms, actor_kind, action, outcome) VALUES ({N}, 1, 'worker', 'session.open', 'ok')`,
 		`UPDATE ql3.audit_log SET at_ms = 2 WHERE audit_id = {AU}`},

@@ -625,7 +625,7 @@ func TestScanInFlightClassifiesPristineAndDrift(t *testing.T) {
 	f.exec(t, `UPDATE ql3.attempts SET offer_id = 'offer-1' WHERE run_id = $1`, runs[1])
 	f.exec(t, `UPDATE ql3.attempts SET version = 2 WHERE run_id = $1`, runs[2])
 	f.exec(t, `UPDATE ql3.runs SET status = 'dispatching' WHERE run_id = $1`, runs[3])
-	f.exec(t, `UPDATE ql3.runs SET cancel_requested_at_ms = 1 WHERE run_id = $1`, runs[4])
+	f.exec(t, `UPDATE ql3.runs SET cancel_requested_at_ms = 1, cancel_reason = 'user' WHERE run_id = $1`, runs[4])
 	want := map[uuid.UUID]string{runs[0]: "", runs[1]: "attempt_offer", runs[2]: "attempt_version",
 		runs[3]: "run_status_dispatching", runs[4]: "cancel_requested"}
 	got := map[uuid.UUID]string{}

@@ -76,6 +76,23 @@ func TestSchemaConstraints(t *testing.T) {
 		{"credential without a digest", `UPDATE ql3.worker_credentials SET secret_digest = '\x' WHERE credential_id = {C1}`, check},
 		{"log chunk for a missing attempt", `INSERT INTO ql3.run_log_chunks (run_id, attempt, stream, offset_bytes, project_id, data, created_at_ms)
 			VALUES ({R1}, 7, 'stdout', 0, {P}, '\x00', 1)`, fkey},
+		// 0006: dispatch and lifecycle state.
+		{"cancel reason without a cancel time", `UPDATE ql3.runs SET cancel_reason = 'user' WHERE run_id = {R1}`, check},
+		{"cancel time without a reason", `UPDATE ql3.runs SET cancel_requested_at_ms = 5 WHERE run_id = {R1}`, check},
+		{"cancel reason outside the known ones", `UPDATE ql3.runs SET cancel_reason = 'whim', cancel_requested_at_ms = 5 WHERE run_id = {R1}`, check},
+		{"timeout cancel intent", `UPDATE ql3.runs SET cancel_reason = 'timeout', cancel_requested_at_ms = 5 WHERE run_id = {R1}`, ok},
+		{"deadline on an unstarted attempt", `UPDATE ql3.attempts SET deadline_at_ms = 5 WHERE attempt_id = {A1}`, check},
+		{"deadline on a starting attempt", `UPDATE ql3.attempts SET status = 'starting', deadline_at_ms = 5 WHERE attempt_id = {A1}`, ok},
+		{"signal that is not a signal name", `UPDATE ql3.attempts SET signal = 'kill' WHERE attempt_id = {A1}`, check},
+		{"completion digest on an unfinished attempt", `UPDATE ql3.attempts SET completion_digest = {D} WHERE attempt_id = {A1}`, check},
+		{"log stream storing more than it received", `UPDATE ql3.run_log_streams SET stored_bytes = 3 WHERE run_id = {R1} AND stream = 'stdout'`, check},
+		{"log stream dropping bytes without truncation", `UPDATE ql3.run_log_streams SET length_bytes = 9 WHERE run_id = {R1} AND stream = 'stdout'`, check},
+		{"log stream truncated", `UPDATE ql3.run_log_streams SET length_bytes = 9, truncated = true WHERE run_id = {R1} AND stream = 'stdout'`, ok},
+		{"log stream for a missing attempt", `INSERT INTO ql3.run_log_streams (run_id, attempt, stream, project_id, created_at_ms, updated_at_ms)
+			VALUES ({R1}, 7, 'stdout', {P}, 1, 1)`, fkey},
+		{"credential superseded without a deadline", `UPDATE ql3.worker_credentials SET superseded_by = {C1}, superseded_at_ms = 1 WHERE credential_id = {C1}`, check},
+		{"revoke reason on an active credential", `UPDATE ql3.worker_credentials SET revoke_reason = 'admin' WHERE credential_id = {C1}`, check},
+		{"observed credential time without a credential", `UPDATE ql3.worker_sessions SET credential_id = NULL, credential_observed_at_ms = 1 WHERE session_id = {S1}`, check},
 		{"task head revision that does not exist (checked at commit)", `UPDATE ql3.tasks SET head_revision = 9 WHERE task_id = {T}`, fkey},
 	}
 	for _, tc := range cases {
@@ -96,7 +113,7 @@ func TestSchemaConstraints(t *testing.T) {
 
 // TestClaimAndDiscoveryIndexesFit: the coordinator's claim order (written
 // with coalesce, active rows only, as the claim writes it) is served by
-// trigger_schedules_due_idx and candidate discovery by runs_runnable_idx
+// trigger_schedules_due_idx and candidate discovery by runs_dispatchable_idx
 // and the lease sweep by run_leases_expiry_idx, each without a sort
 // (sequential scans disabled so the planner shows whether an index fits).
 func TestClaimAndDiscoveryIndexesFit(t *testing.T) {
@@ -109,7 +126,8 @@ func TestClaimAndDiscoveryIndexesFit(t *testing.T) {
 	for _, tc := range []struct{ query, index string }{
 		{`SELECT trigger_id FROM ql3.trigger_schedules WHERE active
 			ORDER BY coalesce(next_fire_at_ms, -9223372036854775808), project_id, trigger_id LIMIT 16`, "trigger_schedules_due_idx"},
-		{`SELECT run_id FROM ql3.runs WHERE status = 'queued' ORDER BY priority DESC, created_at_ms, run_id LIMIT 9`, "runs_runnable_idx"},
+		{`SELECT run_id FROM ql3.runs WHERE status IN ('queued', 'dispatching') AND cancel_requested_at_ms IS NULL
+			ORDER BY priority DESC, created_at_ms, run_id LIMIT 9`, "runs_dispatchable_idx"},
 		{`SELECT lease_id FROM ql3.run_leases WHERE status = 'leased' AND expires_at_ms <= 1000 ORDER BY expires_at_ms, lease_id LIMIT 64`, "run_leases_expiry_idx"},
 	} {
 		rows, err := conn.Query(ctx, "EXPLAIN "+tc.query)
