@@ -274,7 +274,7 @@ type FinishResult struct {
 	Run     Run
 	Attempt Attempt
 	// Retry is the new attempt when the retry policy scheduled one (the run
-	// is then retry_wait, or queued after a lost attempt, with NotBeforeMs).
+	// is then retry_wait, also after a lost attempt, with NotBeforeMs).
 	Retry *Attempt
 }
 
@@ -387,7 +387,7 @@ type RunnerStore interface {
 	// FinishAttempt ends a starting/running attempt and moves the run: to the
 	// matching terminal status, or — per the pinned retry policy, unless
 	// cancel was requested or NoRetry — to retry_wait (failed/timed_out) or
-	// lost → queued (lost with retryOnLost) with a new claimed attempt not
+	// lost → retry_wait (lost with retryOnLost) with a new claimed attempt not
 	// before now+backoff. A lost attempt without retry leaves the run lost.
 	// Commits durably (synchronous=FULL), like ClaimRun.
 	FinishAttempt(ctx context.Context, ref AttemptRef, res AttemptResult) (FinishResult, error)

@@ -11,8 +11,12 @@ type EventType string
 // Status events: each records the Run entering the status named in its
 // comment (EventType.RunStatus).
 const (
-	EventCreated        EventType = "run.created"         // → created (admission)
-	EventQueued         EventType = "run.queued"          // → queued (admission, retry after retry_wait, retry after lost)
+	EventCreated EventType = "run.created" // → created (admission)
+	// EventQueued: → queued at admission, when a retry_wait is due (payload
+	// attemptNumber N+1), or dispatching → queued when the lease ended
+	// before the starting ACK (payload reason lease_expired or
+	// lease_released, the same attemptNumber, the next leaseGeneration).
+	EventQueued         EventType = "run.queued"
 	EventDispatched     EventType = "run.dispatched"      // → dispatching (a RunLease claim made an offer)
 	EventRunning        EventType = "run.running"         // → running (running ACK of the current Attempt)
 	EventSucceeded      EventType = "run.succeeded"       // → succeeded
@@ -20,7 +24,7 @@ const (
 	EventCancelled      EventType = "run.cancelled"       // → cancelled
 	EventTimedOut       EventType = "run.timed_out"       // → timed_out
 	EventLost           EventType = "run.lost"            // → lost (lease expired or worker gone)
-	EventRetryScheduled EventType = "run.retry_scheduled" // → retry_wait (payload retryAtMs)
+	EventRetryScheduled EventType = "run.retry_scheduled" // → retry_wait (payload retryAtMs), after a failure or from lost
 	// EventSkipped replaces run.cancelled for created → cancelled when the
 	// occurrence is refused before it was queued, e.g. concurrency "forbid"
 	// while an earlier Run of the task is still active.
@@ -37,8 +41,9 @@ const (
 	// lease runs out.
 	EventCancelRequested EventType = "run.cancel_requested"
 	// EventLeaseReleased records a RunLease released before the start
-	// barrier (expired unstarted, or given back): the Run stays queued or
-	// dispatching and may be offered again.
+	// barrier (expired unstarted, given back, or its session closed): the
+	// same transaction moves the Run dispatching → queued (run.queued), and
+	// the same Attempt is offered again under the next lease generation.
 	EventLeaseReleased EventType = "run.lease_released"
 	// EventLateCallback records a callback (ACK, completion) for an Attempt
 	// that had already ended or whose fence no longer held; it changes

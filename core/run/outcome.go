@@ -56,15 +56,17 @@ func AfterAttempt(end AttemptStatus, class ErrorClass, attempt int, r Retry) (Ru
 	return RunFailed, nil
 }
 
-// AfterLost returns the status a lost Run moves to: queued for a new
-// Attempt when the policy retries lost workers and attempts are left,
-// failed otherwise.
+// AfterLost returns the status a lost Run moves to: retry_wait (a new
+// Attempt after the policy's backoff, see spec.RetryPolicy.BackoffMs) when
+// the policy retries lost workers and attempts are left, failed otherwise.
+// A lost Run whose cancel was requested goes to cancelled instead; that is
+// the caller's check, not the retry policy's.
 func AfterLost(attempt int, r Retry) (RunStatus, error) {
 	if err := checkRetry(attempt, r); err != nil {
 		return "", err
 	}
 	if ErrorWorkerLost.Retryable(r.RetryOnLost) && attempt < r.MaxAttempts {
-		return RunQueued, nil
+		return RunRetryWait, nil
 	}
 	return RunFailed, nil
 }

@@ -83,8 +83,8 @@ func TestAfterLost(t *testing.T) {
 		retry   Retry
 		want    RunStatus
 	}{
-		{1, Retry{MaxAttempts: 3, RetryOnLost: true}, RunQueued},
-		{2, Retry{MaxAttempts: 3, RetryOnLost: true}, RunQueued},
+		{1, Retry{MaxAttempts: 3, RetryOnLost: true}, RunRetryWait},
+		{2, Retry{MaxAttempts: 3, RetryOnLost: true}, RunRetryWait},
 		{3, Retry{MaxAttempts: 3, RetryOnLost: true}, RunFailed},
 		{1, Retry{MaxAttempts: 3, RetryOnLost: false}, RunFailed},
 		{1, Retry{MaxAttempts: 1, RetryOnLost: true}, RunFailed},

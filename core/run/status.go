@@ -53,16 +53,22 @@ var runTransitions = map[RunStatus][]RunStatus{
 	// Admission writes created and queued in one transaction; created →
 	// cancelled is an occurrence refused before it was queued (for example
 	// by the concurrency policy "forbid", recorded as run.skipped).
-	RunCreated:     {RunQueued, RunCancelled},
-	RunQueued:      {RunDispatching, RunCancelled, RunTimedOut},
-	RunDispatching: {RunRunning, RunRetryWait, RunFailed, RunCancelled, RunLost, RunTimedOut},
+	RunCreated: {RunQueued, RunCancelled},
+	RunQueued:  {RunDispatching, RunCancelled, RunTimedOut},
+	// dispatching → queued: the RunLease expired or was released before
+	// the starting ACK. Nothing ran, so the same Attempt is offered again
+	// under lease generation + 1; it is never lost.
+	RunDispatching: {RunQueued, RunRunning, RunRetryWait, RunFailed, RunCancelled, RunLost, RunTimedOut},
 	RunRunning:     {RunSucceeded, RunFailed, RunCancelled, RunTimedOut, RunLost, RunRetryWait},
 	RunRetryWait:   {RunQueued, RunCancelled, RunTimedOut},
-	RunLost:        {RunQueued, RunFailed, RunCancelled},
-	RunSucceeded:   nil,
-	RunFailed:      nil,
-	RunCancelled:   nil,
-	RunTimedOut:    nil,
+	// lost → retry_wait: the policy retries lost workers and attempts are
+	// left; the next Attempt waits for the backoff like any other retry
+	// (never queued at once: the lost process may still be fencing itself).
+	RunLost:      {RunRetryWait, RunFailed, RunCancelled},
+	RunSucceeded: nil,
+	RunFailed:    nil,
+	RunCancelled: nil,
+	RunTimedOut:  nil,
 }
 
 // attemptTransitions is the only definition of the Attempt state machine.

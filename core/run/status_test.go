@@ -18,6 +18,7 @@ var wantRunEdges = map[string]bool{
 	"queued->dispatching":     true,
 	"queued->cancelled":       true,
 	"queued->timed_out":       true,
+	"dispatching->queued":     true,
 	"dispatching->running":    true,
 	"dispatching->retry_wait": true,
 	"dispatching->failed":     true,
@@ -33,7 +34,7 @@ var wantRunEdges = map[string]bool{
 	"retry_wait->queued":      true,
 	"retry_wait->cancelled":   true,
 	"retry_wait->timed_out":   true,
-	"lost->queued":            true,
+	"lost->retry_wait":        true,
 	"lost->failed":            true,
 	"lost->cancelled":         true,
 }
@@ -255,4 +256,35 @@ func runReachesTerminal(s RunStatus, seen map[RunStatus]bool) bool {
 		}
 	}
 	return false
+}
+
+// FuzzTransition: for any pair of strings, Transition agrees with the edge
+// table (wantRunEdges), refuses unknown statuses as invalid and never
+// allows a status to move to itself.
+func FuzzTransition(f *testing.F) {
+	for _, from := range wantRunStatuses {
+		for _, to := range wantRunStatuses {
+			f.Add(from, to)
+		}
+	}
+	f.Add("", "queued")
+	f.Add("queued", "QUEUED")
+	f.Fuzz(func(t *testing.T, from, to string) {
+		err := Transition(RunStatus(from), RunStatus(to))
+		known := RunStatus(from).Valid() && RunStatus(to).Valid()
+		switch {
+		case !known:
+			if errs.Code(err) != errs.Invalid {
+				t.Fatalf("Transition(%q, %q) = %v, want invalid", from, to, err)
+			}
+		case wantRunEdges[from+"->"+to]:
+			if err != nil || from == to {
+				t.Fatalf("Transition(%q, %q) = %v, want allowed", from, to, err)
+			}
+		default:
+			if errs.Code(err) != errs.Conflict {
+				t.Fatalf("Transition(%q, %q) = %v, want conflict", from, to, err)
+			}
+		}
+	})
 }

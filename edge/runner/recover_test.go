@@ -62,8 +62,8 @@ func TestRecoveryDeadProcessBecomesLostAndRetries(t *testing.T) {
 		t.Fatalf("report = %+v", rep)
 	}
 	got := e.getRun(r.ID)
-	if got.Status != run.RunQueued || got.AttemptCount != 2 {
-		t.Fatalf("run after recovery = %s attempt %d, want queued attempt 2", got.Status, got.AttemptCount)
+	if got.Status != run.RunRetryWait || got.AttemptCount != 2 {
+		t.Fatalf("run after recovery = %s attempt %d, want retry_wait attempt 2", got.Status, got.AttemptCount)
 	}
 	lost := e.attempts(r.ID)[ref.Number-1]
 	if lost.Status != run.AttemptLost || lost.ErrorClass != run.ErrorWorkerLost || !strings.Contains(lost.Message, "gone") {
@@ -74,7 +74,7 @@ func TestRecoveryDeadProcessBecomesLostAndRetries(t *testing.T) {
 	if lines := m.lines(t); len(lines) != 1 || lines[0] != r.ID+"/2" {
 		t.Fatalf("executions = %v, want only attempt 2", lines)
 	}
-	if ev := e.events(r.ID); ev != "created queued dispatched starting running lost queued dispatched starting running succeeded" {
+	if ev := e.events(r.ID); ev != "created queued dispatched starting running lost retry_scheduled queued dispatched starting running succeeded" {
 		t.Fatalf("events = %s", ev)
 	}
 }
@@ -149,8 +149,8 @@ func TestRecoveryTerminatesLiveOrphan(t *testing.T) {
 	if lost.Status != run.AttemptLost || !strings.Contains(lost.Message, "terminated") {
 		t.Fatalf("attempt 1 = %+v", lost)
 	}
-	if got := e.getRun(r.ID); got.Status != run.RunQueued || got.AttemptCount != 2 {
-		t.Fatalf("run = %s attempt %d, want queued attempt 2", got.Status, got.AttemptCount)
+	if got := e.getRun(r.ID); got.Status != run.RunRetryWait || got.AttemptCount != 2 {
+		t.Fatalf("run = %s attempt %d, want retry_wait attempt 2", got.Status, got.AttemptCount)
 	}
 }
 
@@ -229,8 +229,8 @@ func TestShutdownRecordsRunningAttemptsLost(t *testing.T) {
 	pid := e.attempts(r.ID)[0].PID
 	e.stop()
 	got := e.getRun(r.ID)
-	if got.Status != run.RunQueued || got.AttemptCount != 2 {
-		t.Fatalf("run after shutdown = %s attempt %d, want queued attempt 2 (retry on lost)", got.Status, got.AttemptCount)
+	if got.Status != run.RunRetryWait || got.AttemptCount != 2 {
+		t.Fatalf("run after shutdown = %s attempt %d, want retry_wait attempt 2 (retry on lost)", got.Status, got.AttemptCount)
 	}
 	if a := e.attempts(r.ID)[0]; a.Status != run.AttemptLost || a.ErrorClass != run.ErrorWorkerLost {
 		t.Fatalf("attempt = %+v", a)

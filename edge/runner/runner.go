@@ -8,7 +8,7 @@
 // claims the run durably (ClaimRun: run dispatching, attempt starting) and
 // only then spawns the process; MarkAttemptRunning records pid/pgid. A
 // watcher goroutine per attempt records the result (FinishAttempt applies
-// the retry policy: retry_wait with backoff, or queued after a lost attempt
+// the retry policy: retry_wait with backoff, after a failed or a lost attempt
 // with retryOnLost) and refreshes the log size while the attempt runs.
 //
 // Concurrency policies are decided at admission by the store (forbid skips

@@ -210,9 +210,12 @@ func (s *Store) FinishAttempt(ctx context.Context, ref edge.AttemptRef, res edge
 		case res.Status == run.AttemptLost:
 			err = c.move(run.RunLost, run.EventLost, p)
 			if err == nil && retry {
+				// lost → retry_wait (DESIGN §2): the next attempt waits for
+				// the backoff like any retry.
 				c.r.FinishedAtMs = 0
 				c.r.NotBeforeMs = notBefore
-				err = c.move(run.RunQueued, run.EventQueued, run.Payload{AttemptNumber: ref.Number + 1, RetryAtMs: notBefore})
+				err = c.move(run.RunRetryWait, run.EventRetryScheduled,
+					run.Payload{AttemptNumber: ref.Number, ErrorClass: class, RetryAtMs: notBefore})
 			} else if err == nil {
 				c.r.FinishedAtMs = res.FinishedAtMs // lost without retry: nothing will act on it any more
 			}

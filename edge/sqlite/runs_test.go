@@ -228,7 +228,7 @@ func TestFinishOutcomes(t *testing.T) {
 		{"exec failure retries", retrySpec(2, 0, false, spec.ConcurrencyForbid), false,
 			edge.AttemptResult{Status: run.AttemptFailed, ErrorClass: run.ErrorExecutorStart}, run.RunRetryWait, true, []string{"run.retry_scheduled"}},
 		{"lost with retryOnLost", retrySpec(2, 0, true, spec.ConcurrencyForbid), true,
-			edge.AttemptResult{Status: run.AttemptLost}, run.RunQueued, true, []string{"run.lost", "run.queued"}},
+			edge.AttemptResult{Status: run.AttemptLost}, run.RunRetryWait, true, []string{"run.lost", "run.retry_scheduled"}},
 		{"lost without retryOnLost", retrySpec(2, 0, false, spec.ConcurrencyForbid), true,
 			edge.AttemptResult{Status: run.AttemptLost}, run.RunLost, false, []string{"run.lost"}},
 		{"lost while starting", retrySpec(1, 0, true, spec.ConcurrencyForbid), false,
@@ -293,7 +293,7 @@ func TestCrashRecoveryQueries(t *testing.T) {
 		}
 		fin, err := s2.FinishAttempt(ctx, edge.AttemptRef{RunID: f.Run.ID, Number: f.Attempt.Number},
 			edge.AttemptResult{Status: run.AttemptLost, Message: "process gone after restart", FinishedAtMs: now + 1000})
-		if err != nil || fin.Run.Status != run.RunQueued || fin.Retry == nil {
+		if err != nil || fin.Run.Status != run.RunRetryWait || fin.Retry == nil {
 			t.Fatalf("recover %+v %v", fin, err)
 		}
 	}
