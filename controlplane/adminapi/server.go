@@ -1,4 +1,4 @@
-// Package adminapi is ql3-control's admin HTTP API (default :5800): JSON over
+// Package adminapi is ql3-control's admin HTTP API (default 127.0.0.1:5800): JSON over
 // net/http with the standard ServeMux, bearer API tokens, strict bodies.
 //
 // Routes (all under /api/v1 except health):

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -329,8 +330,14 @@ func (m *Main) call(ctx context.Context, method, path string, body any) error {
 	if err != nil {
 		return err
 	}
+	if err := guardCleartext(base, m.Config.Insecure, client.Transport.(*http.Transport)); err != nil {
+		return err
+	}
 	defer client.CloseIdleConnections()
 	resp, err := client.Do(req)
+	if errors.Is(err, errCleartextToken) {
+		return errs.Invalidf("server", "%v; use https:// (with --ca-file if needed) or pass --insecure", errors.Unwrap(err))
+	}
 	if err != nil {
 		return errs.E(errs.Unavailable, "server", "admin API unreachable: %v", err)
 	}

@@ -16,7 +16,7 @@ import (
 
 // Defaults (DESIGN.md §8).
 const (
-	DefaultListen   = ":5800"
+	DefaultListen   = "127.0.0.1:5800"
 	DefaultServer   = "http://127.0.0.1:5800"
 	DefaultMaxConns = 8
 	maxConfigBytes  = 64 << 10
@@ -38,6 +38,7 @@ type Config struct {
 	TLSKey      string `json:"tlsKey,omitempty"`      // QL3_TLS_KEY, --tls-key
 	RequireTLS  bool   `json:"requireTls,omitempty"`  // QL3_REQUIRE_TLS, --require-tls: refuse to serve plain HTTP
 	NoScheduler bool   `json:"noScheduler,omitempty"` // QL3_NO_SCHEDULER, --no-scheduler: admin API only, no cluster scheduler in this replica
+	Insecure    bool   `json:"insecure,omitempty"`    // QL3_INSECURE, --insecure: allow API tokens over plain HTTP beyond loopback (serve and client)
 
 	DSN         string `json:"dsn,omitempty"`         // QL3_DSN, --dsn
 	AdminDSN    string `json:"adminDsn,omitempty"`    // QL3_ADMIN_DSN, --admin-dsn
@@ -95,6 +96,7 @@ func (c *Config) settings() []setting {
 		{flag: "scheduler-budget", usage: "schedules one scheduler round claims and admits (1..256; raise it for large same-second bursts)", integer: &c.SchedulerBudget, scope: forServe},
 		{flag: "scheduler-lease-ms", usage: "claim lease of the scheduler (ms, 1000..60000)", integer: &c.SchedulerLeaseMs, scope: forServe},
 		{flag: "log-level", usage: "debug, info, warn or error", str: &c.LogLevel, scope: forAll},
+		{flag: "insecure", usage: "allow API tokens over plain HTTP beyond loopback (serve: listen there without TLS; client: send the token to a non-loopback http:// server)", boolean: &c.Insecure, scope: forServe | forClient},
 		{flag: "server", usage: "admin API base URL for client commands", str: &c.Server, scope: forClient},
 		{flag: "token-file", usage: "file holding the API token for client commands (QL3_TOKEN wins)", str: &c.TokenFile, scope: forClient},
 		{flag: "ca-file", usage: "CA bundle (PEM) to verify an https server", str: &c.CAFile, scope: forClient},

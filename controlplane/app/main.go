@@ -3,7 +3,7 @@
 // drive the same Main end to end.
 //
 //	ql3-control migrate                       create roles, apply migrations, install grants
-//	ql3-control serve                         run the admin API (:5800)
+//	ql3-control serve                         run the admin API (127.0.0.1:5800)
 //	ql3-control token create --name N [--ttl D]   print a new API token once
 //	ql3-control token list | token revoke --id ID
 //	ql3-control project create|list|get|archive   (HTTP client of the admin API)

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
@@ -35,9 +34,25 @@ func (m *Main) serve(ctx context.Context) error {
 			return fmt.Errorf("load TLS certificate: %w", err)
 		}
 		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
-	} else {
-		m.log.Warn("admin API serves plain HTTP: API tokens cross the network unencrypted; use --tls-cert/--tls-key and --require-tls in production")
 	}
+	// Bind first: a taken port or a plain-HTTP address beyond loopback is
+	// refused before anything touches the database.
+	ln, err := listenAdmin(m.Config.Listen, tlsCfg != nil, m.Config.Insecure)
+	if err != nil {
+		return err
+	}
+	if tlsCfg == nil && !isLoopbackAddr(ln.Addr()) {
+		m.log.Warn("admin API serves plain HTTP beyond loopback (--insecure): API tokens cross the network unencrypted", "addr", ln.Addr().String())
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
+	started := false
+	defer func() {
+		if !started {
+			ln.Close()
+		}
+	}()
 	pool, err := m.openAdminPool(ctx)
 	if err != nil {
 		return err
@@ -55,13 +70,6 @@ func (m *Main) serve(ctx context.Context) error {
 		Backend: pub, Logger: m.log, Version: m.Version,
 		Ready: func(ctx context.Context) error { return postgres.Readiness(ctx, pool) },
 	})
-	ln, err := net.Listen("tcp", m.Config.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", m.Config.Listen, err)
-	}
-	if tlsCfg != nil {
-		ln = tls.NewListener(ln, tlsCfg)
-	}
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -71,6 +79,7 @@ func (m *Main) serve(ctx context.Context) error {
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(m.log.Handler(), slog.LevelWarn),
 	}
+	started = true
 	m.mu.Lock()
 	m.server, m.listener = srv, ln
 	m.serveErr = make(chan error, 1)
