@@ -31,8 +31,11 @@ type tableGrant struct {
 //     attempts, events, leases and log chunks; it cannot read credentials.
 //   - ql3_worker_ingress reads credentials and the fences it checks, writes
 //     sessions and audit lines, and cannot mutate runs, attempts or leases.
-//   - immutable tables (revisions, events, audit) are never UPDATE/DELETE
-//     for anyone but the owner.
+//   - immutable tables (revisions, events, audit) are never UPDATEd by
+//     anyone but the owner; revisions are never DELETEd. Finished Runs (with
+//     their attempts, events, leases and logs) and audit rows are DELETEd
+//     only by the runtime role's retention sweep (migration 0007, ADR 0016),
+//     oldest first and only past the configured age.
 var tableGrants = []tableGrant{
 	{"schema_migrations", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT", RoleWorkerIngress: "SELECT"}},
 	{"projects", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE", RoleRuntime: "SELECT"}},
@@ -42,18 +45,18 @@ var tableGrants = []tableGrant{
 	{"triggers", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE", RoleRuntime: "SELECT"}},
 	{"trigger_revisions", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "SELECT"}},
 	{"trigger_schedules", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE", RoleRuntime: "SELECT, UPDATE"}},
-	{"runs", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE", RoleWorkerIngress: "SELECT"}},
-	{"attempts", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE", RoleWorkerIngress: "SELECT"}},
-	{"run_events", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT"}},
+	{"runs", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE, DELETE", RoleWorkerIngress: "SELECT"}},
+	{"attempts", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE, DELETE", RoleWorkerIngress: "SELECT"}},
+	{"run_events", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, DELETE"}},
 	{"workers", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE", RoleRuntime: "SELECT", RoleWorkerIngress: "SELECT"}},
 	{"worker_credentials", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE", RoleWorkerIngress: "SELECT"}},
 	{"worker_sessions", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT", RoleWorkerIngress: "SELECT, INSERT, UPDATE"}},
-	{"run_leases", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE", RoleWorkerIngress: "SELECT"}},
+	{"run_leases", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE, DELETE", RoleWorkerIngress: "SELECT"}},
 	{"run_log_chunks", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, DELETE"}},
 	// 0006: per-stream log state, written by the runtime role with its
 	// chunks (DELETE for log retention, with the chunks).
 	{"run_log_streams", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE, DELETE"}},
-	{"audit_log", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "INSERT", RoleWorkerIngress: "INSERT"}},
+	{"audit_log", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "SELECT, INSERT, DELETE", RoleWorkerIngress: "INSERT"}},
 	// 0002: publication idempotency and admin API tokens are ql3_admin's alone.
 	{"publication_mutations", map[string]string{RoleAdmin: "SELECT, INSERT"}},
 	{"api_tokens", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE"}},

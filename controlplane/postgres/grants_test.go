@@ -34,16 +34,16 @@ var wantPrivileges = map[string]map[string]string{
 	"triggers":            {admin: "SIU", runtime: "S"},
 	"trigger_revisions":   {admin: "SI", runtime: "S"},
 	"trigger_schedules":   {admin: "SIU", runtime: "SU"},
-	"runs":                {admin: "S", runtime: "SIU", ingress: "S"},
-	"attempts":            {admin: "S", runtime: "SIU", ingress: "S"},
-	"run_events":          {admin: "S", runtime: "SI"},
+	"runs":                {admin: "S", runtime: "SIUD", ingress: "S"},
+	"attempts":            {admin: "S", runtime: "SIUD", ingress: "S"},
+	"run_events":          {admin: "S", runtime: "SID"},
 	"workers":             {admin: "SIU", runtime: "S", ingress: "S"},
 	"worker_credentials":  {admin: "SIU", ingress: "S"},
 	"worker_sessions":     {admin: "S", runtime: "S", ingress: "SIU"},
-	"run_leases":          {admin: "S", runtime: "SIU", ingress: "S"},
+	"run_leases":          {admin: "S", runtime: "SIUD", ingress: "S"},
 	"run_log_chunks":      {admin: "S", runtime: "SID"},
 	"run_log_streams":     {admin: "S", runtime: "SIUD"},
-	"audit_log":           {admin: "SI", runtime: "I", ingress: "I"},
+	"audit_log":           {admin: "SI", runtime: "SID", ingress: "I"},
 	// Migration 0002 (publication, admin API): admin's job only.
 	"publication_mutations": {admin: "SI"},
 	"api_tokens":            {admin: "SIU"},
@@ -63,6 +63,10 @@ var mustDeny = []struct{ role, table, ops string }{
 	{admin, "run_leases", "IUD"},
 	{admin, "runs", "IUD"},
 	{admin, "run_events", "IUD"},
+	{admin, "attempts", "IUD"},
+	{admin, "audit_log", "UD"},
+	{runtime, "run_events", "U"},
+	{runtime, "audit_log", "U"},
 }
 
 var opNames = map[byte]string{'S': "SELECT", 'I': "INSERT", 'U': "UPDATE", 'D': "DELETE"}
