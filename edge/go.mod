@@ -33,3 +33,10 @@ require (
 )
 
 replace github.com/ql3/ql3/scripts => ../scripts
+
+// The one sideways import (DESIGN.md §1): worker/executor, the process
+// execution both binaries share. edge/cmd/ql3-edge/deps_test.go checks that
+// nothing else of the worker module is linked.
+require github.com/ql3/ql3/worker v0.0.0
+
+replace github.com/ql3/ql3/worker => ../worker

@@ -17,3 +17,32 @@ var workerBanned = []string{
 func TestWorkerBinaryDeps(t *testing.T) {
 	deptest.Forbid(t, ".", "./cmd/ql3-worker", deptest.WorkerTargets, workerBanned)
 }
+
+// executorMayLink is everything outside the standard library the shared
+// executor may link: itself, worker/clock (stdlib-only) and the pure core
+// packages of the attempt vocabulary (run's statuses and error classes,
+// errs' field errors; run pulls in canonjson for its payload digests). The edge imports this
+// package (DESIGN.md §1's one sideways arrow), so whatever it links, both
+// binaries link.
+var executorMayLink = map[string]bool{
+	"github.com/ql3/ql3/worker/executor": true,
+	"github.com/ql3/ql3/worker/clock":    true,
+	"github.com/ql3/ql3/core/errs":       true,
+	"github.com/ql3/ql3/core/run":        true,
+	"github.com/ql3/ql3/core/canonjson":  true,
+}
+
+func TestExecutorLinksOnlyStdlibAndCoreVocabulary(t *testing.T) {
+	targets := append(append([]deptest.Target(nil), deptest.WorkerTargets...), deptest.ServerTargets...)
+	for _, target := range targets {
+		deps := deptest.NonStandard(t, ".", "./executor", target)
+		if len(deps) == 0 {
+			t.Fatalf("go list found nothing for ./executor on %v; the check would be vacuous", target)
+		}
+		for _, d := range deps {
+			if !executorMayLink[d] {
+				t.Errorf("worker/executor for %v links %s: it may link only the standard library and %v", target, d, executorMayLink)
+			}
+		}
+	}
+}

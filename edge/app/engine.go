@@ -10,11 +10,11 @@ import (
 
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/clock"
-	"github.com/ql3/ql3/edge/executor"
 	"github.com/ql3/ql3/edge/logstore"
 	"github.com/ql3/ql3/edge/runner"
 	"github.com/ql3/ql3/edge/scheduler"
 	"github.com/ql3/ql3/edge/sqlite"
+	"github.com/ql3/ql3/worker/executor"
 )
 
 // edgeTaskProbe is the cheapest read that proves the database answers.
@@ -56,7 +56,7 @@ func startEngine(ctx context.Context, cfg engineConfig) (*engine, error) {
 		WorkRoot:      cfg.WorkRoot,
 		MaxConcurrent: cfg.MaxConcurrency,
 		KillGrace:     cfg.KillGrace,
-		Clock:         cfg.Clock,
+		Clock:         runner.ExecutorClock(cfg.Clock),
 		Logger:        cfg.Logger.With("component", "executor"),
 	})
 	if err != nil {

@@ -15,9 +15,9 @@ import (
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/clock"
-	"github.com/ql3/ql3/edge/executor"
 	"github.com/ql3/ql3/edge/logstore"
 	"github.com/ql3/ql3/edge/sqlite"
+	"github.com/ql3/ql3/worker/executor"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -60,7 +60,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 func (e *env) openRunner(opts ...envOption) {
 	t := e.t
 	t.Helper()
-	xcfg := executor.Config{WorkRoot: filepath.Join(e.dir, "work"), Clock: e.clock, KillGrace: 10 * time.Second}
+	xcfg := executor.Config{WorkRoot: filepath.Join(e.dir, "work"), Clock: ExecutorClock(e.clock), KillGrace: 10 * time.Second}
 	for _, o := range opts {
 		o(&xcfg)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/ql3/ql3/core/run"
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/edge/executor"
+	"github.com/ql3/ql3/worker/executor"
 )
 
 // RecoveryReport says what Recover found.

@@ -16,7 +16,7 @@ import (
 	"github.com/ql3/ql3/core/run"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/edge/executor"
+	"github.com/ql3/ql3/worker/executor"
 )
 
 // crashMidAttempt plays the part of a ql3-edge process that claimed a run,

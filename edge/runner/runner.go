@@ -53,8 +53,8 @@ import (
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/clock"
-	"github.com/ql3/ql3/edge/executor"
 	"github.com/ql3/ql3/edge/logstore"
+	"github.com/ql3/ql3/worker/executor"
 )
 
 // Defaults.

@@ -52,6 +52,13 @@ func Deps(t testing.TB, dir, pkg string, target Target) []string {
 	return goList(t, dir, target, "-deps", "-f", "{{.ImportPath}}", pkg)
 }
 
+// NonStandard returns the import paths outside the standard library that
+// pkg links when built for target (pkg itself included).
+func NonStandard(t testing.TB, dir, pkg string, target Target) []string {
+	t.Helper()
+	return goList(t, dir, target, "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pkg)
+}
+
 // Imports returns, for every package matching pattern, its direct imports.
 func Imports(t testing.TB, dir, pattern string) map[string][]string {
 	t.Helper()

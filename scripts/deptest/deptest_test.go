@@ -31,3 +31,14 @@ func TestDepsSeesTransitiveImports(t *testing.T) {
 		t.Fatalf("expected net among the deps of net/http, got %v", bad)
 	}
 }
+
+// TestNonStandardSkipsTheStandardLibrary: net/http links only the standard
+// library; this package links itself and nothing else outside it.
+func TestNonStandardSkipsTheStandardLibrary(t *testing.T) {
+	if got := NonStandard(t, ".", "net/http", Target{GOOS: "linux", GOARCH: "amd64"}); len(got) != 0 {
+		t.Fatalf("NonStandard(net/http) = %v, want none", got)
+	}
+	if got := NonStandard(t, ".", ".", Target{GOOS: "linux", GOARCH: "amd64"}); !reflect.DeepEqual(got, []string{"github.com/ql3/ql3/scripts/deptest"}) {
+		t.Fatalf("NonStandard(deptest) = %v", got)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/ql3/ql3/scripts/deptest"
@@ -11,6 +12,38 @@ import (
 func TestEdgeLinksNoPostgres(t *testing.T) {
 	deptest.Forbid(t, "../..", "github.com/ql3/ql3/edge/cmd/ql3-edge", deptest.ServerTargets,
 		[]string{"github.com/jackc/", "github.com/ql3/ql3/controlplane"})
+}
+
+// TestEdgeUsesOnlyTheWorkerExecutor: DESIGN.md §1 allows the edge one
+// sideways arrow, to the worker module's process-execution package. Every
+// edge package (tests included) imports nothing else of the worker module;
+// the binary links nothing else but what the executor itself links
+// (worker/clock, whose types the executor's Clock names).
+func TestEdgeUsesOnlyTheWorkerExecutor(t *testing.T) {
+	const allowed = "github.com/ql3/ql3/worker/executor"
+	sideways := func(p string) bool {
+		return (p == "github.com/ql3/ql3/worker" || strings.HasPrefix(p, "github.com/ql3/ql3/worker/")) && p != allowed
+	}
+	imports := deptest.Imports(t, "../..", "./...")
+	usesExecutor := false
+	for pkg, imps := range imports {
+		for _, imp := range imps {
+			usesExecutor = usesExecutor || imp == allowed
+			if sideways(imp) {
+				t.Errorf("%s imports %s: the edge may import only %s from the worker module", pkg, imp, allowed)
+			}
+		}
+	}
+	if !usesExecutor {
+		t.Errorf("no edge package imports %s; the check would be vacuous (or the edge grew its own executor)", allowed)
+	}
+	for _, target := range deptest.ServerTargets {
+		for _, d := range deptest.Deps(t, "../..", "github.com/ql3/ql3/edge/cmd/ql3-edge", target) {
+			if sideways(d) && d != "github.com/ql3/ql3/worker/clock" {
+				t.Errorf("ql3-edge for %v links %s", target, d)
+			}
+		}
+	}
 }
 
 // TestEdgeLinksTimeZoneData: triggers name IANA zones, and routers often

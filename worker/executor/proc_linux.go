@@ -122,7 +122,7 @@ const orphanPoll = 50 * time.Millisecond
 const orphanKillChecks = 5000
 
 // TerminateOrphans ends what is left of an attempt whose supervisor died
-// with an earlier ql3-edge process (crash recovery): SIGTERM to each of its
+// with an earlier ql3-edge or ql3-worker process (crash recovery): SIGTERM to each of its
 // processes, SIGKILL after the kill grace, then waits until they are gone.
 // Such processes cannot be re-attached: their output pipe and exit status
 // belonged to the dead supervisor. An error with Remaining > 0 means the

@@ -1,4 +1,7 @@
-// Package executor runs one attempt of an edge task as a local process.
+// Package executor runs one attempt of a task as a local process. It is the
+// one executor of both binaries: ql3-edge runs its attempts with it and
+// ql3-worker the attempts it leases (DESIGN.md §1: the edge's one sideways
+// import). It links only the standard library, core's errs and run, and worker/clock.
 //
 // Each attempt gets its own process group (Setpgid), stdin from /dev/null
 // and one pipe shared by stdout and stderr, drained into the caller's writer
@@ -46,7 +49,7 @@ import (
 
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/run"
-	"github.com/ql3/ql3/edge/clock"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 // Defaults and limits.
@@ -72,7 +75,7 @@ type Config struct {
 	PassEnv       []string      // nil → DefaultPassEnv
 	// LookupEnv reads the server environment; nil → os.LookupEnv.
 	LookupEnv func(string) (string, bool)
-	Clock     clock.Clock // nil → clock.Real{}
+	Clock     Clock // nil → clock.Real{}
 	Logger    *slog.Logger
 }
 

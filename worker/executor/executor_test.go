@@ -19,8 +19,7 @@ import (
 
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/run"
-	"github.com/ql3/ql3/edge/clock"
-	"github.com/ql3/ql3/edge/logstore"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -347,32 +346,27 @@ func TestLeftoverBackgroundProcessKilledAfterSuccess(t *testing.T) {
 	}
 }
 
-// TestOutputCapNeverBlocksChild writes far more than the cap through a real
-// logstore writer: the child finishes, the log keeps exactly the cap and
-// records the truncation.
+// TestOutputCapNeverBlocksChild writes far more than the cap through a
+// CapWriter into a file: the child finishes, the file keeps exactly the cap
+// and the summary records the truncation. (edge/runner repeats this through
+// the edge's log store.)
 func TestOutputCapNeverBlocksChild(t *testing.T) {
 	e, _ := newTestExecutor(t, nil)
-	logs, err := logstore.Open(logstore.Config{Dir: filepath.Join(t.TempDir(), "logs"), MaxBytesPerAttempt: 1024})
+	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := logs.Create("run-1", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer f.Close()
+	w := NewCapWriter(f, 1024)
 	// 4 MiB of output, 16 times the pipe buffer: would block without draining.
 	h := start(t, e, Request{Spec: Spec{ShellCommand: `head -c 4194304 /dev/zero; echo done >&2`}, Output: w})
 	res := h.Wait()
-	sum, err := w.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Status != run.AttemptSucceeded || sum.Bytes != 1024 || sum.BytesSeen != 4194304+5 || !sum.Truncated {
+	sum := w.Summary()
+	if res.Status != run.AttemptSucceeded || sum.Bytes != 1024 || sum.BytesSeen != 4194304+5 || !sum.Truncated || sum.Err != nil {
 		t.Fatalf("result %+v, summary %+v", res, sum)
 	}
-	c, err := logs.Read("run-1", 1, 0, 0)
-	if err != nil || len(c.Data) != 1024 || !c.Truncated || !c.EOF {
-		t.Fatalf("read back %d bytes, chunk %+v, err %v", len(c.Data), c, err)
+	if st, err := f.Stat(); err != nil || st.Size() != 1024 {
+		t.Fatalf("file size %v, %v; want 1024", st.Size(), err)
 	}
 }
 
@@ -399,7 +393,7 @@ func TestIdentityAndAlive(t *testing.T) {
 	}
 }
 
-// TestTerminateOrphans simulates a child left behind by a crashed ql3-edge:
+// TestTerminateOrphans simulates a child left behind by a crashed ql3-edge or ql3-worker:
 // a process group started outside the executor with the attempt's markers,
 // whose grandchild ignores SIGTERM.
 func TestTerminateOrphans(t *testing.T) {
