@@ -177,14 +177,70 @@ func (s *Schedule) nextUnix(after int64) (int64, error) {
 				time.Unix(after, 0).In(s.loc).Format(time.RFC3339))
 		}
 		instant := wall - offset
-		if endT.IsZero() || instant < endT.Unix() {
-			if instant > maxUnix {
-				return 0, errs.Invalidf(fieldExpression, "%q does not fire before year 10000", s.expr)
-			}
-			return instant, nil
+		if endT.IsZero() {
+			return checkedFire(instant, s.expr)
 		}
-		t = endT.Unix()
+		end := endT.Unix()
+		if end <= t {
+			end = s.footerSegmentEnd(t, off)
+		}
+		if instant < end {
+			return checkedFire(instant, s.expr)
+		}
+		t = end
 	}
 	return 0, errs.E(errs.Internal, fieldExpression, "%q: zone %s changes offset more than %d times in ten years",
 		s.expr, s.loc, maxSegments)
+}
+
+func checkedFire(instant int64, expr string) (int64, error) {
+	if instant > maxUnix {
+		return 0, errs.Invalidf(fieldExpression, "%q does not fire before year 10000", expr)
+	}
+	return instant, nil
+}
+
+// footerSegmentEnd returns the end of the constant-offset segment holding t
+// (offset off) when Time.ZoneBounds gave an end that is not after t.
+//
+// That happens under a zone file's footer rule (instants after its last
+// explicit transition, 2037 for most zones): Go evaluates the rule one UTC
+// year at a time and ends the year's last segment 365 days after 1 January
+// 00:00 UTC, which in a leap year is 31 December 00:00 UTC, so for the last
+// day of a leap year from 2040 on ZoneBounds returns an end at or before the
+// instant (golang/go#81583). Following it walked backwards until the segment
+// bound ran out. The year's last segment runs to the next 1 January 00:00
+// UTC, where Go starts the next year's computation. The offset is still
+// probed hour by hour up to there (the instant is on 31 December, so that is
+// at most 24 probes) and a change found is located by bisection: no zone
+// changes its offset twice within an hour. Drop this once the minimum Go
+// version carries the upstream fix.
+func (s *Schedule) footerSegmentEnd(t int64, off int) int64 {
+	end := daysFromCivil(yearOf(t)+1, 1, 1) * secondsPerDay
+	for lo := t; lo < end-1; lo += 3600 {
+		hi := min(lo+3600, end-1)
+		if s.offsetAt(hi) == off {
+			continue
+		}
+		for hi-lo > 1 { // offset(lo) == off != offset(hi)
+			if mid := lo + (hi-lo)/2; s.offsetAt(mid) == off {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		return hi
+	}
+	return end
+}
+
+func (s *Schedule) offsetAt(unix int64) int {
+	_, off := time.Unix(unix, 0).In(s.loc).Zone()
+	return off
+}
+
+// yearOf returns the UTC calendar year of a Unix second.
+func yearOf(unix int64) int64 {
+	y, _, _ := civilFromDays(floorDiv(unix, secondsPerDay))
+	return y
 }

@@ -50,29 +50,72 @@ func (r reference) matches(wall int64) bool {
 // fires lists every fire in (from, to].
 func (r reference) fires(from, to int64) []int64 {
 	var out []int64
-	seen := map[int64]bool{} // offsets observed from two days before the window
-	for i := from - 2*secondsPerDay; i <= from; i += 900 {
-		seen[r.offset(i)] = true
-	}
+	w := r.walk(from)
 	for i := from + 1; i <= to; i++ {
-		off := r.offset(i)
-		seen[off] = true
-		wall := i + off
-		if r.cadence {
-			if r.matches(wall) {
-				out = append(out, i)
-			}
-			continue
-		}
-		if prev := r.offset(i - 1); prev < off && r.anyMatch(i+prev, i+off) {
-			out = append(out, i) // first instant after a spring-forward gap
-			continue
-		}
-		if r.matches(wall) && !r.happenedBefore(wall, i, seen) {
+		if w.firesAt(i) {
 			out = append(out, i)
 		}
 	}
 	return out
+}
+
+// firstFire returns the model's first fire in (from, to], or false.
+func (r reference) firstFire(from, to int64) (int64, bool) {
+	w := r.walk(from)
+	for i := from + 1; i <= to; i++ {
+		if w.firesAt(i) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// referenceWalk visits consecutive seconds after a start instant.
+type referenceWalk struct {
+	r    reference
+	seen map[int64]bool // offsets observed from two days before the start
+	prev int64          // offset at the second before the next one visited
+	next int64          // the second firesAt expects next
+	// The offset is known to be prev up to second steady: asking the zone
+	// every second made the walk slow under footer rules, where Go parses
+	// the rule on each lookup. An hour with the same offset at both ends is
+	// taken as steady (no zone changes its offset twice within an hour).
+	steady int64
+}
+
+func (r reference) walk(from int64) *referenceWalk {
+	w := &referenceWalk{r: r, seen: map[int64]bool{}, prev: r.offset(from), next: from + 1, steady: from}
+	for i := from - 2*secondsPerDay; i <= from; i += 900 {
+		w.seen[r.offset(i)] = true
+	}
+	return w
+}
+
+// firesAt decides whether the schedule fires at second i, straight from the
+// policy's definitions; i must follow the previously visited second.
+func (w *referenceWalk) firesAt(i int64) bool {
+	if i != w.next {
+		panic("referenceWalk: seconds must be visited in order")
+	}
+	w.next++
+	r := w.r
+	off, prev := w.prev, w.prev
+	if i > w.steady {
+		off = r.offset(i)
+		if r.offset(i+3599) == off {
+			w.steady = i + 3599
+		}
+		w.prev = off
+		w.seen[off] = true
+	}
+	wall := i + off
+	if r.cadence {
+		return r.matches(wall)
+	}
+	if prev < off && r.anyMatch(i+prev, i+off) {
+		return true // first instant after a spring-forward gap
+	}
+	return r.matches(wall) && !r.happenedBefore(wall, i, w.seen)
 }
 
 func (r reference) anyMatch(fromWall, toWall int64) bool {
@@ -104,20 +147,34 @@ func loadZone(t testing.TB, name string) *time.Location {
 	return loc
 }
 
-// transitions returns the instants in [from, to) at which loc changes offset.
+// transitions returns the instants in [from, to) at which loc changes
+// offset. It probes every six hours and bisects rather than following
+// Time.ZoneBounds, which is what Next relies on and which is wrong at the end
+// of leap years under a zone's footer rule (golang/go#81583); no zone changes
+// its offset twice within six hours.
 func transitions(loc *time.Location, from, to time.Time) []time.Time {
+	offset := func(unix int64) int {
+		_, off := time.Unix(unix, 0).In(loc).Zone()
+		return off
+	}
 	var out []time.Time
-	for at := from; at.Before(to); {
-		_, end := at.In(loc).ZoneBounds()
-		if end.IsZero() || !end.Before(to) {
-			break
-		}
-		if _, a := end.Add(-time.Second).In(loc).Zone(); true {
-			if _, b := end.In(loc).Zone(); a != b {
-				out = append(out, end)
+	lo, end := from.Unix(), to.Unix()
+	for lo < end {
+		hi := min(lo+6*3600, end)
+		if offset(lo) != offset(hi) {
+			a, b := lo, hi // offset(a) != offset(b): the change is in (a, b]
+			for b-a > 1 {
+				if m := a + (b-a)/2; offset(m) == offset(a) {
+					a = m
+				} else {
+					b = m
+				}
+			}
+			if b < end {
+				out = append(out, time.Unix(b, 0).UTC())
 			}
 		}
-		at = end
+		lo = hi
 	}
 	return out
 }
