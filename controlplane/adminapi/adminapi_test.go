@@ -84,6 +84,9 @@ func (f fixture) call(method, path string, body any, out any) int {
 		f.t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+f.token)
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		f.t.Fatal(err)

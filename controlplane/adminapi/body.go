@@ -62,6 +62,9 @@ func readBody(w http.ResponseWriter, r *http.Request, maxBytes int) ([]byte, err
 		}
 		return nil, errs.Invalidf("", "reading the request body failed")
 	}
+	if len(data) > 0 && r.Header.Get("Content-Type") == "" {
+		return nil, errs.Invalidf("Content-Type", "a JSON body needs Content-Type: application/json")
+	}
 	return data, nil
 }
 

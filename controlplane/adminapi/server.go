@@ -228,6 +228,13 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 
 type tokenKey struct{}
 
+// crossOrigin refuses browser requests with side effects from another
+// origin (Sec-Fetch-Site, else Origin against Host) whatever their
+// credentials; non-browser clients send neither header and pass. JSON
+// bodies must also carry Content-Type: application/json (readBody), so a
+// cross-site "simple" request without a preflight never decodes.
+var crossOrigin = http.NewCrossOriginProtection()
+
 // wrap applies, outermost first: panic recovery, access log, auth. The
 // access log records method, path, status and the token id, never the
 // token or the query string.
@@ -251,6 +258,10 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 				slog.String("token", tokenID), slog.Duration("took", s.now().Sub(start)))
 		}()
 		w.Header().Set("Cache-Control", "no-store")
+		if err := crossOrigin.Check(r); err != nil {
+			s.fail(rec, r, errs.E(errs.Forbidden, "Origin", "cross-origin request refused: a change must come from this server's own origin or from a non-browser client"))
+			return
+		}
 		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
 			tok, err := s.authenticate(r)
 			if err != nil {

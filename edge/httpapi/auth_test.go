@@ -88,6 +88,7 @@ func TestAuthDisabled(t *testing.T) {
 	api := New(Config{Store: f.store, Logs: f.logs, Auth: Auth{Disabled: true}})
 	req := httptest.NewRequest("POST", "http://127.0.0.1:5700/api/v1/tasks", strings.NewReader(helloTask))
 	req.RemoteAddr = "127.0.0.1:1"
+	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	api.ServeHTTP(rec, req)
 	if rec.Code != http.StatusCreated {

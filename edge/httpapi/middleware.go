@@ -63,6 +63,10 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 				slog.Duration("took", s.now().Sub(start)))
 		}()
 		w.Header().Set("Cache-Control", "no-store")
+		if err := s.requestPolicy(r); err != nil {
+			writeError(rec, r, s.log, err)
+			return
+		}
 		if !isOpenPath(r.URL.Path) {
 			if err := s.auth.check(r); err != nil {
 				rec.Header().Set("WWW-Authenticate", `Bearer realm="ql3-edge"`)
@@ -72,6 +76,32 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// crossOrigin refuses browser requests with side effects from another
+// origin (Sec-Fetch-Site, else Origin against Host); requests without
+// either header (the CLI, curl) and safe methods pass.
+var crossOrigin = http.NewCrossOriginProtection()
+
+// requestPolicy runs before authentication, on every request:
+//
+//   - Without the admin token (--no-auth, loopback listeners only) the
+//     Host check stays: only a loopback peer that addressed a loopback Host
+//     is served, so a DNS-rebinding page (Host: its own name) gets nothing.
+//     The health probes stay open.
+//   - A mutating request from a foreign Origin is refused whatever its
+//     credentials: a web page the user visits cannot drive the API.
+//
+// JSON bodies must also say Content-Type: application/json (readBody), so a
+// cross-site "simple" request without a preflight never decodes.
+func (s *Server) requestPolicy(r *http.Request) error {
+	if s.auth.Disabled && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !isLoopbackRequest(r) {
+		return errs.E(errs.Forbidden, "Host", "without the admin token (--no-auth) only requests from this machine to a loopback address (127.0.0.1, [::1], localhost) are served")
+	}
+	if err := crossOrigin.Check(r); err != nil {
+		return errs.E(errs.Forbidden, "Origin", "cross-origin request refused: a change must come from this server's own origin or from a non-browser client")
+	}
+	return nil
 }
 
 // isOpenPath lists what needs no credential: health probes and the static
