@@ -75,7 +75,7 @@ type Backend interface {
 	GetWorker(ctx context.Context, ref string) (postgres.WorkerRecord, error)
 	ListWorkers(ctx context.Context, page postgres.ListRequest) (postgres.ListPage[postgres.WorkerRecord], error)
 	IssueWorkerCredential(ctx context.Context, workerID string) (postgres.WorkerCredential, string, error)
-	RotateWorkerCredentials(ctx context.Context, workerID string, graceMs int64) (postgres.WorkerCredential, string, error)
+	RotateWorkerCredentials(ctx context.Context, workerID string, graceMs *int64) (postgres.WorkerCredential, string, error)
 	RevokeWorkerCredential(ctx context.Context, workerID, credentialID string) (postgres.WorkerCredential, error)
 	ListWorkerCredentials(ctx context.Context, workerRef string) ([]postgres.WorkerCredential, error)
 

@@ -81,10 +81,12 @@ type RegisterWorkerRequest struct {
 	TLSIdentity string `json:"tlsIdentity,omitempty"` // the client certificate identity bound to it
 }
 
-// RotateCredentialsRequest is the optional body of .../credentials/rotate:
-// the retired credentials stay valid for GraceMs (0: revoked at once).
+// RotateCredentialsRequest is the optional body of .../credentials/rotate.
+// The new credential supersedes the others: they stay valid until the
+// worker presents the new one, and at most GraceMs (default 24 h, max 7
+// days). An explicit 0 revokes them at once (a compromised credential).
 type RotateCredentialsRequest struct {
-	GraceMs int64 `json:"graceMs,omitempty"`
+	GraceMs *int64 `json:"graceMs,omitempty"`
 }
 
 // IssuedCredential is a new worker credential with its text

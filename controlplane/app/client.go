@@ -167,13 +167,21 @@ func clientCommands() map[string]command {
 			run: postPath("/api/v1/workers/", "/credentials")},
 		"worker rotate-credentials": {summary: "issue a new credential and retire the others", flags: func(fs *flag.FlagSet, a *cmdArgs) {
 			fs.StringVar(&a.id, "id", "", "worker id or name")
-			fs.Int64Var(&a.graceMs, "grace-ms", 0, "how long the retired credentials stay valid (0: revoked now)")
+			fs.Func("grace-ms", "latest time the old credentials stay valid if the worker never presents the new one (ms; default: the server's, 24 h; 0: revoke now)", func(v string) error {
+				a.graceSet = true
+				_, err := fmt.Sscan(v, &a.graceMs)
+				return err
+			})
 		}, run: func(m *Main, ctx context.Context) error {
 			if err := required("id", m.args.id); err != nil {
 				return err
 			}
-			return m.call(ctx, http.MethodPost, "/api/v1/workers/"+url.PathEscape(m.args.id)+"/credentials/rotate",
-				adminapi.RotateCredentialsRequest{GraceMs: m.args.graceMs})
+			var req adminapi.RotateCredentialsRequest
+			if m.args.graceSet {
+				g := m.args.graceMs
+				req.GraceMs = &g
+			}
+			return m.call(ctx, http.MethodPost, "/api/v1/workers/"+url.PathEscape(m.args.id)+"/credentials/rotate", req)
 		}},
 		"worker revoke-credential": {summary: "revoke one worker credential", flags: func(fs *flag.FlagSet, a *cmdArgs) {
 			fs.StringVar(&a.id, "id", "", "worker id or name")

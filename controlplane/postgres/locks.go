@@ -15,9 +15,9 @@ import (
 // roles that must not interleave serialise on transaction-scoped advisory
 // locks, always taken in this one order and before any row lock:
 //
-//	1. worker   (LockClassWorker)   session open/replacement
-//	2. session  (LockClassSession)  transition, replacement, claims, acks, renewal
-//	3. attempts (LockClassAttempt)  ascending by key; ack, log, completion, sweep
+//  1. worker   (LockClassWorker)   session open/replacement
+//  2. session  (LockClassSession)  transition, replacement, claims, acks, renewal
+//  3. attempts (LockClassAttempt)  ascending by key; ack, log, completion, sweep
 //
 // A transaction may skip a class but never takes a class after a later one.
 // The database clock is read after the locks.

@@ -74,7 +74,8 @@ func TestWorkerCredentials(t *testing.T) {
 	if string(stored) != string(digest[:]) {
 		t.Fatal("stored digest differs from the credential's")
 	}
-	second, text2, err := f.pub.RotateWorkerCredentials(ctx, w.ID, 60_000)
+	grace := int64(60_000)
+	second, text2, err := f.pub.RotateWorkerCredentials(ctx, w.ID, &grace)
 	if err != nil || text2 == text1 {
 		t.Fatalf("rotate: %v", err)
 	}
@@ -85,16 +86,17 @@ func TestWorkerCredentials(t *testing.T) {
 	for _, c := range creds {
 		switch c.ID {
 		case first.ID:
-			if c.Status != "active" || c.ExpiresAtMs == 0 || c.ExpiresAtMs > c.CreatedAtMs+60_000+60_000 {
-				t.Errorf("rotated-out credential %+v: want active with an expiry about a minute out", c)
+			if c.Status != "active" || c.SupersededBy != second.ID || c.RevokeAfterMs == 0 || c.RevokeAfterMs > c.CreatedAtMs+60_000+60_000 {
+				t.Errorf("rotated-out credential %+v: want active, superseded by the new one, revoked at the latest about a minute out", c)
 			}
 		case second.ID:
-			if c.Status != "active" || c.ExpiresAtMs != 0 {
+			if c.Status != "active" || c.ExpiresAtMs != 0 || c.SupersededBy != "" {
 				t.Errorf("new credential %+v: want active without expiry", c)
 			}
 		}
 	}
-	if _, _, err := f.pub.RotateWorkerCredentials(ctx, w.ID, 0); err != nil {
+	zero := int64(0)
+	if _, _, err := f.pub.RotateWorkerCredentials(ctx, w.ID, &zero); err != nil {
 		t.Fatal(err)
 	}
 	creds, _ = f.pub.ListWorkerCredentials(ctx, w.ID)

@@ -39,6 +39,11 @@ type WorkerCredential struct {
 	CreatedAtMs int64  `json:"createdAtMs"`
 	ExpiresAtMs int64  `json:"expiresAtMs,omitempty"`
 	RevokedAtMs int64  `json:"revokedAtMs,omitempty"`
+	// Rotation (ADR 0010): the credential that supersedes this one, the
+	// latest time this one stays valid, and why it was revoked.
+	SupersededBy  string `json:"supersededBy,omitempty"`
+	RevokeAfterMs int64  `json:"revokeAfterMs,omitempty"`
+	RevokeReason  string `json:"revokeReason,omitempty"`
 }
 
 // MaxCredentialGraceMs bounds how long a rotated-out credential stays valid.
@@ -52,11 +57,13 @@ func scanWorker(row pgx.Row) (WorkerRecord, error) {
 	return w, err
 }
 
-const credentialColumns = `credential_id::text, worker_id::text, status, created_at_ms, coalesce(expires_at_ms, 0), coalesce(revoked_at_ms, 0)`
+const credentialColumns = `credential_id::text, worker_id::text, status, created_at_ms, coalesce(expires_at_ms, 0), coalesce(revoked_at_ms, 0),
+	coalesce(superseded_by::text, ''), coalesce(revoke_after_ms, 0), coalesce(revoke_reason, '')`
 
 func scanCredential(row pgx.Row) (WorkerCredential, error) {
 	var c WorkerCredential
-	err := row.Scan(&c.ID, &c.WorkerID, &c.Status, &c.CreatedAtMs, &c.ExpiresAtMs, &c.RevokedAtMs)
+	err := row.Scan(&c.ID, &c.WorkerID, &c.Status, &c.CreatedAtMs, &c.ExpiresAtMs, &c.RevokedAtMs,
+		&c.SupersededBy, &c.RevokeAfterMs, &c.RevokeReason)
 	return c, err
 }
 
@@ -136,17 +143,31 @@ func (p *Publisher) IssueWorkerCredential(ctx context.Context, workerID string) 
 	return p.issueCredential(ctx, workerID, -1)
 }
 
-// RotateWorkerCredentials issues a new credential and retires every other
-// active one of the worker: revoked at once when graceMs is 0, otherwise
-// expiring graceMs from now (so a fleet can pick up the new file first).
-func (p *Publisher) RotateWorkerCredentials(ctx context.Context, workerID string, graceMs int64) (WorkerCredential, string, error) {
-	if graceMs < 0 || graceMs > MaxCredentialGraceMs {
-		return WorkerCredential{}, "", errs.Invalidf("graceMs", "must be 0..%d, got %d", MaxCredentialGraceMs, graceMs)
+// DefaultCredentialGraceMs is how long a rotated-out credential stays valid
+// at most when the worker never presents its successor (24 h).
+const DefaultCredentialGraceMs = 24 * 3600 * 1000
+
+// RotateWorkerCredentials issues credential B and supersedes every other
+// active credential of the worker (observe-then-revoke, ADR 0010): each
+// stays valid until a session of the worker presents B — then the
+// ingress refuses it at once and ReconcileCredentials marks it revoked —
+// or until graceMs from now, whichever comes first. graceMs is only that
+// upper bound (nil: DefaultCredentialGraceMs). An explicit 0 revokes the
+// others at once, for a credential known to be compromised; it cuts off a
+// running worker until it has B.
+func (p *Publisher) RotateWorkerCredentials(ctx context.Context, workerID string, graceMs *int64) (WorkerCredential, string, error) {
+	grace := int64(DefaultCredentialGraceMs)
+	if graceMs != nil {
+		grace = *graceMs
 	}
-	return p.issueCredential(ctx, workerID, graceMs)
+	if grace < 0 || grace > MaxCredentialGraceMs {
+		return WorkerCredential{}, "", errs.Invalidf("graceMs", "must be 0..%d, got %d", MaxCredentialGraceMs, grace)
+	}
+	return p.issueCredential(ctx, workerID, grace)
 }
 
-// issueCredential issues one credential; graceMs < 0 leaves the others alone.
+// issueCredential issues one credential; graceMs < 0 leaves the others
+// alone, 0 revokes them, > 0 supersedes them with that upper bound.
 func (p *Publisher) issueCredential(ctx context.Context, workerRef string, graceMs int64) (WorkerCredential, string, error) {
 	wid, err := parsePubID("worker", workerRef)
 	if err != nil {
@@ -173,26 +194,90 @@ func (p *Publisher) issueCredential(ctx context.Context, workerRef string, grace
 		if status != "active" {
 			return errs.Conflictf("worker %s is disabled", wid)
 		}
-		switch {
-		case graceMs == 0:
-			_, err = tx.Exec(ctx, `UPDATE ql3.worker_credentials SET status = 'revoked', revoked_at_ms = `+dbNowMs+`
-				WHERE worker_id = $1 AND status = 'active'`, wid)
-		case graceMs > 0:
-			_, err = tx.Exec(ctx, `UPDATE ql3.worker_credentials
-				SET expires_at_ms = greatest(created_at_ms + 1, least(coalesce(expires_at_ms, `+dbNowMs+` + $2), `+dbNowMs+` + $2))
-				WHERE worker_id = $1 AND status = 'active'`, wid, graceMs)
-		}
+		out, err = scanCredential(tx.QueryRow(ctx, `INSERT INTO ql3.worker_credentials (credential_id, worker_id, secret_digest, status, created_at_ms)
+			VALUES ($1, $2, $3, 'active', `+dbNowMs+`) RETURNING `+credentialColumns, credID, wid, digest[:]))
 		if err != nil {
 			return err
 		}
-		out, err = scanCredential(tx.QueryRow(ctx, `INSERT INTO ql3.worker_credentials (credential_id, worker_id, secret_digest, status, created_at_ms)
-			VALUES ($1, $2, $3, 'active', `+dbNowMs+`) RETURNING `+credentialColumns, credID, wid, digest[:]))
+		switch {
+		case graceMs == 0:
+			_, err = tx.Exec(ctx, `UPDATE ql3.worker_credentials SET status = 'revoked', revoked_at_ms = `+dbNowMs+`, revoke_reason = 'admin'
+				WHERE worker_id = $1::uuid AND status = 'active' AND credential_id <> $2::uuid`, wid, credID)
+		case graceMs > 0:
+			// A credential already superseded keeps its earlier deadline.
+			_, err = tx.Exec(ctx, `WITH now AS MATERIALIZED (SELECT `+dbNowMs+` AS ms)
+				UPDATE ql3.worker_credentials c
+				SET superseded_by = $2::uuid, superseded_at_ms = now.ms,
+				    revoke_after_ms = least(coalesce(c.revoke_after_ms, now.ms + $3::bigint), now.ms + $3::bigint)
+				FROM now
+				WHERE c.worker_id = $1::uuid AND c.status = 'active' AND c.credential_id <> $2::uuid`, wid, credID, graceMs)
+		}
 		return err
 	})
 	if err != nil {
 		return WorkerCredential{}, "", err
 	}
 	return out, text, nil
+}
+
+// MaxReconcilePage bounds one ReconcileCredentials pass.
+const MaxReconcilePage = 256
+
+// ReconcileCredentials revokes superseded credentials whose successor a
+// session of the worker has presented (reason superseded) or whose upper
+// bound passed (grace_elapsed), at most MaxReconcilePage per call, each
+// with an audit line, in one transaction. It runs on the admin pool (the
+// ingress role cannot update credentials); replicas may run it at once
+// (SKIP LOCKED). It returns how many it revoked.
+func (p *Publisher) ReconcileCredentials(ctx context.Context) (int, error) {
+	n := 0
+	err := InTx(ctx, p.db, TxOptions{TxOptions: pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
+		n = 0
+		rows, err := tx.Query(ctx, `WITH now AS MATERIALIZED (SELECT `+dbNowMs+` AS ms)
+			SELECT c.credential_id, c.worker_id,
+			       CASE WHEN EXISTS (SELECT 1 FROM ql3.worker_sessions s WHERE s.credential_id = c.superseded_by
+			                         AND s.credential_observed_at_ms >= c.superseded_at_ms)
+			            THEN 'superseded' ELSE 'grace_elapsed' END
+			FROM ql3.worker_credentials c, now
+			WHERE c.status = 'active' AND c.superseded_by IS NOT NULL
+			  AND (c.revoke_after_ms <= now.ms OR EXISTS (SELECT 1 FROM ql3.worker_sessions s
+			        WHERE s.credential_id = c.superseded_by AND s.credential_observed_at_ms >= c.superseded_at_ms))
+			ORDER BY c.revoke_after_ms, c.credential_id
+			LIMIT $1::integer
+			FOR UPDATE OF c SKIP LOCKED`, MaxReconcilePage)
+		if err != nil {
+			return err
+		}
+		type due struct {
+			cred, worker uuid.UUID
+			reason       string
+		}
+		list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (due, error) {
+			var d due
+			return d, r.Scan(&d.cred, &d.worker, &d.reason)
+		})
+		if err != nil {
+			return err
+		}
+		for _, d := range list {
+			auditID, err := newPubID()
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `WITH now AS MATERIALIZED (SELECT `+dbNowMs+` AS ms),
+				upd AS (UPDATE ql3.worker_credentials c SET status = 'revoked', revoked_at_ms = now.ms, revoke_reason = $2::text
+				        FROM now WHERE c.credential_id = $1::uuid AND c.status = 'active' RETURNING c.credential_id)
+				INSERT INTO ql3.audit_log (audit_id, at_ms, actor_kind, action, subject_kind, subject_id, outcome, details)
+				SELECT $3::uuid, now.ms, 'system', 'credential.revoke', 'worker_credential', $1::uuid::text, 'ok',
+				       jsonb_build_object('reason', $2::text, 'workerId', $4::uuid::text)
+				FROM upd, now`, d.cred, d.reason, auditID, d.worker); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
 }
 
 // RevokeWorkerCredential revokes one credential of a worker. Revoking a
@@ -210,7 +295,7 @@ func (p *Publisher) RevokeWorkerCredential(ctx context.Context, workerRef, crede
 	err = InTx(ctx, p.db, TxOptions{TxOptions: Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
 		out, err = scanCredential(tx.QueryRow(ctx, `UPDATE ql3.worker_credentials
-			SET status = 'revoked', revoked_at_ms = coalesce(revoked_at_ms, `+dbNowMs+`)
+			SET status = 'revoked', revoked_at_ms = coalesce(revoked_at_ms, `+dbNowMs+`), revoke_reason = coalesce(revoke_reason, 'admin')
 			WHERE credential_id = $1 AND worker_id = $2 RETURNING `+credentialColumns, cid, wid))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errs.NotFoundf("worker %s has no credential %s", wid, cid)

@@ -1,0 +1,439 @@
+package ingress
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/protocol"
+)
+
+// Denial reasons: low-cardinality categories for audit lines and logs.
+const (
+	ReasonTLSVersion         = "tls_version"
+	ReasonNoClientCert       = "no_client_cert"
+	ReasonUntrustedCert      = "untrusted_cert"
+	ReasonCertExpired        = "cert_expired"
+	ReasonCertRevoked        = "cert_revoked"
+	ReasonRateLimited        = "rate_limited"
+	ReasonNoCredential       = "no_credential"
+	ReasonMalformed          = "malformed_credential"
+	ReasonUnknownCredential  = "unknown_credential"
+	ReasonWrongSecret        = "wrong_secret"
+	ReasonCredentialRevoked  = "credential_revoked"
+	ReasonCredentialExpired  = "credential_expired"
+	ReasonCredentialReplaced = "credential_superseded"
+	ReasonWorkerDisabled     = "worker_disabled"
+	ReasonCertNotBound       = "cert_not_bound"
+)
+
+// Credential is a presented credential's text. It formats as [redacted] in
+// fmt and slog, so it cannot reach a log line by accident.
+type Credential string
+
+func (Credential) String() string       { return "[redacted]" }
+func (Credential) GoString() string     { return "[redacted]" }
+func (Credential) LogValue() slog.Value { return slog.StringValue("[redacted]") }
+
+// Presented is what a request offers as identity: the identities of its
+// verified client certificate and the Authorization credential.
+type Presented struct {
+	// CertIdentities are the leaf certificate's URI SANs, DNS SANs and
+	// subject common name, sorted and deduplicated; the worker's
+	// tls_identity must be one of them.
+	CertIdentities []string
+	Credential     Credential
+}
+
+// Denied is the refusal an Authenticator returns; Reason is one of the
+// Reason* categories. WorkerID is set when the credential named a worker.
+type Denied struct {
+	Reason   string
+	WorkerID string
+}
+
+func (d *Denied) Error() string { return "worker authentication refused: " + d.Reason }
+
+// Authenticator resolves a Presented identity to a Principal. A refusal is
+// a *Denied; any other error is a dependency failure (503).
+type Authenticator interface {
+	Authenticate(ctx context.Context, p Presented) (Principal, error)
+}
+
+// Denial is one refused request or handshake, for the audit log. It holds
+// nothing secret.
+type Denial struct {
+	Reason          string
+	Route           string // "" for a refused handshake
+	RemoteAddr      string
+	CertIdentity    string // first certificate identity, when there was a certificate
+	WorkerID        string
+	TrustGeneration uint64
+}
+
+// Auditor writes denial lines (ql3.audit_log on the ingress role).
+type Auditor interface {
+	AuditDenied(ctx context.Context, d Denial) error
+}
+
+// routes: path → body limit. Everything is POST with a JSON body.
+var routes = map[string]int64{
+	protocol.PathSessionOpen:       protocol.MaxSessionOpenSize,
+	protocol.PathSessionHeartbeat:  protocol.MaxHeartbeatBytes,
+	protocol.PathSessionTransition: protocol.DefaultBodyBytes,
+	protocol.PathOfferPull:         protocol.DefaultBodyBytes,
+	protocol.PathLeaseAck:          protocol.DefaultBodyBytes,
+	protocol.PathLeaseLog:          protocol.HardBodyBytes,
+	protocol.PathLeaseComplete:     protocol.DefaultBodyBytes,
+}
+
+// ServeHTTP: stale trust generation → route → in-flight slot → failure
+// limit → authenticate → bounded body → decode → port.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	info, _ := r.Context().Value(connKey{}).(*connInfo)
+	if info == nil || r.TLS == nil || info.gen() != s.trust.current().n {
+		// Verified under trust that has since changed: refuse before
+		// routing and drop the connection; the worker reconnects and is
+		// verified again.
+		w.Header().Set("Connection", "close")
+		s.writeError(w, http.StatusMisdirectedRequest, errs.E(errs.Unavailable, "", "trust changed; reconnect"))
+		return
+	}
+	limit, ok := routes[r.URL.Path]
+	if !ok {
+		s.writeError(w, http.StatusNotFound, errs.NotFoundf("no such route"))
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		s.writeError(w, http.StatusMethodNotAllowed, errs.Invalidf("method", "only POST"))
+		return
+	}
+	select {
+	case s.inflight <- struct{}{}:
+		defer func() { <-s.inflight }()
+	default:
+		w.Header().Set(protocol.HeaderRetryAfter, "1")
+		s.writeError(w, http.StatusServiceUnavailable, errs.E(errs.Unavailable, "", "too many requests in flight"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
+	defer cancel()
+
+	certs := r.TLS.PeerCertificates
+	fp := fingerprint(certs)
+	idents := certIdentities(certs)
+	denial := Denial{Route: r.URL.Path, RemoteAddr: peerHostString(r.RemoteAddr), TrustGeneration: info.gen()}
+	if len(idents) > 0 {
+		denial.CertIdentity = idents[0]
+	}
+	if s.failures.exhausted(fp) {
+		w.Header().Set(protocol.HeaderRetryAfter, strconv.Itoa(int(failureRefill/time.Second)))
+		s.writeError(w, http.StatusTooManyRequests, errs.E(errs.Unavailable, "", "too many failed attempts"))
+		return
+	}
+	p, err := s.authenticate(ctx, r, idents)
+	if err != nil {
+		var d *Denied
+		if !errors.As(err, &d) {
+			s.fail(w, r, "", err)
+			return
+		}
+		denial.Reason, denial.WorkerID = d.Reason, d.WorkerID
+		if s.failures.charge(fp) {
+			s.audit(ctx, denial)
+		}
+		w.Header().Set("WWW-Authenticate", "Worker")
+		s.writeError(w, http.StatusUnauthorized, errs.E(errs.Unauthorized, "Authorization", "worker authentication failed"))
+		return
+	}
+	p.TrustGeneration, p.RemoteAddr = info.gen(), denial.RemoteAddr
+	body, err := readBody(r, limit)
+	if err != nil {
+		s.fail(w, r, p.WorkerID, err)
+		return
+	}
+	s.dispatch(ctx, w, r, p, body)
+}
+
+// authenticate reads the Authorization header and asks the Authenticator.
+func (s *Server) authenticate(ctx context.Context, r *http.Request, idents []string) (Principal, error) {
+	h := r.Header.Values("Authorization")
+	if len(h) == 0 {
+		return Principal{}, &Denied{Reason: ReasonNoCredential}
+	}
+	scheme, cred, ok := strings.Cut(h[0], " ")
+	if len(h) != 1 || !ok || !strings.EqualFold(scheme, "Worker") || cred == "" {
+		return Principal{}, &Denied{Reason: ReasonMalformed}
+	}
+	return s.cfg.Auth.Authenticate(ctx, Presented{CertIdentities: idents, Credential: Credential(cred)})
+}
+
+// readBody reads at most limit bytes of a JSON body: a declared or actual
+// larger body is 413 without reading further.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, _ := strings.Cut(ct, ";"); strings.TrimSpace(strings.ToLower(mt)) != "application/json" {
+			return nil, errs.Invalidf("Content-Type", "must be application/json")
+		}
+	}
+	if r.ContentLength > limit {
+		return nil, errs.TooLargef("", "body is %d bytes, limit is %d", r.ContentLength, limit)
+	}
+	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, errs.Invalidf("", "reading the body failed")
+	}
+	if int64(len(data)) > limit {
+		return nil, errs.TooLargef("", "body is larger than %d bytes", limit)
+	}
+	return data, nil
+}
+
+// dispatch decodes the body for its route and calls the port.
+func (s *Server) dispatch(ctx context.Context, w http.ResponseWriter, r *http.Request, p Principal, body []byte) {
+	var out []byte
+	var err error
+	switch r.URL.Path {
+	case protocol.PathSessionOpen:
+		out, err = call(ctx, body, protocol.DecodeSessionOpen, func(ctx context.Context, b protocol.SessionOpen) (protocol.SessionState, error) {
+			if b.CredentialID != p.CredentialID {
+				return protocol.SessionState{}, errs.E(errs.Conflict, "credentialId", "is not the credential this request authenticated with")
+			}
+			return s.cfg.Sessions.Open(ctx, p, b)
+		}, protocol.SessionState.Encode)
+	case protocol.PathSessionHeartbeat:
+		out, err = call(ctx, body, protocol.DecodeSessionHeartbeat, func(ctx context.Context, b protocol.SessionHeartbeat) (protocol.SessionState, error) {
+			return s.heartbeat(ctx, p, b)
+		}, protocol.SessionState.Encode)
+	case protocol.PathSessionTransition:
+		out, err = call(ctx, body, protocol.DecodeSessionTransition, func(ctx context.Context, b protocol.SessionTransition) (protocol.SessionState, error) {
+			return s.cfg.Sessions.Transition(ctx, p, b)
+		}, protocol.SessionState.Encode)
+	case protocol.PathOfferPull:
+		s.pull(ctx, w, r, p, body)
+		return
+	case protocol.PathLeaseAck:
+		out, err = callLease(ctx, s, body, protocol.DecodeAck, func(ctx context.Context, l LeasePort, b protocol.Ack) (protocol.LeaseControl, error) {
+			return l.Ack(ctx, p, b)
+		}, protocol.LeaseControl.Encode)
+	case protocol.PathLeaseLog:
+		out, err = callLease(ctx, s, body, protocol.DecodeLogChunk, func(ctx context.Context, l LeasePort, b protocol.LogChunk) (protocol.LogReceipt, error) {
+			return l.Log(ctx, p, b)
+		}, protocol.LogReceipt.Encode)
+	case protocol.PathLeaseComplete:
+		out, err = callLease(ctx, s, body, protocol.DecodeCompletion, func(ctx context.Context, l LeasePort, b protocol.Completion) (protocol.CompletionReceipt, error) {
+			return l.Complete(ctx, p, b)
+		}, protocol.CompletionReceipt.Encode)
+	}
+	if err != nil {
+		s.fail(w, r, p.WorkerID, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// call decodes, runs the port and encodes the answer.
+func call[In, Out any](ctx context.Context, body []byte, decode func([]byte) (In, error),
+	port func(context.Context, In) (Out, error), encode func(Out) ([]byte, error)) ([]byte, error) {
+	in, err := decode(body)
+	if err != nil {
+		return nil, err
+	}
+	out, err := port(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := encode(out)
+	if err != nil {
+		return nil, errs.E(errs.Internal, "", "encode answer: %v", err)
+	}
+	return raw, nil
+}
+
+func callLease[In, Out any](ctx context.Context, s *Server, body []byte, decode func([]byte) (In, error),
+	port func(context.Context, LeasePort, In) (Out, error), encode func(Out) ([]byte, error)) ([]byte, error) {
+	if s.cfg.Leases == nil {
+		return nil, errs.E(errs.Unavailable, "", "no dispatcher is configured in this replica")
+	}
+	return call(ctx, body, decode, func(ctx context.Context, in In) (Out, error) { return port(ctx, s.cfg.Leases, in) }, encode)
+}
+
+// heartbeat records the session heartbeat, then renews the listed
+// attempts' leases (two transactions, ADR 0010): a renewal failure after a
+// recorded heartbeat answers 503 and the worker retries.
+func (s *Server) heartbeat(ctx context.Context, p Principal, b protocol.SessionHeartbeat) (protocol.SessionState, error) {
+	if b.CredentialID != p.CredentialID {
+		return protocol.SessionState{}, errs.E(errs.Conflict, "credentialId", "is not the credential this request authenticated with")
+	}
+	st, err := s.cfg.Sessions.Heartbeat(ctx, p, b)
+	if err != nil || len(b.RunningAttemptIDs) == 0 {
+		return st, err
+	}
+	if s.cfg.Leases == nil {
+		return protocol.SessionState{}, errs.E(errs.Unavailable, "", "no dispatcher is configured in this replica to renew leases")
+	}
+	controls, err := s.cfg.Leases.RenewForHeartbeat(ctx, p, b.SessionID, b.Generation, b.RunningAttemptIDs)
+	if err != nil {
+		return protocol.SessionState{}, err
+	}
+	if len(controls) != len(b.RunningAttemptIDs) {
+		return protocol.SessionState{}, errs.E(errs.Internal, "", "renewal answered %d controls for %d attempts", len(controls), len(b.RunningAttemptIDs))
+	}
+	for i := range controls {
+		if st.Status == protocol.SessionOffline && controls[i].Action != protocol.LeaseRevoke {
+			// An offline session holds no lease; stopping is always safe.
+			s.log.Error("renewal answered a non-revoke control for an offline session; sending revoke", "action", string(controls[i].Action))
+			controls[i] = protocol.LeaseControl{AttemptID: controls[i].AttemptID, Action: protocol.LeaseRevoke}
+		}
+	}
+	st.Controls = controls
+	return st, nil
+}
+
+// pull answers 200 with an offer or 204 with Retry-After.
+func (s *Server) pull(ctx context.Context, w http.ResponseWriter, r *http.Request, p Principal, body []byte) {
+	req, err := protocol.DecodeOfferPullRequest(body)
+	if err == nil && s.cfg.Leases == nil {
+		err = errs.E(errs.Unavailable, "", "no dispatcher is configured in this replica")
+	}
+	if err != nil {
+		s.fail(w, r, p.WorkerID, err)
+		return
+	}
+	offer, retryAfter, err := s.cfg.Leases.Pull(ctx, p, req)
+	if err != nil {
+		s.fail(w, r, p.WorkerID, err)
+		return
+	}
+	if offer == nil {
+		w.Header().Set(protocol.HeaderRetryAfter, strconv.FormatInt(protocol.RetryAfterSeconds(retryAfter.Milliseconds()), 10))
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	raw, err := offer.Encode()
+	if err != nil {
+		s.fail(w, r, p.WorkerID, errs.E(errs.Internal, "", "encode offer: %v", err))
+		return
+	}
+	writeJSON(w, http.StatusOK, raw)
+}
+
+// fail answers a coded error. Context expiry and cancellation are 503 (the
+// worker retries); uncoded errors are 500 and logged without the body.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, workerID string, err error) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		err = errs.E(errs.Unavailable, "", "the request timed out; retry")
+	}
+	body, internal := errs.Public(err)
+	status := errs.HTTPStatus(body.Code)
+	if internal || status == http.StatusServiceUnavailable {
+		s.log.Warn("worker ingress request failed", "route", r.URL.Path, "worker", workerID, "code", body.Code, "err", err)
+	}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set(protocol.HeaderRetryAfter, "1")
+	}
+	s.writeError(w, status, errs.FromBody(body))
+}
+
+func (s *Server) writeError(w http.ResponseWriter, status int, e *errs.Error) {
+	raw, _ := json.Marshal(errs.Body{Code: e.Code, Message: e.Message, Field: e.Field})
+	writeJSON(w, status, raw)
+}
+
+func writeJSON(w http.ResponseWriter, status int, raw []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(raw)))
+	w.WriteHeader(status)
+	_, _ = w.Write(raw)
+}
+
+// audit writes a denial line; a failure to write it is logged, and the
+// request is refused either way.
+func (s *Server) audit(ctx context.Context, d Denial) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if err := s.cfg.Audit.AuditDenied(actx, d); err != nil {
+		s.log.Warn("worker ingress could not write an audit line", "reason", d.Reason, "err", err)
+	}
+	s.log.Info("worker ingress refused a request", "reason", d.Reason, "route", d.Route, "remote", d.RemoteAddr, "worker", d.WorkerID)
+}
+
+// denyHandshake audits a refused handshake, at most auditBurst per peer
+// address and then one per auditRefill.
+func (s *Server) denyHandshake(ctx context.Context, addr, reason string, certs []*x509.Certificate) {
+	if !s.audits.charge(addr) {
+		return
+	}
+	d := Denial{Reason: reason, RemoteAddr: addr, TrustGeneration: s.trust.current().n}
+	if ids := certIdentities(certs); len(ids) > 0 {
+		d.CertIdentity = ids[0]
+	}
+	s.audit(ctx, d)
+}
+
+// fingerprint keys the failure limiter: the SHA-256 of the leaf.
+func fingerprint(certs []*x509.Certificate) string {
+	if len(certs) == 0 {
+		return ""
+	}
+	sum := sha256.Sum256(certs[0].Raw)
+	return hex.EncodeToString(sum[:])
+}
+
+// certIdentities lists a leaf's URI SANs, DNS SANs and common name that
+// are 1–256 bytes of printable ASCII without spaces (as
+// workers.tls_identity allows), sorted and deduplicated.
+func certIdentities(certs []*x509.Certificate) []string {
+	if len(certs) == 0 {
+		return nil
+	}
+	leaf := certs[0]
+	var out []string
+	add := func(s string) {
+		if len(s) == 0 || len(s) > 256 {
+			return
+		}
+		for i := 0; i < len(s); i++ {
+			if s[i] < 0x21 || s[i] > 0x7e {
+				return
+			}
+		}
+		out = append(out, s)
+	}
+	for _, u := range leaf.URIs {
+		add(u.String())
+	}
+	for _, d := range leaf.DNSNames {
+		add(d)
+	}
+	add(leaf.Subject.CommonName)
+	sort.Strings(out)
+	j := 0
+	for i, s := range out {
+		if i == 0 || s != out[j-1] {
+			out[j] = s
+			j++
+		}
+	}
+	return out[:j]
+}
+
+func peerHostString(remote string) string {
+	if i := strings.LastIndexByte(remote, ':'); i > 0 {
+		return strings.Trim(remote[:i], "[]")
+	}
+	return remote
+}
