@@ -256,7 +256,7 @@ func (c *Coordinator) round(ctx context.Context, claimed []postgres.ClaimedSched
 			c.metrics.Errors.Add(1)
 			return res, nil, fmt.Errorf("coordinator: claim: %w", err)
 		}
-		c.metrics.Claimed.Add(int64(len(claimed)))
+		c.countClaimed(claimed, false)
 	}
 	res.Claimed, res.Full = len(claimed), len(claimed) == c.cfg.Budget
 	if len(claimed) == 0 {
@@ -282,6 +282,19 @@ func (c *Coordinator) round(ctx context.Context, claimed []postgres.ClaimedSched
 	}
 	next := c.admit(ctx, batch, metas, &res, claimNext && res.Full)
 	return res, next, nil
+}
+
+// countClaimed counts a claim's rows, and the takeovers among them.
+func (c *Coordinator) countClaimed(claimed []postgres.ClaimedSchedule, chained bool) {
+	c.metrics.Claimed.Add(int64(len(claimed)))
+	if chained {
+		c.metrics.ClaimedChained.Add(int64(len(claimed)))
+	}
+	for _, cl := range claimed {
+		if cl.TakenOver() {
+			c.metrics.TakenOver.Add(1)
+		}
+	}
 }
 
 func (c *Coordinator) claimRequest() postgres.ClaimRequest {
@@ -349,8 +362,7 @@ func (c *Coordinator) admit(ctx context.Context, batch []postgres.Admission, met
 				c.report(Diagnostic{Kind: "claim_failed", Err: nc.Err})
 				return nil
 			}
-			c.metrics.Claimed.Add(int64(len(nc.Claimed)))
-			c.metrics.ClaimedChained.Add(int64(len(nc.Claimed)))
+			c.countClaimed(nc.Claimed, true)
 			if nc.Claimed == nil {
 				return []postgres.ClaimedSchedule{} // claimed, found nothing
 			}

@@ -11,6 +11,7 @@ type Metrics struct {
 	Rounds               atomic.Int64
 	Claimed              atomic.Int64 // schedule rows claimed
 	ClaimedChained       atomic.Int64 // of those, claimed in the round trip of the previous round's admission
+	TakenOver            atomic.Int64 // of those, taken over from a claim that expired unadmitted (its replica died or stalled)
 	Admitted             atomic.Int64 // Runs admitted
 	Skipped              atomic.Int64 // missed occurrences skipped (cursor advanced, no Run)
 	Initialized          atomic.Int64 // cursors (re)initialised

@@ -267,7 +267,7 @@ func buildAdmitArgs(batch []Admission) (admitArgs, error) {
 		a.trigRev = append(a.trigRev, c.TriggerRevision)
 		a.taskRev = append(a.taskRev, c.TaskRevision)
 		a.digest = append(a.digest, c.ExecutionDigest[:])
-		a.observed = append(a.observed, c.AcquiredAtMs)
+		a.observed = append(a.observed, c.ObservedAtMs)
 		a.next = append(a.next, ad.NextFireAtMs)
 		a.cursor = append(a.cursor, pgtype.Int8{Int64: c.NextFireAtMs, Valid: c.Initialized})
 		fireOrSkip := ad.Kind == AdmitFire || ad.Kind == AdmitSkip

@@ -88,17 +88,33 @@ type ClaimedSchedule struct {
 	StateVersion      int64 // after the claim's bump
 
 	Fence fence.ClaimFence
-	// AcquiredAtMs is the database time the claim was taken, stored as the
-	// row's updated_at_ms. It is the observation Decide uses (ADR-0107): no
-	// node clock enters a decision. It never runs backwards for a row
-	// (greatest(updated_at_ms, now)).
+	// AcquiredAtMs is the database time the claim was taken: the "now"
+	// Decide uses (ADR-0107: no node clock enters a decision). It never runs
+	// backwards for a row (greatest(updated_at_ms, now)).
 	AcquiredAtMs int64
+	// ObservedAtMs is the row's updated_at_ms after the claim, which the
+	// admission re-checks as part of the fence. For a fresh claim it is
+	// AcquiredAtMs. For a takeover (the previous claim expired without an
+	// admission: its holder died or stalled) the claim leaves updated_at_ms
+	// alone, so it is the acquisition time of the first claim that saw the
+	// cursor due, and stays so along a chain of dead claims (ADR 0002 rule 5).
+	ObservedAtMs int64
 }
 
-// State is the schedule as core/schedule.Decide sees it.
+// TakenOver reports whether this claim took the row over from a claim that
+// expired without an admission.
+func (c ClaimedSchedule) TakenOver() bool { return c.ObservedAtMs < c.AcquiredAtMs }
+
+// State is the schedule as core/schedule.Decide sees it. A takeover carries
+// the dead claim's observation, so the time the row spent under it is not
+// charged against the misfire grace.
 func (c ClaimedSchedule) State() schedule.State {
-	return schedule.State{TriggerRevision: c.TriggerRevision, Initialized: c.Initialized,
+	s := schedule.State{TriggerRevision: c.TriggerRevision, Initialized: c.Initialized,
 		NextFireAtMs: c.NextFireAtMs, LastScheduledAtMs: c.LastScheduledAtMs}
+	if c.TakenOver() {
+		s.SeenDueAtMs = c.ObservedAtMs
+	}
+	return s
 }
 
 // claimSchedulesSQL is the claim: one statement, committed on its own.
@@ -111,7 +127,11 @@ func (c ClaimedSchedule) State() schedule.State {
 // or admitting right now are passed over, never waited for), LIMIT the
 // budget. It writes owner, a fresh token, claim_version + 1, the expiry
 // (database time + lease), bumps state_version and stamps updated_at_ms with
-// the claim-acquired time. No cron math, no id generation besides the token
+// the claim-acquired time — except on a takeover (the row still carries an
+// expired claim: its holder died or stalled before admitting), which keeps
+// updated_at_ms, the first claim's observation, so the decision measures
+// lateness from it (ADR 0002 rule 5). It returns the claim-acquired time
+// (greatest(updated_at_ms, database time)) beside it. No cron math, no id generation besides the token
 // and no worker I/O happen under the row locks.
 //
 // Only rows marked active (migration 0004: publication clears it for
@@ -148,16 +168,17 @@ const claimSchedulesSQL = `WITH db_now AS MATERIALIZED (
 		claim_version = s.claim_version + 1,
 		claim_expires_at_ms = n.ms + $3::bigint,
 		state_version = s.state_version + 1,
-		updated_at_ms = greatest(s.updated_at_ms, n.ms)
+		updated_at_ms = CASE WHEN s.claim_token IS NULL THEN greatest(s.updated_at_ms, n.ms) ELSE s.updated_at_ms END
 	FROM db_now n
 	WHERE s.trigger_id = ANY (ARRAY(SELECT trigger_id FROM candidate))
 	RETURNING s.ctid, s.trigger_id, s.project_id, s.trigger_revision, s.next_fire_at_ms, s.last_scheduled_at_ms,
-		s.state_version, s.claim_owner, s.claim_token, s.claim_version, s.claim_expires_at_ms, s.updated_at_ms
+		s.state_version, s.claim_owner, s.claim_token, s.claim_version, s.claim_expires_at_ms, s.updated_at_ms,
+		greatest(s.updated_at_ms, n.ms) AS acquired_at_ms
 )
 SELECT c.ctid, c.trigger_id, c.project_id, r.task_id, c.trigger_revision, r.task_revision, r.execution_revision_id,
 	r.execution_digest, r.expression, r.time_zone, r.misfire_policy, r.misfire_grace_ms, r.activated_at_ms,
 	c.next_fire_at_ms, c.last_scheduled_at_ms, c.state_version,
-	c.claim_owner, c.claim_token, c.claim_version, c.claim_expires_at_ms, c.updated_at_ms
+	c.claim_owner, c.claim_token, c.claim_version, c.claim_expires_at_ms, c.updated_at_ms, c.acquired_at_ms
 FROM claimed c
 JOIN ql3.trigger_revisions r ON r.trigger_id = c.trigger_id AND r.revision = c.trigger_revision
 ORDER BY c.next_fire_at_ms NULLS FIRST, c.project_id, c.trigger_id`
@@ -212,7 +233,7 @@ func scanClaimed(row pgx.CollectableRow) (ClaimedSchedule, error) {
 	if err := row.Scan(&c.TupleID, &c.TriggerID, &c.ProjectID, &c.TaskID, &c.TriggerRevision, &c.TaskRevision,
 		&c.ExecutionRevisionID, &digest, &c.Expression, &c.TimeZone, &misfire, &c.GraceMs, &c.ActivatedAtMs,
 		&next, &last, &c.StateVersion, &c.Fence.Owner, &token, &c.Fence.Version, &c.Fence.ExpiresAtMs,
-		&c.AcquiredAtMs); err != nil {
+		&c.ObservedAtMs, &c.AcquiredAtMs); err != nil {
 		return c, err
 	}
 	if len(digest) != len(c.ExecutionDigest) {
@@ -230,34 +251,54 @@ func scanClaimed(row pgx.CollectableRow) (ClaimedSchedule, error) {
 	return c, nil
 }
 
-// nextDueSQL finds the earliest moment a claim round could find work: the
-// first claimable schedule in claim order (same eligibility as the claim,
-// rows under a live claim excluded: their holder admits them, or they expire
-// and are found on the next cadence), as a delay from the database time.
-// No row when nothing is eligible; a negative delay means "due now".
+// nextDueSQL finds the earliest moment a claim round could find work, as a
+// delay from the database time: the first claimable schedule in claim order
+// (same eligibility as the claim), or the earliest expiry of a live claim on
+// a due row, whichever comes first. A live claim's holder normally admits
+// the row long before it expires; if the holder died or stalled, the row
+// becomes claimable exactly at its expiry, and waking then (instead of up to
+// one cadence later) keeps the takeover prompt. Claimed rows are due or
+// uninitialised, so they sit in the due prefix of trigger_schedules_due_idx;
+// only the first heldScanRows entries of that prefix are looked at, which
+// bounds the probe under a backlog (when rounds run back to back anyway).
+// NULL when there is neither; a negative delay means "due now".
 const nextDueSQL = `WITH db_now AS MATERIALIZED (
 	SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms
+), claimable AS (
+	SELECT coalesce(s.next_fire_at_ms, (SELECT ms FROM db_now)) AS at
+	FROM ql3.trigger_schedules s
+	WHERE s.active
+	  AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= (SELECT ms FROM db_now))
+	  AND ` + scheduleEligibleSQL + `
+	ORDER BY coalesce(s.next_fire_at_ms, -9223372036854775808), s.project_id, s.trigger_id
+	LIMIT 1
+), held AS (
+	SELECT min(x.claim_expires_at_ms) AS at
+	FROM (SELECT s.claim_token, s.claim_expires_at_ms
+		FROM ql3.trigger_schedules s
+		WHERE coalesce(s.next_fire_at_ms, -9223372036854775808) <= (SELECT ms FROM db_now) AND s.active
+		ORDER BY coalesce(s.next_fire_at_ms, -9223372036854775808), s.project_id, s.trigger_id
+		LIMIT ` + heldScanRows + `) x
+	WHERE x.claim_token IS NOT NULL AND x.claim_expires_at_ms > (SELECT ms FROM db_now)
 )
-SELECT coalesce(s.next_fire_at_ms, (SELECT ms FROM db_now)) - (SELECT ms FROM db_now)
-FROM ql3.trigger_schedules s
-WHERE s.active
-  AND (s.claim_token IS NULL OR s.claim_expires_at_ms <= (SELECT ms FROM db_now))
-  AND ` + scheduleEligibleSQL + `
-ORDER BY coalesce(s.next_fire_at_ms, -9223372036854775808), s.project_id, s.trigger_id
-LIMIT 1`
+SELECT least((SELECT at FROM claimable), (SELECT at FROM held)) - (SELECT ms FROM db_now)`
 
-// NextDue returns how long, by database time, until the earliest claimable
-// schedule is due; ok is false when no schedule is eligible at all.
+// heldScanRows bounds how much of the due prefix NextDue reads for live
+// claims (budget × replicas rows are claimed at a time).
+const heldScanRows = "256"
+
+// NextDue returns how long, by database time, until a claim round could
+// find work: the earliest claimable schedule is due, or the earliest live
+// claim on a due row expires. ok is false when there is neither.
 func NextDue(ctx context.Context, db DB) (delay time.Duration, ok bool, err error) {
-	var ms int64
-	err = db.QueryRow(ctx, nextDueSQL).Scan(&ms)
-	if err == pgx.ErrNoRows {
-		return 0, false, nil
-	}
-	if err != nil {
+	var ms *int64
+	if err = db.QueryRow(ctx, nextDueSQL).Scan(&ms); err != nil {
 		return 0, false, Translate(err)
 	}
-	return time.Duration(ms) * time.Millisecond, true, nil
+	if ms == nil {
+		return 0, false, nil
+	}
+	return time.Duration(*ms) * time.Millisecond, true, nil
 }
 
 // ScheduleNotifyChannel is the LISTEN/NOTIFY channel migration 0003's

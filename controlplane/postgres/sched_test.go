@@ -383,7 +383,7 @@ func TestAdmitRefusesWithoutWriting(t *testing.T) {
 			f.exec(t, `UPDATE ql3.trigger_schedules SET claim_expires_at_ms = $2 WHERE trigger_id = $1`, c.TriggerID, c.AcquiredAtMs)
 			ad.Claim.Fence.ExpiresAtMs = c.AcquiredAtMs
 		}, postgres.OutcomeRaced},
-		{"observation", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) { ad.Claim.AcquiredAtMs-- }, postgres.OutcomeRaced},
+		{"observation", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) { ad.Claim.ObservedAtMs-- }, postgres.OutcomeRaced},
 		{"cursor", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) { ad.Claim.NextFireAtMs -= 1000 }, postgres.OutcomeStale},
 		{"task disabled", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) {
 			f.exec(t, `UPDATE ql3.tasks SET enabled = false WHERE task_id = $1`, c.TaskID)
@@ -747,7 +747,8 @@ func TestClaimPlanReadsOnlyTheDuePrefix(t *testing.T) {
 		_ = tx.Rollback(ctx)
 		text := strings.Join(plan, "\n")
 		top, scan := strings.Index(text, tc.top), strings.Index(text, "Index Scan using trigger_schedules_due_idx")
-		if top < 0 || scan < top || strings.Contains(text[top:scan], "Sort") || strings.Contains(text, "Seq Scan on trigger_schedules") {
+		if top < 0 || scan < top || strings.Contains(text[top:scan], "Sort") || strings.Contains(text, "Seq Scan on trigger_schedules") ||
+			name == "next due" && strings.Contains(text, "Sort") { // both of its parts read the index in order
 			t.Errorf("%s plan does not read the due prefix in index order under its limit:\n%s", name, text)
 		}
 	}

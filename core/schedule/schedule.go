@@ -18,6 +18,13 @@
 //     cursor itself (the oldest missed one, so every replica computes the
 //     same idempotency key). Either way the cursor moves past now, so a
 //     backlog is never replayed.
+//   - Lateness is measured at the moment the cursor was first seen due by a
+//     scheduler that took it on (State.SeenDueAtMs, a cluster claim) when
+//     that scheduler died or stalled before its decision committed: the
+//     time the occurrence then spent under the dead claim, and until
+//     another replica took it over, is never charged against the grace
+//     (ADR 0002 rule 5). Only the misfire test uses it; the new cursor
+//     still moves past now.
 //
 // The caller persists Decision.NextFireAtMs (and, for Fire,
 // ScheduledForMs as the last scheduled occurrence) with a compare-and-set,
@@ -84,6 +91,14 @@ type State struct {
 	Initialized       bool
 	NextFireAtMs      int64 // the cursor
 	LastScheduledAtMs int64 // the last occurrence that fired; 0 if none
+	// SeenDueAtMs is when a scheduler first claimed this cursor while it
+	// was due, if every claim since ended without a committed decision (the
+	// holder died or stalled past its lease and this decision is a
+	// takeover); 0 otherwise. Lateness is measured at it instead of now, so
+	// a replica's death never turns an occurrence it held into a misfire.
+	// It is ignored unless NextFireAtMs <= SeenDueAtMs < now (anything else
+	// cannot come from a claim of this cursor and excuses nothing).
+	SeenDueAtMs int64
 }
 
 // Kind is the kind of a Decision.
@@ -119,8 +134,13 @@ type Decision struct {
 	// NextFireAtMs is the cursor to persist (Init, Fire, Skip) or the
 	// unchanged cursor (Wait).
 	NextFireAtMs int64
-	// LateMs is now - ScheduledForMs for Fire and Skip.
+	// LateMs is now - ScheduledForMs for Fire and Skip: how late the
+	// occurrence really is (the fire lag).
 	LateMs int64
+	// ChargedLateMs is the part of LateMs charged against the misfire
+	// grace: LateMs minus the time since State.SeenDueAtMs, if that
+	// applies. Equal to LateMs for a decision that is not a takeover.
+	ChargedLateMs int64
 	// Missed counts occurrences that will never run: those strictly between
 	// ScheduledForMs and NextFireAtMs, plus the cursor itself for Skip.
 	Missed int64
@@ -134,6 +154,9 @@ type Decision struct {
 func Decide(t Trigger, s State, nowMs int64) (Decision, error) {
 	if err := t.Validate(); err != nil {
 		return Decision{}, err
+	}
+	if s.SeenDueAtMs < 0 {
+		return Decision{}, errs.Invalidf("seenDueAtMs", "must not be negative, got %d", s.SeenDueAtMs)
 	}
 	// A cursor at or before the last fired occurrence would replay it; such
 	// a row is corrupt, and re-initialising is the only safe repair.
@@ -157,9 +180,13 @@ func Decide(t Trigger, s State, nowMs int64) (Decision, error) {
 	if err != nil {
 		return Decision{}, err
 	}
+	seen := nowMs
+	if cursor <= s.SeenDueAtMs && s.SeenDueAtMs < nowMs {
+		seen = s.SeenDueAtMs
+	}
 	d := Decision{Kind: Fire, ScheduledForMs: cursor, NextFireAtMs: next, LateMs: nowMs - cursor,
-		Missed: missed, MissedCapped: capped}
-	if d.LateMs > t.GraceMs && t.Misfire == MisfireSkip {
+		ChargedLateMs: seen - cursor, Missed: missed, MissedCapped: capped}
+	if d.ChargedLateMs > t.GraceMs && t.Misfire == MisfireSkip {
 		d.Kind = Skip
 		d.Missed++
 	}

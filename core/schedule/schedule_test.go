@@ -116,21 +116,21 @@ func TestDecide(t *testing.T) {
 		{"due on the dot", trig(MisfireSkip, 30_000), cursor(T), T,
 			Decision{Kind: Fire, ScheduledForMs: T, NextFireAtMs: T + minute}},
 		{"exactly at the grace fires", trig(MisfireSkip, 30_000), cursor(T), T + 30_000,
-			Decision{Kind: Fire, ScheduledForMs: T, NextFireAtMs: T + minute, LateMs: 30_000}},
+			Decision{Kind: Fire, ScheduledForMs: T, NextFireAtMs: T + minute, LateMs: 30_000, ChargedLateMs: 30_000}},
 		{"grace+1 ms with skip is a misfire", trig(MisfireSkip, 30_000), cursor(T), T + 30_001,
-			Decision{Kind: Skip, ScheduledForMs: T, NextFireAtMs: T + minute, LateMs: 30_001, Missed: 1}},
+			Decision{Kind: Skip, ScheduledForMs: T, NextFireAtMs: T + minute, LateMs: 30_001, ChargedLateMs: 30_001, Missed: 1}},
 		{"grace+1 ms with fire_once fires the cursor", trig(MisfireFireOnce, 30_000), cursor(T), T + 30_001,
-			Decision{Kind: Fire, ScheduledForMs: T, NextFireAtMs: T + minute, LateMs: 30_001}},
+			Decision{Kind: Fire, ScheduledForMs: T, NextFireAtMs: T + minute, LateMs: 30_001, ChargedLateMs: 30_001}},
 		{"zero grace: 1 ms late is a misfire", trig(MisfireSkip, 0), cursor(T), T + 1,
-			Decision{Kind: Skip, ScheduledForMs: T, NextFireAtMs: T + minute, LateMs: 1, Missed: 1}},
+			Decision{Kind: Skip, ScheduledForMs: T, NextFireAtMs: T + minute, LateMs: 1, ChargedLateMs: 1, Missed: 1}},
 		{"within a long grace, occurrences in between are missed, not replayed", trig(MisfireSkip, MaxGraceMs), cursor(T), T + 150_000,
-			Decision{Kind: Fire, ScheduledForMs: T, NextFireAtMs: T + 3*minute, LateMs: 150_000, Missed: 2}},
+			Decision{Kind: Fire, ScheduledForMs: T, NextFireAtMs: T + 3*minute, LateMs: 150_000, ChargedLateMs: 150_000, Missed: 2}},
 		{"late exactly at an occurrence: next is strictly after now", trig(MisfireFireOnce, 30_000), cursor(T), T + 2*minute,
-			Decision{Kind: Fire, ScheduledForMs: T, NextFireAtMs: T + 3*minute, LateMs: 2 * minute, Missed: 2}},
+			Decision{Kind: Fire, ScheduledForMs: T, NextFireAtMs: T + 3*minute, LateMs: 2 * minute, ChargedLateMs: 2 * minute, Missed: 2}},
 		{"backlog of 100 minutes, fire_once admits exactly the cursor", trig(MisfireFireOnce, 30_000), cursor(T), T + 100*minute + 30_500,
-			Decision{Kind: Fire, ScheduledForMs: T, NextFireAtMs: T + 101*minute, LateMs: 100*minute + 30_500, Missed: 100}},
+			Decision{Kind: Fire, ScheduledForMs: T, NextFireAtMs: T + 101*minute, LateMs: 100*minute + 30_500, ChargedLateMs: 100*minute + 30_500, Missed: 100}},
 		{"backlog of 100 minutes, skip admits none", trig(MisfireSkip, 30_000), cursor(T), T + 100*minute + 30_500,
-			Decision{Kind: Skip, ScheduledForMs: T, NextFireAtMs: T + 101*minute, LateMs: 100*minute + 30_500, Missed: 101}},
+			Decision{Kind: Skip, ScheduledForMs: T, NextFireAtMs: T + 101*minute, LateMs: 100*minute + 30_500, ChargedLateMs: 100*minute + 30_500, Missed: 101}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -174,7 +174,7 @@ func TestMissedIsCapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Decision{Kind: Skip, ScheduledForMs: T, NextFireAtMs: T + 86_401_000, LateMs: 86_400_000, Missed: MaxMissedCount + 1, MissedCapped: true}
+	want := Decision{Kind: Skip, ScheduledForMs: T, NextFireAtMs: T + 86_401_000, LateMs: 86_400_000, ChargedLateMs: 86_400_000, Missed: MaxMissedCount + 1, MissedCapped: true}
 	if d != want {
 		t.Fatalf("Decide = %+v, want %+v", d, want)
 	}

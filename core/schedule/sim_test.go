@@ -161,7 +161,7 @@ func TestSimulatedOutage(t *testing.T) {
 			// when ticks stop at 09:59:59.4.
 			cursor := ms("2026-06-01T10:00:00Z")
 			wantRecovery := Decision{Kind: Fire, ScheduledForMs: cursor, NextFireAtMs: ms("2026-06-01T11:05:00Z"),
-				LateMs: up + 400 - cursor, Missed: 12}
+				LateMs: up + 400 - cursor, ChargedLateMs: up + 400 - cursor, Missed: 12}
 			if c.policy == MisfireSkip {
 				wantRecovery.Kind, wantRecovery.Missed = Skip, 13
 			}
