@@ -148,7 +148,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var d *Denied
 		if !errors.As(err, &d) {
-			s.fail(w, r, "", err)
+			s.fail(ctx, w, r, "", err)
 			return
 		}
 		denial.Reason, denial.WorkerID = d.Reason, d.WorkerID
@@ -162,7 +162,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.TrustGeneration, p.RemoteAddr = info.gen(), denial.RemoteAddr
 	body, err := readBody(r, limit)
 	if err != nil {
-		s.fail(w, r, p.WorkerID, err)
+		s.fail(ctx, w, r, p.WorkerID, err)
 		return
 	}
 	s.dispatch(ctx, w, r, p, body)
@@ -239,7 +239,7 @@ func (s *Server) dispatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 		}, protocol.CompletionReceipt.Encode)
 	}
 	if err != nil {
-		s.fail(w, r, p.WorkerID, err)
+		s.fail(ctx, w, r, p.WorkerID, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -310,12 +310,12 @@ func (s *Server) pull(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		err = errs.E(errs.Unavailable, "", "no dispatcher is configured in this replica")
 	}
 	if err != nil {
-		s.fail(w, r, p.WorkerID, err)
+		s.fail(ctx, w, r, p.WorkerID, err)
 		return
 	}
 	offer, retryAfter, err := s.cfg.Leases.Pull(ctx, p, req)
 	if err != nil {
-		s.fail(w, r, p.WorkerID, err)
+		s.fail(ctx, w, r, p.WorkerID, err)
 		return
 	}
 	if offer == nil {
@@ -325,7 +325,7 @@ func (s *Server) pull(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	}
 	raw, err := offer.Encode()
 	if err != nil {
-		s.fail(w, r, p.WorkerID, errs.E(errs.Internal, "", "encode offer: %v", err))
+		s.fail(ctx, w, r, p.WorkerID, errs.E(errs.Internal, "", "encode offer: %v", err))
 		return
 	}
 	writeJSON(w, http.StatusOK, raw)
@@ -333,8 +333,10 @@ func (s *Server) pull(ctx context.Context, w http.ResponseWriter, r *http.Reques
 
 // fail answers a coded error. Context expiry and cancellation are 503 (the
 // worker retries); uncoded errors are 500 and logged without the body.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, workerID string, err error) {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+func (s *Server) fail(ctx context.Context, w http.ResponseWriter, r *http.Request, workerID string, err error) {
+	// A statement cancelled because the request ran out of time comes
+	// back as a server error (57014), not as the context's error.
+	if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		err = errs.E(errs.Unavailable, "", "the request timed out; retry")
 	}
 	body, internal := errs.Public(err)

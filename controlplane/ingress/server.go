@@ -196,8 +196,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // Reload re-reads the TLS files now (SIGHUP). Bad material keeps the old
-// context and is reported; a trust change starts a new generation, closes
-// idle connections and makes older connections refuse their next request.
+// context and is reported; a trust change starts a new generation, and
+// every connection verified under an older one answers its next request
+// with 421 and Connection: close (idle ones end at the idle timeout).
 func (s *Server) Reload() error {
 	changed, err := s.trust.reload()
 	if err != nil {
@@ -206,10 +207,6 @@ func (s *Server) Reload() error {
 	}
 	if changed {
 		s.log.Info("worker ingress trust changed; older connections are refused", "trustGeneration", s.trust.current().n)
-		// Closes idle keep-alive connections; busy ones are refused at
-		// their next request (ServeHTTP) and then closed.
-		s.srv.SetKeepAlivesEnabled(false)
-		s.srv.SetKeepAlivesEnabled(true)
 	}
 	return nil
 }
