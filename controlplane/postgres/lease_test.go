@@ -1,0 +1,386 @@
+package postgres_test
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/fence"
+	"github.com/ql3/ql3/core/protocol"
+	"github.com/ql3/ql3/core/run"
+)
+
+// held is an offer a test worker holds, with its token.
+type held struct {
+	w     *testWorker
+	o     *protocol.Offer
+	token fence.LeaseToken
+}
+
+func (e *dispatchEnv) take(w *testWorker) held {
+	e.t.Helper()
+	o, req := e.pull(w)
+	if o == nil {
+		e.t.Fatal("no offer")
+	}
+	return held{w, o, req.LeaseToken}
+}
+
+func (h held) ref() protocol.LeaseRef { return h.o.Lease(h.token) }
+
+func (e *dispatchEnv) ack(h held, phase protocol.AckPhase) (protocol.LeaseControl, error) {
+	return e.d.Ack(e.ctx, h.w.p, protocol.Ack{V: protocol.Version, LeaseRef: h.ref(), Phase: phase})
+}
+
+func (e *dispatchEnv) mustAck(h held, phase protocol.AckPhase) protocol.LeaseControl {
+	e.t.Helper()
+	c, err := e.ack(h, phase)
+	if err != nil {
+		e.t.Fatalf("ack %s: %v", phase, err)
+	}
+	return c
+}
+
+func (e *dispatchEnv) log(h held, stream protocol.LogStream, offset int64, data string, eof bool) (protocol.LogReceipt, error) {
+	return e.d.Log(e.ctx, h.w.p, protocol.LogChunk{V: protocol.Version, LeaseRef: h.ref(), Stream: stream,
+		Offset: offset, Data: []byte(data), EOF: eof})
+}
+
+func exitCode(n int) *int { return &n }
+
+func succeeded(h held, stdout, stderr int64) protocol.Completion {
+	return protocol.Completion{V: protocol.Version, LeaseRef: h.ref(), Status: run.AttemptSucceeded, ExitCode: exitCode(0),
+		StartedAtMs: 1, FinishedAtMs: 2, StdoutBytes: stdout, StderrBytes: stderr}
+}
+
+func (e *dispatchEnv) complete(h held, c protocol.Completion) (protocol.Disposition, error) {
+	r, err := e.d.Complete(e.ctx, h.w.p, c)
+	return r.Disposition, err
+}
+
+// TestQueuedToSucceededEventSequence: the whole remote lifecycle of one Run
+// on the runtime role, with the exact event sequence and durable facts.
+func TestQueuedToSucceededEventSequence(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, postgres.DispatchOptions{})
+	r := e.queue(e.revision(testSpec()), 0)
+	h := e.take(e.worker(linuxCaps(), 1))
+	if rs, as := e.status(r.run); rs != "dispatching" || as != "claimed" {
+		t.Fatalf("after the claim: run %s attempt %s", rs, as)
+	}
+	c := e.mustAck(h, protocol.AckStarting)
+	if c.Action != protocol.LeaseExtend || c.LeaseExpiresAtMs <= h.o.LeaseExpiresAtMs || c.LeaseVersion != 2 {
+		t.Errorf("starting control %+v (offer expiry %d)", c, h.o.LeaseExpiresAtMs)
+	}
+	// The durable deadline is the starting ACK's database time + the pinned timeout.
+	if n := e.scalar(`SELECT count(*) FROM ql3.attempts a JOIN ql3.runs r ON r.run_id = a.run_id
+		JOIN ql3.run_events v ON v.run_id = a.run_id AND v.type = 'run.starting'
+		WHERE a.attempt_id = $1 AND a.deadline_at_ms = v.created_at_ms + r.timeout_ms`, r.attempt); n != 1 {
+		t.Errorf("deadline is not starting time + timeout")
+	}
+	e.mustAck(h, protocol.AckRunning)
+	if rs, as := e.status(r.run); rs != "running" || as != "running" {
+		t.Fatalf("after running: run %s attempt %s", rs, as)
+	}
+	if _, err := e.log(h, protocol.Stdout, 0, "hello\n", true); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := e.complete(h, succeeded(h, 6, 0)); err != nil || d != protocol.Recorded {
+		t.Fatalf("complete = %s, %v", d, err)
+	}
+	want := []string{"run.created", "run.queued", "run.dispatched", "run.starting", "run.running", "run.succeeded"}
+	if got := e.events(r.run); !slices.Equal(got, want) {
+		t.Errorf("events %v, want %v", got, want)
+	}
+	if rs, as := e.status(r.run); rs != "succeeded" || as != "succeeded" {
+		t.Errorf("final: run %s attempt %s", rs, as)
+	}
+	if n := e.scalar(`SELECT count(*) FROM ql3.run_leases WHERE run_id = $1 AND status = 'completed'`, r.run); n != 1 {
+		t.Errorf("lease not completed")
+	}
+	if n := e.scalar(`SELECT count(*) FROM ql3.runs WHERE run_id = $1 AND started_at_ms IS NOT NULL AND finished_at_ms >= started_at_ms`, r.run); n != 1 {
+		t.Errorf("run times not stamped")
+	}
+	if n := e.scalar(`SELECT count(*) FROM ql3.run_log_streams WHERE run_id = $1 AND closed AND NOT truncated`, r.run); n != 2 {
+		t.Errorf("%d closed, consistent streams, want 2", n)
+	}
+}
+
+// TestAckReplaysAndOrder: acks are idempotent on exact replay and fenced.
+func TestAckReplaysAndOrder(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, postgres.DispatchOptions{})
+	r := e.queue(e.revision(testSpec()), 0)
+	w := e.worker(linuxCaps(), 1)
+	h := e.take(w)
+	if _, err := e.ack(h, protocol.AckRunning); errs.Code(err) != errs.Conflict {
+		t.Errorf("running before starting: %v, want conflict", err)
+	}
+	first := e.mustAck(h, protocol.AckStarting)
+	if again := e.mustAck(h, protocol.AckStarting); again != first {
+		t.Errorf("starting replay %+v, want %+v", again, first)
+	}
+	e.mustAck(h, protocol.AckRunning)
+	e.mustAck(h, protocol.AckRunning)
+	e.mustAck(h, protocol.AckStarting) // a late starting replay after running: still the current control
+	if got := e.events(r.run); len(got) != 5 {
+		t.Errorf("events %v: replays must not append", got)
+	}
+	foreign := e.worker(linuxCaps(), 1)
+	stolen := h
+	stolen.w = foreign
+	if _, err := e.ack(stolen, protocol.AckRunning); errs.Code(err) != errs.Conflict {
+		t.Errorf("another worker's ack: %v, want conflict", err)
+	}
+	wrongToken := h
+	wrongToken.token = newToken(t)
+	if _, err := e.ack(wrongToken, protocol.AckRunning); errs.Code(err) != errs.Conflict {
+		t.Errorf("wrong token: %v, want conflict", err)
+	}
+	if r, ok := fence.ReasonOf(func() error { _, err := e.ack(wrongToken, protocol.AckRunning); return err }()); !ok || r != fence.ReasonToken {
+		t.Errorf("drift reason %q, want token", r)
+	}
+}
+
+// TestCompletionDispositions: recorded, duplicate on exact replay, conflict
+// on a different outcome, late after the lease was taken back.
+func TestCompletionDispositions(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, postgres.DispatchOptions{})
+	rev := e.revision(testSpec())
+	r := e.queue(rev, 0)
+	h := e.take(e.worker(linuxCaps(), 2))
+	e.mustAck(h, protocol.AckStarting)
+	e.mustAck(h, protocol.AckRunning)
+	c := succeeded(h, 0, 0)
+	if d, err := e.complete(h, c); err != nil || d != protocol.Recorded {
+		t.Fatalf("first = %s, %v", d, err)
+	}
+	if d, err := e.complete(h, c); err != nil || d != protocol.Duplicate {
+		t.Fatalf("replay = %s, %v", d, err)
+	}
+	other := c
+	other.FinishedAtMs = 3
+	if _, err := e.complete(h, other); errs.Code(err) != errs.Conflict {
+		t.Errorf("different outcome: %v, want conflict", err)
+	}
+	if n := len(e.events(r.run)); n != 6 {
+		t.Errorf("%d events after replays, want 6", n)
+	}
+
+	// Late: the sweeper took the lease back (attempt lost) before the
+	// completion arrived.
+	r2 := e.queue(rev, 0)
+	h2 := e.take(h.w)
+	e.mustAck(h2, protocol.AckStarting)
+	e.mustAck(h2, protocol.AckRunning)
+	e.exec(`UPDATE ql3.run_leases SET status = 'released', release_reason = 'lease_expired', ended_at_ms = updated_at_ms WHERE run_id = $1`, r2.run)
+	e.exec(`UPDATE ql3.attempts SET status = 'lost', error_class = 'worker_lost', finished_at_ms = updated_at_ms WHERE run_id = $1`, r2.run)
+	e.exec(`UPDATE ql3.runs SET status = 'lost' WHERE run_id = $1`, r2.run)
+	for range 2 {
+		if d, err := e.complete(h2, succeeded(h2, 0, 0)); err != nil || d != protocol.Late {
+			t.Fatalf("late = %s, %v", d, err)
+		}
+	}
+	if n := e.scalar(`SELECT count(*) FROM ql3.run_events WHERE run_id = $1 AND type = 'attempt.late_callback'`, r2.run); n != 1 {
+		t.Errorf("%d late events, want 1", n)
+	}
+	if rs, as := e.status(r2.run); rs != "lost" || as != "lost" {
+		t.Errorf("late completion changed state: run %s attempt %s", rs, as)
+	}
+	// A fence that does not match at all is a conflict, not late.
+	bad := succeeded(h2, 0, 0)
+	bad.LeaseToken = newToken(t)
+	if _, err := e.d.Complete(e.ctx, h2.w.p, bad); errs.Code(err) != errs.Conflict {
+		t.Errorf("foreign token: %v, want conflict", err)
+	}
+	// Finished far in the authority's future.
+	future := succeeded(h2, 0, 0)
+	future.FinishedAtMs = 1 << 50
+	if _, err := e.d.Complete(e.ctx, h2.w.p, future); errs.Code(err) != errs.Invalid {
+		t.Errorf("finished in the future: %v, want invalid", err)
+	}
+}
+
+// TestCompletionCancelIntentWins: a cancel or timeout intent decides the
+// outcome, whatever the exit code said.
+func TestCompletionCancelIntentWins(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ reason, run, attempt, event string }{
+		{"user", "cancelled", "cancelled", "run.cancelled"},
+		{"timeout", "timed_out", "timed_out", "run.timed_out"},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			t.Parallel()
+			e := newDispatchEnv(t, postgres.DispatchOptions{})
+			r := e.queue(e.revision(testSpec()), 0)
+			h := e.take(e.worker(linuxCaps(), 1))
+			e.mustAck(h, protocol.AckStarting)
+			e.mustAck(h, protocol.AckRunning)
+			e.exec(`UPDATE ql3.runs SET cancel_requested_at_ms = 1, cancel_reason = $2 WHERE run_id = $1`, r.run, tc.reason)
+			if c := e.mustAck(h, protocol.AckRunning); c.Action != protocol.LeaseCancel || c.CancelGraceMs != postgres.DefaultCancelGraceMs {
+				t.Errorf("control %+v, want cancel with the default grace", c)
+			}
+			if d, err := e.complete(h, succeeded(h, 0, 0)); err != nil || d != protocol.Recorded {
+				t.Fatalf("complete = %s, %v", d, err)
+			}
+			if rs, as := e.status(r.run); rs != tc.run || as != tc.attempt {
+				t.Errorf("run %s attempt %s, want %s/%s", rs, as, tc.run, tc.attempt)
+			}
+			if got := e.events(r.run); got[len(got)-1] != tc.event {
+				t.Errorf("events %v, want last %s", got, tc.event)
+			}
+		})
+	}
+}
+
+// TestCompletionRetryAndStartFailure: a failed attempt with attempts left
+// goes to retry_wait after the policy's backoff; a start failure is a
+// failed executor_start completion from starting.
+func TestCompletionRetryAndStartFailure(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, postgres.DispatchOptions{})
+	r := e.queue(e.revision(testSpec()), 0) // maxAttempts 2, backoff 1 s
+	h := e.take(e.worker(linuxCaps(), 2))
+	e.mustAck(h, protocol.AckStarting)
+	fail := protocol.Completion{V: protocol.Version, LeaseRef: h.ref(), Status: run.AttemptFailed,
+		ErrorClass: run.ErrorExecutorStart, FinishedAtMs: 2}
+	if d, err := e.complete(h, fail); err != nil || d != protocol.Recorded {
+		t.Fatalf("start failure = %s, %v", d, err)
+	}
+	if rs, as := e.status(r.run); rs != "retry_wait" || as != "failed" {
+		t.Errorf("run %s attempt %s, want retry_wait/failed", rs, as)
+	}
+	if n := e.scalar(`SELECT count(*) FROM ql3.runs r JOIN ql3.attempts a ON a.run_id = r.run_id
+		WHERE r.run_id = $1 AND r.not_before_ms = a.finished_at_ms + 1000 AND r.finished_at_ms IS NULL`, r.run); n != 1 {
+		t.Errorf("retry_wait not_before is not finish + backoff")
+	}
+	if got := e.events(r.run); got[len(got)-1] != "run.retry_scheduled" {
+		t.Errorf("events %v", got)
+	}
+}
+
+// TestLogOverlapGapCap: offsets, overlap keeps the new suffix, a gap is a
+// conflict, the per-attempt cap truncates, nothing after eof.
+func TestLogOverlapGapCap(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, postgres.DispatchOptions{AttemptLogCapBytes: 20})
+	r := e.queue(e.revision(testSpec()), 0)
+	h := e.take(e.worker(linuxCaps(), 1))
+	if _, err := e.log(h, protocol.Stdout, 0, "early", false); errs.Code(err) != errs.Conflict {
+		t.Errorf("log before starting: %v, want conflict", err)
+	}
+	e.mustAck(h, protocol.AckStarting)
+	steps := []struct {
+		stream protocol.LogStream
+		offset int64
+		data   string
+		eof    bool
+		next   int64
+		closed bool
+		code   string
+	}{
+		{protocol.Stdout, 0, "0123456789", false, 10, false, ""},
+		{protocol.Stdout, 5, "56789abcde", false, 15, false, ""}, // overlap: only "abcde" is new
+		{protocol.Stdout, 0, "0123", false, 15, false, ""},       // wholly delivered: nothing changes
+		{protocol.Stdout, 17, "zz", false, 0, false, errs.Conflict},
+		{protocol.Stderr, 0, "EEEEEEEEEE", false, 10, false, ""}, // 5 of 10 fit under the cap of 20
+		{protocol.Stdout, 15, "fgh", true, 18, true, ""},         // over the cap: dropped, length advances
+		{protocol.Stdout, 18, "x", false, 0, false, errs.Conflict},
+		{protocol.Stdout, 15, "fgh", true, 18, true, ""}, // eof replay
+	}
+	for i, s := range steps {
+		rc, err := e.log(h, s.stream, s.offset, s.data, s.eof)
+		if s.code != "" {
+			if errs.Code(err) != s.code {
+				t.Errorf("step %d: %v, want %s", i, err, s.code)
+			}
+			continue
+		}
+		if err != nil || rc.NextOffset != s.next || rc.Closed != s.closed {
+			t.Errorf("step %d: %+v, %v; want next %d closed %v", i, rc, err, s.next, s.closed)
+		}
+	}
+	var stdout, stderr []byte
+	for _, q := range []struct {
+		stream string
+		into   *[]byte
+	}{{"stdout", &stdout}, {"stderr", &stderr}} {
+		if err := e.su.QueryRow(e.ctx, `SELECT coalesce(string_agg(data, ''::bytea ORDER BY offset_bytes), ''::bytea)
+			FROM ql3.run_log_chunks WHERE run_id = $1 AND stream = $2`, r.run, q.stream).Scan(q.into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(stdout, []byte("0123456789abcde")) || !bytes.Equal(stderr, []byte("EEEEE")) {
+		t.Errorf("stored stdout %q stderr %q", stdout, stderr)
+	}
+	if n := e.scalar(`SELECT count(*) FROM ql3.run_log_streams WHERE run_id = $1 AND truncated`, r.run); n != 2 {
+		t.Errorf("%d truncated streams, want 2", n)
+	}
+}
+
+// TestHeartbeatControls: extend, cancel and revoke per listed attempt.
+func TestHeartbeatControls(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, postgres.DispatchOptions{})
+	rev := e.revision(testSpec())
+	rA, rB, rC := e.queue(rev, 0), e.queue(rev, 0), e.queue(rev, 0)
+	w := e.worker(linuxCaps(), 4)
+	a, b, c := e.take(w), e.take(w), e.take(w)
+	for _, h := range []held{a, b, c} {
+		e.mustAck(h, protocol.AckStarting)
+	}
+	e.exec(`UPDATE ql3.runs SET cancel_requested_at_ms = 1, cancel_reason = 'user' WHERE run_id = $1`, rB.run)
+	e.exec(`UPDATE ql3.run_leases SET status = 'released', release_reason = 'test', ended_at_ms = updated_at_ms WHERE run_id = $1`, rC.run)
+	other := e.worker(linuxCaps(), 1)
+	rD := e.queue(rev, 0)
+	foreign := e.take(other)
+	_ = rD
+	before := e.scalar(`SELECT expires_at_ms FROM ql3.run_leases WHERE run_id = $1`, rA.run)
+	ids := []string{a.o.AttemptID, b.o.AttemptID, c.o.AttemptID, foreign.o.AttemptID, uuid.Must(uuid.NewV7()).String(), "not-a-uuid"}
+	controls, err := e.d.RenewForHeartbeat(e.ctx, w.p, w.session.String(), w.generation, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []protocol.LeaseAction{protocol.LeaseExtend, protocol.LeaseCancel, protocol.LeaseRevoke, protocol.LeaseRevoke,
+		protocol.LeaseRevoke, protocol.LeaseRevoke}
+	for i, ctl := range controls {
+		if ctl.Action != want[i] || ctl.AttemptID != ids[i] {
+			t.Errorf("control %d = %+v, want %s", i, ctl, want[i])
+		}
+		if err := ctl.Validate(); err != nil {
+			t.Errorf("control %d invalid: %v", i, err)
+		}
+	}
+	if len(controls) != len(ids) {
+		t.Fatalf("%d controls for %d attempts", len(controls), len(ids))
+	}
+	if controls[0].LeaseExpiresAtMs <= before || e.scalar(`SELECT expires_at_ms FROM ql3.run_leases WHERE run_id = $1`, rA.run) != controls[0].LeaseExpiresAtMs {
+		t.Errorf("lease not extended: %d → %+v", before, controls[0])
+	}
+	if controls[1].CancelGraceMs != postgres.DefaultCancelGraceMs {
+		t.Errorf("cancel grace %d", controls[1].CancelGraceMs)
+	}
+	if controls[2].RunID != rC.run.String() {
+		t.Errorf("revoke of a lease this session held should describe it: %+v", controls[2])
+	}
+	for _, i := range []int{3, 4, 5} {
+		if controls[i].RunID != "" || controls[i].LeaseGeneration != 0 {
+			t.Errorf("revoke %d describes a lease the session never held: %+v", i, controls[i])
+		}
+	}
+	// A replaced session's renewals are all revokes.
+	oldSession := w.session
+	e.replace(w)
+	controls, err = e.d.RenewForHeartbeat(e.ctx, w.p, oldSession.String(), 1, ids[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if controls[0].Action != protocol.LeaseRevoke {
+		t.Errorf("replaced session: %+v, want revoke", controls[0])
+	}
+}

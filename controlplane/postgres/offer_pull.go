@@ -1,0 +1,456 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ql3/ql3/controlplane/ingress"
+	"github.com/ql3/ql3/core/canonjson"
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/protocol"
+	"github.com/ql3/ql3/core/run"
+)
+
+// Offer pull (ADR-0108, ADR 0009). One transaction on the runtime role:
+//
+//  1. one round trip: the session's exclusive advisory lock (ADR 0010:
+//     free capacity is decided under it, so it is never oversold), the
+//     session with its live-lease count and the database time, the lease
+//     this (session, offerId) already holds if the request is a replay, and
+//     the first candidate page;
+//  2. placement of each candidate's pinned revision against the session's
+//     capabilities, in Go (compiled revisions and prepared capabilities are
+//     cached: both are immutable);
+//  3. a claim per eligible candidate until one succeeds or the claim tries
+//     are spent: compare-and-set the Run (FOR UPDATE SKIP LOCKED, so
+//     concurrent pulls never wait on each other's candidates) and the
+//     Attempt, release an expired unstarted lease, insert the lease and the
+//     run.dispatched event; commit.
+//
+// An idle pull (nothing runnable) writes nothing: locks and reads only.
+
+// DispatchStats counts what pulls did, for metrics and tests.
+type DispatchStats struct {
+	Pulls, Offers, Replays, Empty   int64
+	PagesRead, CandidatesRead       int64
+	Ineligible, ClaimMisses, Truncs int64
+}
+
+type dispatchCounters struct {
+	pulls, offers, replays, empty      atomic.Int64
+	pages, candidates                  atomic.Int64
+	ineligible, claimMisses, truncated atomic.Int64
+}
+
+// Stats returns the counters since the Dispatcher was made.
+func (d *Dispatcher) Stats() DispatchStats {
+	c := &d.stats
+	return DispatchStats{Pulls: c.pulls.Load(), Offers: c.offers.Load(), Replays: c.replays.Load(),
+		Empty: c.empty.Load(), PagesRead: c.pages.Load(), CandidatesRead: c.candidates.Load(),
+		Ineligible: c.ineligible.Load(), ClaimMisses: c.claimMisses.Load(), Truncs: c.truncated.Load()}
+}
+
+const sqlPullSession = `SELECT s.worker_id, s.generation, s.status, s.capacity, s.capabilities::text,
+	s.capabilities_digest, s.lease_expires_at_ms, n.ms,
+	(SELECT count(*) FROM ql3.run_leases l
+		WHERE l.session_id = s.session_id AND l.status = 'leased' AND l.expires_at_ms > n.ms)
+FROM ql3.worker_sessions s CROSS JOIN (SELECT ` + dbNowMs + ` AS ms) n
+WHERE s.session_id = $1::uuid`
+
+// sqlCandidates reads one keyset page of ADR-0108 candidates: queued or
+// dispatching Runs without a cancel intent whose latest Attempt is a
+// claimed remote_worker Attempt with no live lease (none, released, or
+// expired before the start barrier — a started Attempt is not claimed).
+// The first page passes priority 1001 (above the CHECK's maximum).
+const sqlCandidates = `SELECT r.run_id, r.version, r.priority, r.created_at_ms, a.attempt_id, a.attempt,
+	a.version, r.execution_revision_id, r.execution_digest, r.timeout_ms
+FROM ql3.runs r
+JOIN ql3.attempts a ON a.run_id = r.run_id AND a.attempt = r.attempt_count
+CROSS JOIN (SELECT ` + dbNowMs + ` AS ms) n
+WHERE r.status IN ('queued', 'dispatching') AND r.cancel_requested_at_ms IS NULL
+	AND r.not_before_ms <= n.ms
+	AND a.status = 'claimed' AND a.executor = 'remote_worker'
+	AND NOT EXISTS (SELECT 1 FROM ql3.run_leases l
+		WHERE l.run_id = r.run_id AND l.status = 'leased' AND l.expires_at_ms > n.ms)
+	AND r.priority <= $1::int
+	AND (r.priority < $1::int OR (r.created_at_ms, r.run_id) > ($2::bigint, $3::uuid))
+ORDER BY r.priority DESC, r.created_at_ms, r.run_id
+LIMIT $4::int`
+
+// sqlClaimRun is the first half of a claim: the Run (skipped when another
+// pull holds it), the Attempt bound to the session and offer, an expired
+// unstarted lease released, the Run in dispatching. It returns the status
+// the Run had, the released lease's generation (0: none) and the next lease
+// generation; no row when the candidate moved on.
+const sqlClaimRun = `WITH n AS (SELECT ` + dbNowMs + ` AS ms),
+r AS (
+	SELECT run_id, status FROM ql3.runs
+	WHERE run_id = $1::uuid AND version = $2::bigint AND status IN ('queued', 'dispatching')
+		AND cancel_requested_at_ms IS NULL
+	FOR UPDATE SKIP LOCKED),
+a AS (
+	UPDATE ql3.attempts a SET worker_id = $4::uuid, session_id = $5::uuid, session_generation = $6::bigint,
+		offer_id = $7::text, version = a.version + 1, updated_at_ms = n.ms
+	FROM r, n
+	WHERE a.attempt_id = $3::uuid AND a.run_id = r.run_id AND a.status = 'claimed' AND a.version = $8::bigint
+	RETURNING a.attempt_id, a.run_id),
+stale AS (
+	UPDATE ql3.run_leases l SET status = 'released', release_reason = 'lease_expired', ended_at_ms = n.ms,
+		updated_at_ms = n.ms, version = l.version + 1
+	FROM a, n
+	WHERE l.run_id = a.run_id AND l.status = 'leased' AND l.expires_at_ms <= n.ms
+	RETURNING l.lease_generation),
+ru AS (
+	UPDATE ql3.runs x SET status = 'dispatching', version = x.version + 1, updated_at_ms = n.ms
+	FROM r, a, n
+	WHERE x.run_id = r.run_id
+	RETURNING r.status AS from_status)
+SELECT ru.from_status, coalesce((SELECT max(lease_generation) FROM stale), 0),
+	coalesce((SELECT max(lease_generation) FROM ql3.run_leases WHERE attempt_id = $3::uuid), 0) + 1
+FROM ru`
+
+// sqlClaimLease is the second half: the lease (unstarted: expires after
+// UnstartedLeaseMs of database time) and the claim's events.
+const sqlClaimLease = `WITH n AS (SELECT ` + dbNowMs + ` AS ms),
+l AS (
+	INSERT INTO ql3.run_leases (lease_id, run_id, attempt_id, attempt, project_id, worker_id, session_id,
+		session_generation, offer_id, token_digest, lease_generation, version, status, leased_at_ms,
+		expires_at_ms, updated_at_ms)
+	SELECT $1::uuid, r.run_id, $3::uuid, $4::int, r.project_id, $5::uuid, $6::uuid, $7::bigint, $8::text,
+		$9::bytea, $10::bigint, 1, 'leased', n.ms, n.ms + $11::bigint, n.ms
+	FROM ql3.runs r, n WHERE r.run_id = $2::uuid
+	RETURNING project_id, expires_at_ms),
+seq AS (SELECT coalesce(max(sequence), 0) AS s FROM ql3.run_events WHERE run_id = $2::uuid),
+ev AS (
+	INSERT INTO ql3.run_events (run_id, sequence, project_id, attempt, type, payload, created_at_ms)
+	SELECT $2::uuid, seq.s + e.k, l.project_id, $4::int, e.type, e.payload::jsonb, n.ms
+	FROM l, seq, n, unnest($12::text[], $13::text[]) WITH ORDINALITY AS e(type, payload, k)
+	RETURNING 1)
+SELECT l.expires_at_ms, (SELECT count(*) FROM ev) FROM l`
+
+// sqlTokenReused: the session already bound this token to another offer id.
+const sqlTokenReused = `SELECT EXISTS (SELECT 1 FROM ql3.run_leases
+	WHERE session_id = $1::uuid AND offer_id <> $2::text AND token_digest = $3::bytea)`
+
+type pullSession struct {
+	workerID     uuid.UUID
+	generation   int64
+	status       string
+	capacity     int64
+	capsJSON     string
+	capsDigest   []byte
+	leaseExpires int64
+	nowMs        int64
+	liveLeases   int64
+	exists       bool
+	replay       *replayFacts
+	firstCands   []candidate
+	tokenReused  bool
+}
+
+type candidate struct {
+	runID          uuid.UUID
+	runVersion     int64
+	priority       int32
+	createdAtMs    int64
+	attemptID      uuid.UUID
+	attemptNumber  int32
+	attemptVersion int64
+	revisionID     uuid.UUID
+	revisionDigest []byte
+	timeoutMs      int64
+	score          int
+}
+
+// Pull implements ingress.LeasePort: at most one offer for the principal's
+// session, or the identical offer again for an exact replay.
+func (d *Dispatcher) Pull(ctx context.Context, p ingress.Principal, req protocol.OfferPullRequest) (*protocol.Offer, time.Duration, error) {
+	if err := req.Validate(); err != nil {
+		return nil, 0, err
+	}
+	workerID, err := parseID("workerId", p.WorkerID)
+	if err != nil {
+		return nil, 0, err
+	}
+	sessionID, err := parseID("sessionId", req.SessionID)
+	if err != nil {
+		return nil, 0, err
+	}
+	d.stats.pulls.Add(1)
+	digest := req.LeaseToken.Digest()
+	var offer *protocol.Offer
+	err = InTx(ctx, d.db, TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
+		offer = nil
+		s, err := d.readPullSession(ctx, tx, sessionID, req.OfferID, digest)
+		if err != nil {
+			return err
+		}
+		if err := s.check(workerID, req.Generation); err != nil {
+			return err
+		}
+		if s.replay != nil {
+			offer, err = d.rebuildOffer(ctx, tx, s.replay, workerID, sessionID, req, digest)
+			return err
+		}
+		if s.tokenReused {
+			// A token is one offer's capability: never bind it twice.
+			return errs.E(errs.Conflict, "leaseToken", "this lease token is bound to another offer")
+		}
+		if s.status != "online" || s.liveLeases >= s.capacity {
+			return nil // draining, or no free slot: nothing for now
+		}
+		offer, err = d.claimOne(ctx, tx, s, workerID, sessionID, req, digest)
+		return err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	if offer == nil {
+		d.stats.empty.Add(1)
+		return nil, d.opts.IdleRetryAfter, nil
+	}
+	return offer, 0, nil
+}
+
+func (d *Dispatcher) readPullSession(ctx context.Context, tx pgx.Tx, sessionID uuid.UUID, offerID string,
+	digest [sha256.Size]byte) (*pullSession, error) {
+	b := &pgx.Batch{}
+	b.Queue(sqlLockExclusive, LockClassSession, LockObjectKey(sessionID))
+	b.Queue(sqlPullSession, sessionID)
+	b.Queue(sqlReplayLease, sessionID, offerID)
+	b.Queue(sqlCandidates, int32(1001), int64(0), uuid.UUID{}, int32(d.opts.PullPageRows+1))
+	b.Queue(sqlTokenReused, sessionID, offerID, digest[:])
+	br := tx.SendBatch(ctx, b)
+	defer func() { _ = br.Close() }()
+	s := &pullSession{}
+	if _, err := br.Exec(); err != nil {
+		return nil, errorf(err, "postgres: session lock")
+	}
+	err := br.QueryRow().Scan(&s.workerID, &s.generation, &s.status, &s.capacity, &s.capsJSON, &s.capsDigest,
+		&s.leaseExpires, &s.nowMs, &s.liveLeases)
+	switch {
+	case err == pgx.ErrNoRows:
+	case err != nil:
+		return nil, errorf(err, "postgres: read session")
+	default:
+		s.exists = true
+	}
+	rf, err := scanReplay(br.QueryRow())
+	if err != nil {
+		return nil, err
+	}
+	s.replay = rf
+	rows, err := br.Query()
+	if err != nil {
+		return nil, errorf(err, "postgres: read candidates")
+	}
+	s.firstCands, err = collectCandidates(rows)
+	if err != nil {
+		return nil, err
+	}
+	if err := br.QueryRow().Scan(&s.tokenReused); err != nil {
+		return nil, errorf(err, "postgres: token check")
+	}
+	if err := br.Close(); err != nil {
+		return nil, errorf(err, "postgres: pull batch")
+	}
+	return s, nil
+}
+
+func collectCandidates(rows pgx.Rows) ([]candidate, error) {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (candidate, error) {
+		var c candidate
+		err := r.Scan(&c.runID, &c.runVersion, &c.priority, &c.createdAtMs, &c.attemptID, &c.attemptNumber,
+			&c.attemptVersion, &c.revisionID, &c.revisionDigest, &c.timeoutMs)
+		return c, err
+	})
+	if err != nil {
+		return nil, errorf(err, "postgres: read candidates")
+	}
+	return out, nil
+}
+
+// check refuses a pull whose session is not the principal's live session
+// (ADR 0010: identity comes from the transport; an expired, replaced or
+// offline session fails closed).
+func (s *pullSession) check(workerID uuid.UUID, generation int64) error {
+	switch {
+	case !s.exists || s.workerID != workerID:
+		// Another worker's session is indistinguishable from none.
+		return errs.E(errs.Conflict, "sessionId", "no such session for this worker")
+	case s.generation != generation:
+		return errs.E(errs.Conflict, "generation", "session generation does not match")
+	case s.status == "offline":
+		return errs.E(errs.Conflict, "sessionId", "session is offline")
+	case s.leaseExpires <= s.nowMs:
+		return errs.E(errs.Conflict, "sessionId", "session lease expired")
+	}
+	return nil
+}
+
+// claimOne walks candidate pages and claims the first eligible one.
+func (d *Dispatcher) claimOne(ctx context.Context, tx pgx.Tx, s *pullSession, workerID, sessionID uuid.UUID,
+	req protocol.OfferPullRequest, digest [sha256.Size]byte) (*protocol.Offer, error) {
+	var capsDigest canonjson.Digest
+	copy(capsDigest[:], s.capsDigest)
+	prepared, err := d.preparedCaps(capsDigest, []byte(s.capsJSON))
+	if err != nil {
+		return nil, err
+	}
+	page, tries := s.firstCands, 0
+	for pageNo := 1; ; pageNo++ {
+		d.stats.pages.Add(1)
+		full := len(page) > d.opts.PullPageRows
+		if full {
+			page = page[:d.opts.PullPageRows]
+			d.stats.truncated.Add(1)
+		}
+		d.stats.candidates.Add(int64(len(page)))
+		eligible := page[:0:0]
+		for _, c := range page {
+			rev, err := d.revision(ctx, tx, c.revisionID)
+			if err != nil {
+				return nil, err
+			}
+			if rev.match != nil {
+				res := rev.match.MatchPrepared(prepared)
+				if !res.OK {
+					d.stats.ineligible.Add(1)
+					continue
+				}
+				c.score = res.Score
+			}
+			eligible = append(eligible, c)
+		}
+		// Within one priority a higher placement score goes first, then
+		// FIFO (ADR 0009); the sort is stable, so equal scores keep the
+		// candidate order.
+		slices.SortStableFunc(eligible, func(a, b candidate) int {
+			if a.priority != b.priority {
+				return int(b.priority) - int(a.priority)
+			}
+			return b.score - a.score
+		})
+		for _, c := range eligible {
+			if tries >= d.opts.PullClaims {
+				return nil, nil
+			}
+			tries++
+			offer, err := d.claim(ctx, tx, c, workerID, sessionID, req, digest)
+			if err != nil || offer != nil {
+				return offer, err
+			}
+			d.stats.claimMisses.Add(1)
+		}
+		if !full || pageNo >= d.opts.PullPages {
+			return nil, nil
+		}
+		last := page[len(page)-1]
+		rows, err := tx.Query(ctx, sqlCandidates, last.priority, last.createdAtMs, last.runID, int32(d.opts.PullPageRows+1))
+		if err != nil {
+			return nil, errorf(err, "postgres: read candidates")
+		}
+		if page, err = collectCandidates(rows); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// claim makes the lease for one candidate, or returns nil when the
+// candidate moved on (another pull took it, it was cancelled).
+func (d *Dispatcher) claim(ctx context.Context, tx pgx.Tx, c candidate, workerID, sessionID uuid.UUID,
+	req protocol.OfferPullRequest, digest [sha256.Size]byte) (*protocol.Offer, error) {
+	rev, err := d.revision(ctx, tx, c.revisionID)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Equal(rev.digest[:], c.revisionDigest) {
+		return nil, errs.E(errs.Internal, "", "run %s pins a digest its revision does not have", c.runID)
+	}
+	var fromStatus string
+	var releasedGen, leaseGen int64
+	err = tx.QueryRow(ctx, sqlClaimRun, c.runID, c.runVersion, c.attemptID, workerID, sessionID, req.Generation,
+		req.OfferID, c.attemptVersion).Scan(&fromStatus, &releasedGen, &leaseGen)
+	if err == pgx.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, errorf(err, "postgres: claim run")
+	}
+	leaseID, err := uuid.NewV7()
+	if err != nil {
+		return nil, errs.E(errs.Internal, "", "lease id: %v", err)
+	}
+	types, payloads, err := claimEvents(c, rev, workerID, sessionID, req, fromStatus, releasedGen, leaseGen)
+	if err != nil {
+		return nil, err
+	}
+	var expires, events int64
+	if err := tx.QueryRow(ctx, sqlClaimLease, leaseID, c.runID, c.attemptID, c.attemptNumber, workerID, sessionID,
+		req.Generation, req.OfferID, digest[:], leaseGen, int64(UnstartedLeaseMs), types, payloads).Scan(&expires, &events); err != nil {
+		return nil, errorf(err, "postgres: insert lease")
+	}
+	d.stats.offers.Add(1)
+	return buildOffer(rev, offerFacts{runID: c.runID, attemptID: c.attemptID, attemptNumber: int(c.attemptNumber),
+		workerID: workerID, sessionID: sessionID, generation: req.Generation, offerID: req.OfferID,
+		leaseGeneration: leaseGen, leaseVersion: 1, expiresAtMs: expires, tokenDigest: digest,
+		timeoutMs: c.timeoutMs}), nil
+}
+
+func claimEvents(c candidate, rev *compiledRevision, workerID, sessionID uuid.UUID, req protocol.OfferPullRequest,
+	fromStatus string, releasedGen, leaseGen int64) ([]string, []string, error) {
+	var types, payloads []string
+	if releasedGen > 0 {
+		p, err := run.Payload{AttemptID: c.attemptID.String(), AttemptNumber: int(c.attemptNumber),
+			Reason: "lease_expired", LeaseGeneration: releasedGen}.Encode()
+		if err != nil {
+			return nil, nil, errs.E(errs.Internal, "", "lease_released payload: %v", err)
+		}
+		types, payloads = append(types, string(run.EventLeaseReleased)), append(payloads, string(p))
+	}
+	pl := run.Payload{AttemptID: c.attemptID.String(), AttemptNumber: int(c.attemptNumber),
+		To: string(run.RunDispatching), WorkerID: workerID.String(), SessionID: sessionID.String(),
+		SessionGeneration: req.Generation, OfferID: req.OfferID, LeaseGeneration: leaseGen,
+		ExecutionRevisionID: rev.id.String(), ExecutionRevisionDigest: rev.digest.String()}
+	if fromStatus != string(run.RunDispatching) {
+		pl.From = fromStatus
+	}
+	p, err := pl.Encode()
+	if err != nil {
+		return nil, nil, errs.E(errs.Internal, "", "dispatched payload: %v", err)
+	}
+	return append(types, string(run.EventDispatched)), append(payloads, string(p)), nil
+}
+
+// offerFacts are the durable lease values an offer carries.
+type offerFacts struct {
+	runID, attemptID    uuid.UUID
+	attemptNumber       int
+	workerID, sessionID uuid.UUID
+	generation          int64
+	offerID             string
+	leaseGeneration     int64
+	leaseVersion        int64
+	expiresAtMs         int64
+	tokenDigest         [sha256.Size]byte
+	timeoutMs           int64 // 0: the spec's
+}
+
+func buildOffer(rev *compiledRevision, f offerFacts) *protocol.Offer {
+	timeout := rev.spec.TimeoutMs
+	if f.timeoutMs > 0 {
+		timeout = min(timeout, f.timeoutMs)
+	}
+	return &protocol.Offer{V: protocol.Version, RunID: f.runID.String(), AttemptID: f.attemptID.String(),
+		AttemptNumber: f.attemptNumber, WorkerID: f.workerID.String(), SessionID: f.sessionID.String(),
+		Generation: f.generation, OfferID: f.offerID, LeaseGeneration: f.leaseGeneration,
+		LeaseVersion: f.leaseVersion, LeaseExpiresAtMs: f.expiresAtMs, LeaseTokenDigest: f.tokenDigest,
+		ExecutionRevisionID: rev.id.String(), ExecutionRevisionDigest: rev.digest,
+		SpecDigest: rev.specDigest, Spec: rev.spec, TimeoutMs: timeout}
+}
