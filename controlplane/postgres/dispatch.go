@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/core/canonjson"
@@ -85,10 +84,10 @@ func (o DispatchOptions) normalize() (DispatchOptions, error) {
 	return o, nil
 }
 
-// TxBeginner is what the Dispatcher needs from a runtime-role pool.
-type TxBeginner interface {
+// DispatchDB is what the Dispatcher needs from a runtime-role pool.
+type DispatchDB interface {
 	DB
-	BeginTx(context.Context, pgx.TxOptions) (pgx.Tx, error)
+	TxBeginner
 }
 
 // Dispatcher serves offer pulls and the per-attempt lifecycle on the
@@ -96,7 +95,7 @@ type TxBeginner interface {
 // caches of immutable facts (compiled execution revisions by id, prepared
 // capabilities by digest).
 type Dispatcher struct {
-	db   TxBeginner
+	db   DispatchDB
 	opts DispatchOptions
 
 	stats dispatchCounters
@@ -116,7 +115,7 @@ const (
 )
 
 // NewDispatcher returns a Dispatcher on a runtime-role pool.
-func NewDispatcher(db TxBeginner, opts DispatchOptions) (*Dispatcher, error) {
+func NewDispatcher(db DispatchDB, opts DispatchOptions) (*Dispatcher, error) {
 	o, err := opts.normalize()
 	if err != nil {
 		return nil, err

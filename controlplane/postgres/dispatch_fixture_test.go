@@ -138,8 +138,8 @@ func (e *dispatchEnv) queue(rev uuid.UUID, priority int) seededRun {
 	return r
 }
 
-// testWorker is a registered worker with a live session.
-type testWorker struct {
+// dispatchWorker is a registered worker with a live session.
+type dispatchWorker struct {
 	id, session, credential uuid.UUID
 	generation              int64
 	p                       ingressport.Principal
@@ -151,10 +151,10 @@ func linuxCaps() placement.Capabilities {
 
 // worker registers a worker with a credential and opens a session of
 // generation 1 with caps and capacity, live for 45 s of database time.
-func (e *dispatchEnv) worker(caps placement.Capabilities, capacity int) *testWorker {
+func (e *dispatchEnv) worker(caps placement.Capabilities, capacity int) *dispatchWorker {
 	e.t.Helper()
 	e.workerNo++
-	w := &testWorker{id: uuid.Must(uuid.NewV7()), session: uuid.Must(uuid.NewV7()), credential: uuid.Must(uuid.NewV7()), generation: 1}
+	w := &dispatchWorker{id: uuid.Must(uuid.NewV7()), session: uuid.Must(uuid.NewV7()), credential: uuid.Must(uuid.NewV7()), generation: 1}
 	canonical, err := caps.Canonical()
 	if err != nil {
 		e.t.Fatal(err)
@@ -177,7 +177,7 @@ func (e *dispatchEnv) worker(caps placement.Capabilities, capacity int) *testWor
 
 // replace opens generation+1 for w, closing the old session, as the
 // ingress's replacement does.
-func (e *dispatchEnv) replace(w *testWorker) {
+func (e *dispatchEnv) replace(w *dispatchWorker) {
 	e.t.Helper()
 	old := w.session
 	w.session, w.generation = uuid.Must(uuid.NewV7()), w.generation+1
@@ -198,13 +198,13 @@ func newToken(t *testing.T) fence.LeaseToken {
 }
 
 // pullReq is a fresh pull of w (new offer id, new token).
-func (w *testWorker) pullReq(t *testing.T) protocol.OfferPullRequest {
+func (w *dispatchWorker) pullReq(t *testing.T) protocol.OfferPullRequest {
 	return protocol.OfferPullRequest{V: protocol.Version, SessionID: w.session.String(), Generation: w.generation,
 		OfferID: uuid.Must(uuid.NewV7()).String(), LeaseToken: newToken(t)}
 }
 
 // pull asks for one offer and fails the test on an error.
-func (e *dispatchEnv) pull(w *testWorker) (*protocol.Offer, protocol.OfferPullRequest) {
+func (e *dispatchEnv) pull(w *dispatchWorker) (*protocol.Offer, protocol.OfferPullRequest) {
 	e.t.Helper()
 	req := w.pullReq(e.t)
 	o, _, err := e.d.Pull(e.ctx, w.p, req)

@@ -16,12 +16,12 @@ import (
 
 // held is an offer a test worker holds, with its token.
 type held struct {
-	w     *testWorker
+	w     *dispatchWorker
 	o     *protocol.Offer
 	token fence.LeaseToken
 }
 
-func (e *dispatchEnv) take(w *testWorker) held {
+func (e *dispatchEnv) take(w *dispatchWorker) held {
 	e.t.Helper()
 	o, req := e.pull(w)
 	if o == nil {

@@ -159,7 +159,7 @@ func TestConcurrentPullsNeverShareRun(t *testing.T) {
 	for range runs {
 		e.queue(rev, 0)
 	}
-	workers := make([]*testWorker, sessions)
+	workers := make([]*dispatchWorker, sessions)
 	for i := range workers {
 		workers[i] = e.worker(linuxCaps(), 16)
 	}
@@ -287,27 +287,27 @@ func TestPullReplayDrift(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name  string
-		drift func(e *dispatchEnv, w *testWorker, r seededRun, req *protocol.OfferPullRequest)
+		drift func(e *dispatchEnv, w *dispatchWorker, r seededRun, req *protocol.OfferPullRequest)
 	}{
-		{"token", func(e *dispatchEnv, w *testWorker, r seededRun, req *protocol.OfferPullRequest) {
+		{"token", func(e *dispatchEnv, w *dispatchWorker, r seededRun, req *protocol.OfferPullRequest) {
 			req.LeaseToken = newToken(e.t)
 		}},
-		{"token reused for another offer id", func(e *dispatchEnv, w *testWorker, r seededRun, req *protocol.OfferPullRequest) {
+		{"token reused for another offer id", func(e *dispatchEnv, w *dispatchWorker, r seededRun, req *protocol.OfferPullRequest) {
 			req.OfferID = w.pullReq(e.t).OfferID
 		}},
-		{"replaced session", func(e *dispatchEnv, w *testWorker, r seededRun, req *protocol.OfferPullRequest) {
+		{"replaced session", func(e *dispatchEnv, w *dispatchWorker, r seededRun, req *protocol.OfferPullRequest) {
 			e.replace(w)
 		}},
-		{"expired lease", func(e *dispatchEnv, w *testWorker, r seededRun, req *protocol.OfferPullRequest) {
+		{"expired lease", func(e *dispatchEnv, w *dispatchWorker, r seededRun, req *protocol.OfferPullRequest) {
 			e.exec(`UPDATE ql3.run_leases SET expires_at_ms = leased_at_ms + 1 WHERE run_id = $1`, r.run)
 		}},
-		{"terminal lease", func(e *dispatchEnv, w *testWorker, r seededRun, req *protocol.OfferPullRequest) {
+		{"terminal lease", func(e *dispatchEnv, w *dispatchWorker, r seededRun, req *protocol.OfferPullRequest) {
 			e.exec(`UPDATE ql3.run_leases SET status = 'released', release_reason = 'test', ended_at_ms = updated_at_ms WHERE run_id = $1`, r.run)
 		}},
-		{"attempt changed", func(e *dispatchEnv, w *testWorker, r seededRun, req *protocol.OfferPullRequest) {
+		{"attempt changed", func(e *dispatchEnv, w *dispatchWorker, r seededRun, req *protocol.OfferPullRequest) {
 			e.exec(`UPDATE ql3.attempts SET status = 'starting' WHERE attempt_id = $1`, r.attempt)
 		}},
-		{"revision changed", func(e *dispatchEnv, w *testWorker, r seededRun, req *protocol.OfferPullRequest) {
+		{"revision changed", func(e *dispatchEnv, w *dispatchWorker, r seededRun, req *protocol.OfferPullRequest) {
 			cmd := testSpec()
 			cmd.TimeoutMs = 30_000
 			other := e.revision(cmd)
