@@ -5,9 +5,11 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
@@ -47,6 +49,17 @@ type Config struct {
 	MigratorDSN string `json:"migratorDsn,omitempty"` // QL3_MIGRATOR_DSN, --migrator-dsn
 	MaxConns    int64  `json:"maxConns,omitempty"`    // QL3_MAX_CONNS, --max-conns: per pool
 
+	// The worker ingress (ADR 0010): mTLS on its own port, started when its
+	// TLS files are given.
+	IngressListen         string `json:"ingressListen,omitempty"`         // QL3_INGRESS_LISTEN, --ingress-listen
+	IngressTLSCert        string `json:"ingressTlsCert,omitempty"`        // QL3_INGRESS_TLS_CERT, --ingress-tls-cert: server certificate (PEM)
+	IngressTLSKey         string `json:"ingressTlsKey,omitempty"`         // QL3_INGRESS_TLS_KEY, --ingress-tls-key
+	IngressClientCA       string `json:"ingressClientCa,omitempty"`       // QL3_INGRESS_CLIENT_CA, --ingress-client-ca: 1–16 worker CA certificates
+	IngressCRL            string `json:"ingressCrl,omitempty"`            // QL3_INGRESS_CRL, --ingress-crl: optional CRLs of those CAs
+	IngressMaxConns       int64  `json:"ingressMaxConns,omitempty"`       // QL3_INGRESS_MAX_CONNS, --ingress-max-conns: ingress pool (1..16)
+	IngressInFlight       int64  `json:"ingressInFlight,omitempty"`       // QL3_INGRESS_IN_FLIGHT, --ingress-in-flight: requests served at once
+	CredentialReconcileMs int64  `json:"credentialReconcileMs,omitempty"` // QL3_CREDENTIAL_RECONCILE_MS: how often superseded credentials are revoked
+
 	DefaultGraceMs int64 `json:"defaultGraceMs,omitempty"` // QL3_DEFAULT_GRACE_MS: misfire grace of triggers published without one
 	// The cluster scheduler (ADR 0006).
 	SchedulerBudget  int64  `json:"schedulerBudget,omitempty"`  // QL3_SCHEDULER_BUDGET, --scheduler-budget: claims per round (1..256)
@@ -63,7 +76,9 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Listen: DefaultListen, MaxConns: DefaultMaxConns, DefaultGraceMs: postgres.PublishDefaultGraceMs,
 		SchedulerBudget: postgres.DefaultClaimBudget, SchedulerLeaseMs: postgres.DefaultClaimLease.Milliseconds(),
-		LogLevel: "info", Server: DefaultServer}
+		LogLevel: "info", Server: DefaultServer,
+		IngressListen: DefaultIngressListen, IngressMaxConns: DefaultIngressMaxConns, IngressInFlight: ingress.DefaultMaxInFlight,
+		CredentialReconcileMs: DefaultCredentialReconcileMs}
 }
 
 // setting binds one config field to its flag and environment names.
@@ -92,6 +107,14 @@ func (c *Config) settings() []setting {
 		{flag: "ingress-dsn", usage: "DSN that logs in as ql3_worker_ingress", str: &c.IngressDSN, scope: forServe},
 		{flag: "migrator-dsn", usage: "DSN for migrate (a superuser or a member of ql3_migrator)", str: &c.MigratorDSN, scope: forMigrate},
 		{flag: "max-conns", usage: "connections per pool", integer: &c.MaxConns, scope: forServe | forDatabase},
+		{flag: "ingress-listen", usage: "worker ingress listen address (mTLS)", str: &c.IngressListen, scope: forServe},
+		{flag: "ingress-tls-cert", usage: "worker ingress server certificate (PEM, absolute path; reloaded on SIGHUP and when it changes)", str: &c.IngressTLSCert, scope: forServe},
+		{flag: "ingress-tls-key", usage: "worker ingress private key (PEM, absolute path, not group/world-writable)", str: &c.IngressTLSKey, scope: forServe},
+		{flag: "ingress-client-ca", usage: "CA bundle (1-16 certificates) that issues worker client certificates (absolute path)", str: &c.IngressClientCA, scope: forServe},
+		{flag: "ingress-crl", usage: "optional CRL file of the worker CAs (absolute path)", str: &c.IngressCRL, scope: forServe},
+		{flag: "ingress-max-conns", usage: "worker ingress PostgreSQL connections (1..16)", integer: &c.IngressMaxConns, scope: forServe},
+		{flag: "ingress-in-flight", usage: "worker ingress requests served at once (1..1024)", integer: &c.IngressInFlight, scope: forServe},
+		{flag: "credential-reconcile-ms", usage: "how often superseded worker credentials are revoked (ms, 1000..60000)", integer: &c.CredentialReconcileMs, scope: forServe},
 		{flag: "default-grace-ms", usage: "misfire grace of triggers published without one (ms)", integer: &c.DefaultGraceMs, scope: forServe},
 		{flag: "scheduler-budget", usage: "schedules one scheduler round claims and admits (1..256; raise it for large same-second bursts)", integer: &c.SchedulerBudget, scope: forServe},
 		{flag: "scheduler-lease-ms", usage: "claim lease of the scheduler (ms, 1000..60000)", integer: &c.SchedulerLeaseMs, scope: forServe},
@@ -181,6 +204,9 @@ func (c Config) validateServe() error {
 	if c.DefaultGraceMs < 0 || c.DefaultGraceMs > schedule.MaxGraceMs {
 		return errs.Invalidf("default-grace-ms", "must be 0..%d, got %d", schedule.MaxGraceMs, c.DefaultGraceMs)
 	}
+	if err := c.validateIngress(); err != nil {
+		return err
+	}
 	if c.SchedulerBudget < 1 || c.SchedulerBudget > postgres.MaxClaimBudget {
 		return errs.Invalidf("scheduler-budget", "must be 1..%d, got %d", postgres.MaxClaimBudget, c.SchedulerBudget)
 	}
@@ -188,6 +214,52 @@ func (c Config) validateServe() error {
 		return errs.Invalidf("scheduler-lease-ms", "must be %d..%d, got %d", lo, hi, c.SchedulerLeaseMs)
 	}
 	return c.validatePool()
+}
+
+// Worker ingress defaults (DESIGN.md §8).
+const (
+	DefaultIngressListen         = ":5801"
+	DefaultIngressMaxConns       = 4
+	MaxIngressMaxConns           = 16
+	DefaultCredentialReconcileMs = 5_000
+)
+
+// ingressEnabled: the ingress runs when its TLS material is configured.
+func (c Config) ingressEnabled() bool {
+	return c.IngressTLSCert != "" || c.IngressTLSKey != "" || c.IngressClientCA != ""
+}
+
+func (c Config) validateIngress() error {
+	if c.CredentialReconcileMs < 1000 || c.CredentialReconcileMs > 60_000 {
+		return errs.Invalidf("credential-reconcile-ms", "must be 1000..60000, got %d", c.CredentialReconcileMs)
+	}
+	if !c.ingressEnabled() {
+		if c.IngressCRL != "" {
+			return errs.Invalidf("ingress-crl", "needs --ingress-tls-cert, --ingress-tls-key and --ingress-client-ca")
+		}
+		return nil
+	}
+	for _, f := range []struct{ name, path string }{
+		{"ingress-tls-cert", c.IngressTLSCert}, {"ingress-tls-key", c.IngressTLSKey},
+		{"ingress-client-ca", c.IngressClientCA}, {"ingress-crl", c.IngressCRL},
+	} {
+		if f.path == "" && f.name != "ingress-crl" {
+			return errs.Invalidf(f.name, "the worker ingress needs --ingress-tls-cert, --ingress-tls-key and --ingress-client-ca together")
+		}
+		if f.path != "" && !filepath.IsAbs(f.path) {
+			return errs.Invalidf(f.name, "must be an absolute path")
+		}
+	}
+	if c.IngressListen == "" {
+		return errs.Invalidf("ingress-listen", "required")
+	}
+	if c.IngressMaxConns < 1 || c.IngressMaxConns > MaxIngressMaxConns {
+		return errs.Invalidf("ingress-max-conns", "must be 1..%d, got %d", MaxIngressMaxConns, c.IngressMaxConns)
+	}
+	if c.IngressInFlight < 1 || c.IngressInFlight > ingress.HardMaxInFlight {
+		return errs.Invalidf("ingress-in-flight", "must be 1..%d, got %d", ingress.HardMaxInFlight, c.IngressInFlight)
+	}
+	return nil
 }
 
 func (c Config) validatePool() error {

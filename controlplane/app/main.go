@@ -60,6 +60,7 @@ type Main struct {
 	server      *http.Server
 	listener    net.Listener
 	serveErr    chan error
+	ingress     ingressParts
 }
 
 // NewMain returns a Main wired to the process's stdio and environment.
@@ -238,15 +239,19 @@ func (m *Main) Close() error {
 	m.server, m.coord, m.adminPool, m.runtimePool = nil, nil, nil, nil
 	m.mu.Unlock()
 	// Reverse of the start order: HTTP admission closes first, then the
-	// scheduler drains its round (at most its stop timeout), then pools.
+	// worker ingress, then the scheduler drains its round (at most its stop
+	// timeout), then pools.
 	var errList []error
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
 	if srv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		defer cancel()
 		if serr := srv.Shutdown(ctx); serr != nil {
 			errList = append(errList, fmt.Errorf("stop admin API: %w", serr))
 			_ = srv.Close()
 		}
+	}
+	if ierr := m.stopIngress(ctx); ierr != nil {
+		errList = append(errList, ierr)
 	}
 	if coord != nil {
 		if cerr := coord.Stop(context.Background()); cerr != nil {
@@ -266,12 +271,17 @@ func (m *Main) openRolePool(ctx context.Context, role, appName string) (*pgxpool
 	if err := m.Config.validatePool(); err != nil {
 		return nil, err
 	}
+	return m.openRolePoolSized(ctx, role, appName, int32(m.Config.MaxConns))
+}
+
+// openRolePoolSized opens and pings a pool of at most maxConns connections.
+func (m *Main) openRolePoolSized(ctx context.Context, role, appName string, maxConns int32) (*pgxpool.Pool, error) {
 	dsn, err := m.Config.roleDSN(role)
 	if err != nil {
 		return nil, err
 	}
 	pool, err := postgres.NewPool(ctx, postgres.PoolConfig{DSN: dsn, ExpectRole: role,
-		MaxConns: int32(m.Config.MaxConns), ApplicationName: appName})
+		MaxConns: maxConns, ApplicationName: appName})
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ import (
 
 // serve starts the replica in the order of DESIGN.md §3: config validation
 // → database and schema readiness → startup recovery → cluster scheduler →
-// HTTP admission (the admin API). Close stops them in reverse. It refuses a
+// worker ingress (:5801) → HTTP admission (the admin API). Close stops them in reverse. It refuses a
 // database whose schema is not exactly this binary's (run migrate first),
 // so it never writes into a schema it does not understand.
 func (m *Main) serve(ctx context.Context) error {
@@ -66,6 +66,9 @@ func (m *Main) serve(ctx context.Context) error {
 		}
 	}
 	pub := postgres.NewPublisher(pool, postgres.PublisherOptions{DefaultGraceMs: m.Config.DefaultGraceMs})
+	if err := m.startIngress(ctx, pub, nil); err != nil {
+		return err
+	}
 	api := adminapi.New(adminapi.Config{
 		Backend: pub, Logger: m.log, Version: m.Version,
 		Ready: func(ctx context.Context) error { return postgres.Readiness(ctx, pool) },

@@ -48,13 +48,25 @@ func run() int {
 		return 1
 	}
 	if m.Serving() {
-		select {
-		case <-ctx.Done():
-		case err := <-m.Err():
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "ql3-control: server failed: %v\n", err)
-				_ = m.Close()
-				return 1
+		// SIGHUP re-reads the worker ingress's certificate, CA bundle and
+		// CRL; bad material is reported and the running context kept.
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				break wait
+			case <-hup:
+				_ = m.Reload()
+			case err := <-m.Err():
+				if err != nil {
+					fmt.Fprintf(os.Stderr, "ql3-control: server failed: %v\n", err)
+					_ = m.Close()
+					return 1
+				}
+				break wait
 			}
 		}
 		// A second signal while draining kills the process the default way.

@@ -1,0 +1,141 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ql3/ql3/controlplane/ingress"
+	"github.com/ql3/ql3/controlplane/postgres"
+)
+
+// ingressParts is what the worker ingress runs on: its listener, its own
+// ingress-role pool and the admin-pool credential reconciler.
+type ingressParts struct {
+	srv       *ingress.Server
+	pool      *pgxpool.Pool
+	stopRecon chan struct{}
+	reconDone chan struct{}
+}
+
+// startIngress starts the worker ingress (after readiness and recovery,
+// DESIGN.md §3) when its TLS material is configured, and the credential
+// reconciler in any case. leases is the dispatcher (nil: offer and lease
+// routes answer 503).
+func (m *Main) startIngress(ctx context.Context, pub *postgres.Publisher, leases ingress.LeasePort) error {
+	m.startReconciler(pub)
+	if !m.Config.ingressEnabled() {
+		m.log.Info("worker ingress not started: no --ingress-tls-cert/--ingress-tls-key/--ingress-client-ca")
+		return nil
+	}
+	pool, err := m.openRolePoolSized(ctx, postgres.RoleWorkerIngress, "ql3-control ingress", int32(m.Config.IngressMaxConns))
+	if err != nil {
+		return err
+	}
+	sessions, err := postgres.NewSessions(pool, postgres.SessionOptions{})
+	if err != nil {
+		pool.Close()
+		return err
+	}
+	auth := postgres.NewWorkerAuth(pool)
+	cfg := ingress.Config{
+		TLS: ingress.TLSFiles{CertFile: m.Config.IngressTLSCert, KeyFile: m.Config.IngressTLSKey,
+			ClientCAFile: m.Config.IngressClientCA, CRLFile: m.Config.IngressCRL},
+		Sessions: sessions, Auth: auth, Audit: auth, Logger: m.log.With("component", "ingress"),
+		MaxInFlight: int(m.Config.IngressInFlight),
+	}
+	if leases != nil {
+		cfg.Leases = leases
+	}
+	srv, err := ingress.New(cfg)
+	if err != nil {
+		pool.Close()
+		return err
+	}
+	if err := srv.Start(m.Config.IngressListen); err != nil {
+		pool.Close()
+		return err
+	}
+	m.mu.Lock()
+	m.ingress.srv, m.ingress.pool = srv, pool
+	m.mu.Unlock()
+	return nil
+}
+
+// startReconciler revokes superseded credentials every
+// CredentialReconcileMs (± 20 % jitter) on the admin pool.
+func (m *Main) startReconciler(pub *postgres.Publisher) {
+	stop, done := make(chan struct{}), make(chan struct{})
+	every := time.Duration(m.Config.CredentialReconcileMs) * time.Millisecond
+	go func() {
+		defer close(done)
+		for {
+			jitter := time.Duration(rand.Int64N(int64(every)/5+1)) - every/10
+			select {
+			case <-stop:
+				return
+			case <-time.After(every + jitter):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			n, err := pub.ReconcileCredentials(ctx)
+			cancel()
+			switch {
+			case err != nil:
+				m.log.Warn("credential reconciler", "err", err)
+			case n > 0:
+				m.log.Info("superseded worker credentials revoked", "count", n)
+			}
+		}
+	}()
+	m.mu.Lock()
+	m.ingress.stopRecon, m.ingress.reconDone = stop, done
+	m.mu.Unlock()
+}
+
+// stopIngress stops the listener (in-flight requests get until ctx ends),
+// the reconciler and the ingress pool.
+func (m *Main) stopIngress(ctx context.Context) error {
+	m.mu.Lock()
+	parts := m.ingress
+	m.ingress = ingressParts{}
+	m.mu.Unlock()
+	var err error
+	if parts.srv != nil {
+		if serr := parts.srv.Shutdown(ctx); serr != nil {
+			err = fmt.Errorf("stop worker ingress: %w", serr)
+		}
+	}
+	if parts.stopRecon != nil {
+		close(parts.stopRecon)
+		<-parts.reconDone
+	}
+	if parts.pool != nil {
+		parts.pool.Close()
+	}
+	return err
+}
+
+// Reload re-reads the worker ingress's TLS files (SIGHUP). Bad material is
+// reported and the running context kept.
+func (m *Main) Reload() error {
+	m.mu.Lock()
+	srv := m.ingress.srv
+	m.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	return srv.Reload()
+}
+
+// IngressAddr is the worker ingress's listen address ("" when not serving).
+func (m *Main) IngressAddr() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ingress.srv == nil {
+		return ""
+	}
+	return m.ingress.srv.Addr()
+}
