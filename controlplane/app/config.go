@@ -253,6 +253,9 @@ func (c Config) validateIngress() error {
 	if c.IngressListen == "" {
 		return errs.Invalidf("ingress-listen", "required")
 	}
+	if c.RuntimeDSN == "" && c.DSN == "" {
+		return errs.Invalidf("runtime-dsn", "the worker ingress's dispatcher needs --runtime-dsn or --dsn (QL3_RUNTIME_DSN / QL3_DSN)")
+	}
 	if c.IngressMaxConns < 1 || c.IngressMaxConns > MaxIngressMaxConns {
 		return errs.Invalidf("ingress-max-conns", "must be 1..%d, got %d", MaxIngressMaxConns, c.IngressMaxConns)
 	}

@@ -16,16 +16,17 @@ import (
 // ingress-role pool and the admin-pool credential reconciler.
 type ingressParts struct {
 	srv       *ingress.Server
-	pool      *pgxpool.Pool
+	pool      *pgxpool.Pool // ingress role
+	dispatch  *pgxpool.Pool // runtime role, the dispatcher's own
 	stopRecon chan struct{}
 	reconDone chan struct{}
 }
 
 // startIngress starts the worker ingress (after readiness and recovery,
-// DESIGN.md §3) when its TLS material is configured, and the credential
-// reconciler in any case. leases is the dispatcher (nil: offer and lease
-// routes answer 503).
-func (m *Main) startIngress(ctx context.Context, pub *postgres.Publisher, leases ingress.LeasePort) error {
+// DESIGN.md §3) when its TLS material is configured, with the dispatcher on
+// a runtime-role pool of its own (so pulls never take the scheduler's
+// connections), and the credential reconciler in any case.
+func (m *Main) startIngress(ctx context.Context, pub *postgres.Publisher) error {
 	m.startReconciler(pub)
 	if !m.Config.ingressEnabled() {
 		m.log.Info("worker ingress not started: no --ingress-tls-cert/--ingress-tls-key/--ingress-client-ca")
@@ -35,9 +36,22 @@ func (m *Main) startIngress(ctx context.Context, pub *postgres.Publisher, leases
 	if err != nil {
 		return err
 	}
+	m.mu.Lock()
+	m.ingress.pool = pool
+	m.mu.Unlock()
 	sessions, err := postgres.NewSessions(pool, postgres.SessionOptions{})
 	if err != nil {
-		pool.Close()
+		return err
+	}
+	dpool, err := m.openRolePool(ctx, postgres.RoleRuntime, "ql3-control dispatch")
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.ingress.dispatch = dpool
+	m.mu.Unlock()
+	leases, err := postgres.NewDispatcher(dpool, postgres.DispatchOptions{})
+	if err != nil {
 		return err
 	}
 	auth := postgres.NewWorkerAuth(pool)
@@ -45,22 +59,17 @@ func (m *Main) startIngress(ctx context.Context, pub *postgres.Publisher, leases
 		TLS: ingress.TLSFiles{CertFile: m.Config.IngressTLSCert, KeyFile: m.Config.IngressTLSKey,
 			ClientCAFile: m.Config.IngressClientCA, CRLFile: m.Config.IngressCRL},
 		Sessions: sessions, Auth: auth, Audit: auth, Logger: m.log.With("component", "ingress"),
-		MaxInFlight: int(m.Config.IngressInFlight),
-	}
-	if leases != nil {
-		cfg.Leases = leases
+		MaxInFlight: int(m.Config.IngressInFlight), Leases: leases,
 	}
 	srv, err := ingress.New(cfg)
 	if err != nil {
-		pool.Close()
 		return err
 	}
 	if err := srv.Start(m.Config.IngressListen); err != nil {
-		pool.Close()
 		return err
 	}
 	m.mu.Lock()
-	m.ingress.srv, m.ingress.pool = srv, pool
+	m.ingress.srv = srv
 	m.mu.Unlock()
 	return nil
 }
@@ -112,8 +121,10 @@ func (m *Main) stopIngress(ctx context.Context) error {
 		close(parts.stopRecon)
 		<-parts.reconDone
 	}
-	if parts.pool != nil {
-		parts.pool.Close()
+	for _, p := range []*pgxpool.Pool{parts.pool, parts.dispatch} {
+		if p != nil {
+			p.Close()
+		}
 	}
 	return err
 }

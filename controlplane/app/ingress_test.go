@@ -102,8 +102,26 @@ func TestServeStartsWorkerIngress(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("open over the served ingress: %d %s", resp.StatusCode, raw)
 	}
-	if st, err := protocol.DecodeSessionState(raw); err != nil || st.Generation != 1 {
+	st, err := protocol.DecodeSessionState(raw)
+	if err != nil || st.Generation != 1 {
 		t.Fatalf("state: %+v %v", st, err)
+	}
+	// The dispatcher is wired in: an idle pull is 204 with Retry-After.
+	pull, err := protocol.OfferPullRequest{SessionID: st.SessionID, Generation: 1,
+		OfferID: "7d3b0c3a-52a5-4f1e-8f8e-0a7c5b9d1e22", LeaseToken: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ = http.NewRequest(http.MethodPost, "https://"+m.IngressAddr()+protocol.PathOfferPull, bytes.NewReader(pull))
+	req.Header.Set("Authorization", "Worker "+text)
+	resp, err = (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	tr.CloseIdleConnections()
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("idle pull: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	if err := m.Reload(); err != nil {
 		t.Fatalf("reload of unchanged material: %v", err)

@@ -66,7 +66,7 @@ func (m *Main) serve(ctx context.Context) error {
 		}
 	}
 	pub := postgres.NewPublisher(pool, postgres.PublisherOptions{DefaultGraceMs: m.Config.DefaultGraceMs})
-	if err := m.startIngress(ctx, pub, nil); err != nil {
+	if err := m.startIngress(ctx, pub); err != nil {
 		return err
 	}
 	api := adminapi.New(adminapi.Config{
