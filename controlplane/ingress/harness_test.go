@@ -75,6 +75,7 @@ type env struct {
 type envOptions struct {
 	requestTimeout time.Duration
 	noLeases       bool // no dispatcher wired in
+	dispatch       bool // the real dispatcher (postgres.Dispatcher on a runtime pool) instead of fakeLeases
 	crl            bool // start with a CRL file (of the client CA, revoking nothing)
 }
 
@@ -128,7 +129,14 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	e := &env{t: t, db: db, pub: postgres.NewPublisher(admin, postgres.PublisherOptions{}), ca: ca, dir: dir, log: logs,
 		leases: &fakeLeases{}, now: now, files: files, crlNumber: 1}
 	var leases ingress.LeasePort
-	if !opts.noLeases {
+	switch {
+	case opts.dispatch:
+		d, err := postgres.NewDispatcher(db.Pool(t, postgres.RoleRuntime), postgres.DispatchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases = d
+	case !opts.noLeases:
 		leases = e.leases
 	}
 	e.srv, err = ingress.New(ingress.Config{TLS: e.files, Sessions: sessions, Leases: leases, Auth: auth, Audit: auth,
