@@ -165,8 +165,18 @@ type offerWire struct {
 var offerLimits = limits(MaxOfferBytes, spec.MaxDepth+1, spec.MaxEntries, spec.MaxStringBytes)
 
 // DecodeOffer strictly decodes and validates an Offer, the spec included
-// (defaults applied, digest verified).
+// (defaults applied, digest verified). Offers as the authority encodes them
+// take the fast path (offer_fast.go); everything else, every refusal
+// included, is decided by the reference decoder.
 func DecodeOffer(data []byte) (Offer, error) {
+	if o, err := decodeOfferFast(data); err == nil {
+		return o, nil
+	}
+	return decodeOfferReference(data)
+}
+
+// decodeOfferReference is the strict decoder the fast path is held to.
+func decodeOfferReference(data []byte) (Offer, error) {
 	var w offerWire
 	if err := decode(data, offerLimits, &w, &w.V); err != nil {
 		return Offer{}, err
@@ -201,6 +211,18 @@ func DecodeOffer(data []byte) (Offer, error) {
 // Validate checks every field, that SpecDigest is the digest of Spec and
 // that the attempt fits the spec's retry and timeout bounds.
 func (o Offer) Validate() error {
+	if err := o.validateFields(); err != nil {
+		return err
+	}
+	sum, err := o.Spec.Digest() // validates the spec
+	if err != nil {
+		return errs.Prefix("spec", err)
+	}
+	return o.validateAgainstSpec(sum)
+}
+
+// validateFields checks what Validate checks before the spec.
+func (o Offer) validateFields() error {
 	if err := checkVersion(o.V); err != nil {
 		return err
 	}
@@ -240,10 +262,12 @@ func (o Offer) Validate() error {
 			return errs.Invalidf(d.field, "is required")
 		}
 	}
-	sum, err := o.Spec.Digest() // validates the spec
-	if err != nil {
-		return errs.Prefix("spec", err)
-	}
+	return nil
+}
+
+// validateAgainstSpec checks, given the digest of the valid o.Spec, what
+// Validate checks after the spec.
+func (o Offer) validateAgainstSpec(sum canonjson.Digest) error {
 	if subtle.ConstantTimeCompare(sum[:], o.SpecDigest[:]) != 1 {
 		return errs.Invalidf("specDigest", "does not match the spec")
 	}

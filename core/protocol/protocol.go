@@ -22,6 +22,7 @@ package protocol
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -178,7 +179,12 @@ func parseDigest(field, s string) (canonjson.Digest, error) {
 	if err != nil {
 		return canonjson.Digest{}, errs.Invalidf(field, "must be sha256:<64 lowercase hex digits>")
 	}
-	if d.String() != s {
+	// ParseDigest accepts only the one text form; re-encoding into a stack
+	// buffer confirms it without allocating on the decode path.
+	var text [len("sha256:") + 2*len(canonjson.Digest{})]byte
+	copy(text[:], "sha256:")
+	hex.Encode(text[len("sha256:"):], d[:])
+	if string(text[:]) != s {
 		return canonjson.Digest{}, errs.Invalidf(field, "must be sha256:<64 lowercase hex digits>")
 	}
 	return d, nil

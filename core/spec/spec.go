@@ -154,11 +154,29 @@ var decodeLimits = canonjson.Limits{
 
 // Decode strictly decodes a spec, applies the defaults of omitted fields
 // and validates the result (including the size of its canonical form).
+// Specs as senders encode them take the fast path (fast.go); everything
+// else, every refusal included, is decided by the reference decoder.
 func Decode(data []byte) (Command, error) {
+	if c, err := decodeFast(data); err == nil {
+		return c, nil
+	}
+	return decodeReference(data)
+}
+
+// decodeReference is the strict decoder the fast path is held to:
+// canonjson.DecodeStrict into wire.
+func decodeReference(data []byte) (Command, error) {
 	var w wire
 	if err := canonjson.DecodeStrict(data, decodeLimits, &w); err != nil {
 		return Command{}, err
 	}
+	c, _, err := w.command()
+	return c, err
+}
+
+// command applies the defaults of omitted fields, normalizes and validates
+// the result, and returns it with its canonical form.
+func (w wire) command() (Command, []byte, error) {
 	c := Command{
 		Kind:             w.Kind,
 		Argv:             w.Argv,
@@ -189,10 +207,11 @@ func Decode(data []byte) (Command, error) {
 		c.Concurrency = *w.Concurrency
 	}
 	c = c.normalize()
-	if _, err := c.Canonical(); err != nil { // validates, then bounds the canonical size
-		return Command{}, err
+	canon, err := c.canonicalNormalized() // validates, then bounds the canonical size
+	if err != nil {
+		return Command{}, nil, err
 	}
-	return c, nil
+	return c, canon, nil
 }
 
 // WithDefaults returns c with the defaults of zero-valued optional fields
@@ -260,10 +279,22 @@ func (c Command) Canonical() ([]byte, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	out, err := canonjson.Canonical(c.normalize())
-	if err != nil {
-		return nil, errs.E(errs.Internal, "", "encode spec: %v", err)
+	return c.normalize().encodeCanonical()
+}
+
+// canonicalNormalized is Canonical for a c that normalize returned
+// (normalize is idempotent, so it is not repeated).
+func (c Command) canonicalNormalized() ([]byte, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
 	}
+	return c.encodeCanonical()
+}
+
+// encodeCanonical writes a valid, normalized c canonically and bounds the
+// size.
+func (c Command) encodeCanonical() ([]byte, error) {
+	out := appendCanonical(make([]byte, 0, 512), c)
 	if len(out) > MaxCanonicalBytes {
 		return nil, errs.TooLargef("", "canonical spec is %d bytes, limit is %d", len(out), MaxCanonicalBytes)
 	}

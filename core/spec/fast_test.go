@@ -1,0 +1,143 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ql3/ql3/core/canonjson"
+	"github.com/ql3/ql3/core/errs"
+)
+
+// checkFastPath holds the fast path to the reference decoder for one
+// document: whatever the fast path accepts the reference accepts with an
+// equal value, a refusal on the fast path is a refusal by the reference
+// with the same code and field (or ErrNotFast), and the canonical encoding
+// of anything accepted takes the fast path. It reports whether the fast
+// path accepted data.
+func checkFastPath(t *testing.T, data []byte) bool {
+	t.Helper()
+	fast, fastErr := decodeFast(data)
+	ref, refErr := decodeReference(data)
+	switch {
+	case fastErr == nil && refErr != nil:
+		t.Fatalf("fast path accepts %q, reference refuses: %v", data, refErr)
+	case fastErr == nil && !reflect.DeepEqual(fast, ref):
+		t.Fatalf("fast path and reference disagree on %q:\n fast %#v\n ref  %#v", data, fast, ref)
+	case fastErr != nil && !errors.Is(fastErr, canonjson.ErrNotFast):
+		if refErr == nil || errs.Code(fastErr) != errs.Code(refErr) || errs.Field(fastErr) != errs.Field(refErr) {
+			t.Fatalf("fast path refuses %q with %v, reference: %v", data, fastErr, refErr)
+		}
+	}
+	if refErr == nil {
+		canon, err := ref.Canonical()
+		if err != nil {
+			t.Fatalf("accepted %q but Canonical failed: %v", data, err)
+		}
+		if c, err := decodeFast(canon); err != nil || !reflect.DeepEqual(c, ref) {
+			t.Fatalf("canonical form %s leaves the fast path: %v", canon, err)
+		}
+	}
+	return fastErr == nil
+}
+
+// checkCanonicalReference: the hand-written encoder writes what
+// canonjson.Canonical writes for the normalized value.
+func checkCanonicalReference(t *testing.T, c Command) {
+	t.Helper()
+	got, err := c.Canonical()
+	if err != nil {
+		return
+	}
+	want, err := canonjson.Canonical(c.normalize())
+	if err != nil {
+		t.Fatalf("canonjson.Canonical: %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("canonical form differs from the reference:\n got  %s\n want %s", got, want)
+	}
+}
+
+func TestFastPathMatchesReference(t *testing.T) {
+	fastDocs := []string{
+		`{` + kind + `,"argv":{"file":"/bin/echo","args":["hi","<&>","\u2028","\"q\"\\"]}}`,
+		`{` + kind + `,"shell":{"command":"echo 你好\n","shell":"/bin/bash"},"environment":{"A":"1","_b":"x","Z9":""},"workingDirectory":"/tmp"}`,
+		`{` + kind + `,"argv":{"file":"x"},"timeoutMs":1,"retry":{"maxAttempts":16,"backoffBaseMs":1000,"backoffMaxMs":60000,"retryOnLost":true},"concurrency":"replace"}`,
+		`{` + kind + `,"argv":{"file":"x"},"placement":{"required":{"os":"linux","arch":"arm","executors":["shell","argv","argv"],"runtimes":{"python":">=3.9"},"labels":{"zone":"a"},"features":["gpu"]},"preferred":[{"label":"zone","value":"b","weight":5},{"label":"a","value":"b","weight":1}]}}`,
+		`{` + kind + `,"argv":{"file":"x","args":[]},"environment":{},"placement":{"required":{},"preferred":[]}}`,
+		" {\n \"argv\" : {\"file\" : \"x\"} , " + kind + " }\n",
+	}
+	for _, d := range fastDocs {
+		if !checkFastPath(t, []byte(d)) {
+			t.Errorf("not on the fast path: %s", d)
+		}
+		c, err := Decode([]byte(d))
+		if err != nil {
+			t.Fatalf("Decode(%s): %v", d, err)
+		}
+		checkCanonicalReference(t, c)
+	}
+	slowDocs := []string{
+		`{` + kind + `,"argv":null}`,
+		`{` + kind + `,"argv":{"file":"x"},"timeoutMs":null}`,
+		`{` + kind + `,"argv":{"file":"x"},"Kind":"y"}`,
+		`{` + kind + `,"argv":{"file":"x"},"image":"y"}`,
+		`{` + kind + `,"argv":{"file":"x"},"timeoutMs":1.0}`,
+		`{` + kind + `,"argv":{"file":"\ud800"}}`,
+		`{` + kind + `,"argv":{"file":"x"},"environment":{"A":"1","a":"2"}}`,
+		`{` + kind + `,"argv":{"file":"x"}} {}`,
+		`{` + kind + `,"argv":{"file":"x"},"placement":{"required":{"runtimes":{"é":"1"}}}}`,
+	}
+	for _, d := range slowDocs {
+		if checkFastPath(t, []byte(d)) {
+			t.Errorf("on the fast path: %s", d)
+		}
+	}
+}
+
+// Validation faults found after a successful scan are the reference's
+// faults: same code, same field.
+func TestFastPathRefusalsMatchReference(t *testing.T) {
+	for _, d := range []string{
+		`{"kind":"x","argv":{"file":"x"}}`,
+		`{` + kind + `,"argv":{"file":"x"},"retry":{"maxAttempts":17}}`,
+		`{` + kind + `,"argv":{"file":"x"},"environment":{"QL3_X":"1"}}`,
+		`{` + kind + `,"argv":{"file":"x","args":["a\u0000"]}}`,
+		`{` + kind + `,"shell":{"command":"echo","shell":"/bin/zsh"}}`,
+		`{` + kind + `,"argv":{"file":"x"},"placement":{"required":{"os":"LINUX!"}}}`,
+		`{` + kind + `,"argv":{"file":"x"},"environment":{"A":"` + strings.Repeat("v", MaxStringBytes) + `","B":"` + strings.Repeat("v", MaxStringBytes) + `","C":"` + strings.Repeat("v", MaxStringBytes) + `","D":"` + strings.Repeat("v", MaxStringBytes) + `","E":"x"}}`,
+	} {
+		_, fastErr := decodeFast([]byte(d))
+		if fastErr == nil || errors.Is(fastErr, canonjson.ErrNotFast) {
+			t.Errorf("%.80s: fast path %v, want a validation refusal", d, fastErr)
+			continue
+		}
+		checkFastPath(t, []byte(d))
+	}
+}
+
+// FuzzDecodeFastPath: the fast path and the reference decoder agree on
+// every input (see checkFastPath), and the canonical encoder agrees with
+// canonjson.Canonical on everything accepted.
+func FuzzDecodeFastPath(f *testing.F) {
+	for _, s := range []string{
+		`{"kind":"qinglong/command@v1","argv":{"file":"/bin/echo","args":["hi"]}}`,
+		`{"kind":"qinglong/command@v1","shell":{"command":"set -e\n\techo hi","shell":"/bin/bash"},"environment":{"A":"1","_b":"<&>"},"workingDirectory":"/tmp"}`,
+		`{"kind":"qinglong/command@v1","argv":{"file":"x"},"timeoutMs":1,"retry":{"maxAttempts":16,"backoffBaseMs":1000,"backoffMaxMs":60000,"retryOnLost":true},"concurrency":"replace"}`,
+		`{"kind":"qinglong/command@v1","argv":{"file":"x"},"placement":{"required":{"os":"linux","arch":"arm","executors":["argv","argv"],"runtimes":{"python":">=3.9"},"labels":{"zone":"a"},"features":["gpu"]},"preferred":[{"label":"zone","value":"b","weight":5}]}}`,
+		`{"kind":"qinglong/command@v1","argv":{"file":"x"},"placement":{}}`,
+		`{"kind":"qinglong/command@v1","argv":{"file":"x"},"environment":{"A":"1","a":"2"}}`,
+		`{"kind":"qinglong/command@v1","shell":{"command":"echo \u0000 \ud83d\ude00 \ud800"}}`,
+		`{"kind":"qinglong/command@v1","argv":{"file":"x"},"retry":{"maxAttempts":null}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkFastPath(t, data)
+		if c, err := decodeReference(data); err == nil {
+			checkCanonicalReference(t, c)
+		}
+	})
+}
