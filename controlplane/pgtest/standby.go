@@ -27,6 +27,9 @@ func (c *Cluster) StartStandby(tb testing.TB) *Cluster {
 }
 
 func (c *Cluster) startStandby() (*Cluster, error) {
+	if err := checkBinDir(c.bin, standbyBinaries...); err != nil {
+		return nil, fmt.Errorf("pgtest: a standby needs pg_basebackup in %s (the embedded PostgreSQL 18 build has none: run standby tests on Debian's server): %w", c.bin, err)
+	}
 	s, err := newClusterDir(c.bin, c.user)
 	if err != nil {
 		return nil, err
