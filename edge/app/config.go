@@ -36,6 +36,8 @@ type Config struct {
 	Listen            string `json:"listen,omitempty"`            // QL3_LISTEN
 	DataDir           string `json:"dataDir,omitempty"`           // QL3_DATA_DIR
 	NoAuth            bool   `json:"noAuth,omitempty"`            // QL3_NO_AUTH; loopback listeners only
+	TLSCert           string `json:"tlsCert,omitempty"`           // QL3_TLS_CERT: PEM certificate; with tlsKey the API serves HTTPS
+	TLSKey            string `json:"tlsKey,omitempty"`            // QL3_TLS_KEY: PEM private key
 	MisfireGraceMs    int64  `json:"misfireGraceMs,omitempty"`    // QL3_MISFIRE_GRACE_MS
 	MaxConcurrency    int    `json:"maxConcurrency,omitempty"`    // QL3_MAX_CONCURRENCY
 	KillGraceMs       int64  `json:"killGraceMs,omitempty"`       // QL3_KILL_GRACE_MS: SIGTERM → SIGKILL
@@ -115,6 +117,8 @@ func (c *Config) overlay(o Config) {
 	}
 	setS(&c.Listen, o.Listen)
 	setS(&c.DataDir, o.DataDir)
+	setS(&c.TLSCert, o.TLSCert)
+	setS(&c.TLSKey, o.TLSKey)
 	if o.NoAuth {
 		c.NoAuth = true
 	}
@@ -136,6 +140,7 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 	str := map[string]*string{
 		"QL3_LISTEN": &c.Listen, "QL3_DATA_DIR": &c.DataDir, "QL3_LOG_LEVEL": &c.LogLevel,
 		"QL3_ADDR": &c.Addr, "QL3_TOKEN_FILE": &c.TokenFile,
+		"QL3_TLS_CERT": &c.TLSCert, "QL3_TLS_KEY": &c.TLSKey,
 	}
 	for k, dst := range str {
 		if v := getenv(k); v != "" {
@@ -180,6 +185,8 @@ func (c Config) ValidateServer() error {
 		return errs.Invalidf("listen", "must not be empty")
 	case c.DataDir == "":
 		return errs.Invalidf("dataDir", "must not be empty")
+	case (c.TLSCert == "") != (c.TLSKey == ""):
+		return errs.Invalidf("tlsKey", "--tls-cert and --tls-key go together")
 	case c.MisfireGraceMs < 0 || c.MisfireGraceMs > MaxMisfireGraceMs:
 		return errs.Invalidf("misfireGraceMs", "must be 0..%d, got %d", MaxMisfireGraceMs, c.MisfireGraceMs)
 	case c.MaxConcurrency < 1 || c.MaxConcurrency > MaxMaxConcurrency:

@@ -20,6 +20,8 @@ func (m *Main) ParseFlags(args []string) error {
 		config       = fs.String("config", "", "JSON config file (default $QL3_CONFIG); see the README for its fields")
 		listen       = fs.String("listen", "", "address to serve the API on (default $QL3_LISTEN, then "+DefaultListen+"); non-loopback addresses need the admin token for every request")
 		dataDir      = fs.String("data-dir", "", "directory for the database, logs and admin token (default $QL3_DATA_DIR, then "+DefaultDataDir+")")
+		tlsCert      = fs.String("tls-cert", "", "TLS certificate file (PEM); with --tls-key the API and panel serve HTTPS (default $QL3_TLS_CERT)")
+		tlsKey       = fs.String("tls-key", "", "TLS private key file (PEM) for --tls-cert (default $QL3_TLS_KEY)")
 		noAuth       = fs.Bool("no-auth", false, "serve without the admin token (refused unless --listen is a loopback address)")
 		grace        = fs.Duration("misfire-grace", 0, "default misfire grace of new triggers (default 30s, max 5m)")
 		maxConc      = fs.Int("max-concurrency", 0, "attempts running at once (default 4, max 256)")
@@ -70,6 +72,10 @@ func (m *Main) ParseFlags(args []string) error {
 			cfg.Listen = *listen
 		case "data-dir":
 			cfg.DataDir = *dataDir
+		case "tls-cert":
+			cfg.TLSCert = *tlsCert
+		case "tls-key":
+			cfg.TLSKey = *tlsKey
 		case "no-auth":
 			cfg.NoAuth = *noAuth
 		case "misfire-grace":

@@ -63,6 +63,7 @@ type Main struct {
 	store    *sqlite.Store
 	logs     *logstore.Store
 	engine   *engine
+	lock     *dataDirLock
 	listener net.Listener
 	server   *http.Server
 	token    adminToken
@@ -107,17 +108,28 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	loopback := httpapi.IsLoopbackHost(cfg.Listen)
-	if cfg.NoAuth && !loopback {
-		return fmt.Errorf("refusing to serve %s without the admin token: --no-auth is only allowed on a loopback address (127.0.0.1, [::1], localhost)", cfg.Listen)
-	}
 	defer func() {
 		if err != nil {
 			_ = m.Close()
 		}
 	}()
+	// Order matters (#13): the data directory's exclusive lock first, so a
+	// second server on the same directory stops before it touches anything;
+	// then the listener, so a busy port or a refused address fails before
+	// crash recovery signals any process; only then the stores and recovery.
 	if err := ensureDataDir(cfg.DataDir); err != nil {
 		return err
+	}
+	if m.lock, err = lockDataDir(cfg.DataDir); err != nil {
+		return err
+	}
+	var loopback bool
+	if m.listener, loopback, err = bindAPI(cfg); err != nil {
+		return err
+	}
+	if !loopback && cfg.TLSCert == "" {
+		m.log.Warn("serving plain HTTP beyond loopback: the admin token crosses the network unencrypted; use --tls-cert/--tls-key or listen on 127.0.0.1",
+			"listen", m.listener.Addr().String())
 	}
 	if !cfg.NoAuth {
 		if m.token, err = ensureAdminToken(cfg.DataDir); err != nil {
@@ -162,10 +174,6 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		DefaultGraceMs: cfg.MisfireGraceMs,
 		Ready:          m.ready,
 	})
-	m.listener, err = net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
-	}
 	m.server = &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -221,7 +229,7 @@ func (m *Main) printBanner() {
 	w := m.Stdout
 	addr := m.Addr()
 	fmt.Fprintf(w, "ql3-edge %s\n", m.Version)
-	fmt.Fprintf(w, "  API and panel: http://%s/\n", addr)
+	fmt.Fprintf(w, "  API and panel: %s://%s/\n", m.scheme(), addr)
 	fmt.Fprintf(w, "  data:          %s\n", m.Config.DataDir)
 	switch {
 	case m.Config.NoAuth:
@@ -237,9 +245,20 @@ func (m *Main) printBanner() {
 		prog = "ql3-edge"
 	}
 	fmt.Fprintf(w, "\nAdd a first task (from this directory, in another terminal):\n")
+	if m.scheme() == "https" {
+		addr = "https://" + addr
+	}
 	fmt.Fprintf(w, "  %s task add --addr %s --data-dir %s --name hello --cron '*/10 * * * * *' -- echo hello\n", prog, addr, m.Config.DataDir)
 	fmt.Fprintf(w, "  %s run list --addr %s --task hello\n", prog, addr)
 	fmt.Fprintf(w, "  %s logs --addr %s <run id> -f\n\n", prog, addr)
+}
+
+// scheme is the API's URL scheme.
+func (m *Main) scheme() string {
+	if m.Config.TLSCert != "" {
+		return "https"
+	}
+	return "http"
 }
 
 // sweepRetention applies retention at start and then every hour: logs by
@@ -314,6 +333,11 @@ func (m *Main) Close() error {
 			if err := m.store.Close(); err != nil {
 				errList = append(errList, fmt.Errorf("closing the database: %w", err))
 			}
+		}
+		// The lock goes last: nothing of this server touches the data
+		// directory any more.
+		if err := m.lock.release(); err != nil {
+			errList = append(errList, fmt.Errorf("releasing the data directory lock: %w", err))
 		}
 		m.closeErr = errors.Join(errList...)
 		if m.log != nil {
