@@ -47,7 +47,7 @@ func Validate(data []byte, lim Limits) error {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	w := walker{dec: dec, lim: lim}
+	w := walker{dec: dec, lim: lim, data: data}
 	if err := w.value("", 0); err != nil {
 		return err
 	}
@@ -58,16 +58,66 @@ func Validate(data []byte, lim Limits) error {
 }
 
 type walker struct {
-	dec *json.Decoder
-	lim Limits
+	dec  *json.Decoder
+	lim  Limits
+	data []byte
+}
+
+// next reads a token and, for a string, returns its raw bytes too, so the
+// caller can refuse an unpaired surrogate escape, which encoding/json would
+// turn into U+FFFD silently (ADR 0003: "\ud800", "\udfff" and "\ufffd"
+// must not be one value).
+func (w *walker) next() (json.Token, []byte, error) {
+	start := w.dec.InputOffset()
+	tok, err := w.dec.Token()
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, ok := tok.(string); ok {
+		// The bytes since the previous token are this string plus
+		// separators and whitespace, which hold no backslash.
+		return tok, w.data[start:w.dec.InputOffset()], nil
+	}
+	return tok, nil, nil
 }
 
 func (w *walker) value(path string, depth int) error {
-	tok, err := w.dec.Token()
+	tok, raw, err := w.next()
 	if err != nil {
 		return syntaxError(path, err)
 	}
+	if esc, bad := unpairedSurrogate(raw); bad {
+		return errs.Invalidf(path, "contains the unpaired UTF-16 surrogate escape \\u%s; it is not a character", esc)
+	}
 	return w.token(tok, path, depth)
+}
+
+// unpairedSurrogate finds a \uD800–\uDFFF escape in raw JSON string bytes
+// that is not a high surrogate immediately followed by a low one, and
+// returns its four hex digits.
+func unpairedSurrogate(raw []byte) (string, bool) {
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++ // the escaped byte: an escaped backslash is skipped whole
+		if i >= len(raw) || raw[i] != 'u' || i+4 >= len(raw) {
+			continue
+		}
+		r, ok := hex4(string(raw[i+1:i+5]), 0)
+		if !ok || r < 0xd800 || r > 0xdfff {
+			i += 4
+			continue
+		}
+		if r < 0xdc00 && i+10 < len(raw) && raw[i+5] == '\\' && raw[i+6] == 'u' {
+			if lo, ok := hex4(string(raw[i+7:i+11]), 0); ok && lo >= 0xdc00 && lo <= 0xdfff {
+				i += 10
+				continue
+			}
+		}
+		return string(raw[i+1 : i+5]), true
+	}
+	return "", false
 }
 
 func (w *walker) token(tok json.Token, path string, depth int) error {
@@ -97,12 +147,15 @@ func (w *walker) object(path string, depth int) error {
 	seen := make(map[string]struct{})
 	n := 0
 	for w.dec.More() {
-		tok, err := w.dec.Token()
+		tok, raw, err := w.next()
 		if err != nil {
 			return syntaxError(path, err)
 		}
 		key, _ := tok.(string)
 		child := Join(path, key)
+		if esc, bad := unpairedSurrogate(raw); bad {
+			return errs.Invalidf(child, "key contains the unpaired UTF-16 surrogate escape \\u%s; it is not a character", esc)
+		}
 		if w.lim.MaxString > 0 && len(key) > w.lim.MaxString {
 			return errs.TooLargef(child, "key is %d bytes, limit is %d", len(key), w.lim.MaxString)
 		}

@@ -141,3 +141,19 @@ func FuzzDecodeFastPath(f *testing.F) {
 		}
 	})
 }
+
+// Issue #13 item 5: "\ud800", "\udfff" and "\ufffd" were one argument (and
+// one digest) because encoding/json decodes unpaired surrogate escapes to
+// U+FFFD. The first two are refused now, naming the field.
+func TestDecodeRefusesUnpairedSurrogates(t *testing.T) {
+	for _, arg := range []string{`\ud800`, `\udfff`, `a\ud83d`} {
+		doc := `{` + kind + `,"argv":{"file":"/bin/echo","args":["ok","` + arg + `"]}}`
+		_, err := Decode([]byte(doc))
+		if errs.Code(err) != errs.Invalid || errs.Field(err) != "argv.args[1]" || !strings.Contains(err.Error(), "surrogate") {
+			t.Errorf("Decode(%s) = %v, want invalid argv.args[1] naming the surrogate", doc, err)
+		}
+	}
+	if _, err := Decode([]byte(`{` + kind + `,"argv":{"file":"/bin/echo","args":["\ufffd","\ud83d\ude00"]}}`)); err != nil {
+		t.Errorf("U+FFFD and a surrogate pair: %v", err)
+	}
+}
