@@ -12,8 +12,12 @@
 // group leader exits, the executor waits for it without reaping it (so its
 // pid, which is also the group id, cannot be reused), SIGKILLs the group so
 // backgrounded grandchildren do not outlive the attempt, and only then reaps
-// it. Processes that leave the group (setsid, double fork into a new group)
-// escape this; the drain of the output pipe is then bounded (DrainTimeout).
+// it. Processes that leave the group (setsid, double fork) are found and
+// killed too: the process is a child subreaper, so every descendant stays
+// ours, and those carrying the attempt's markers are signalled with the
+// group and reaped when they die (ADR 0017; reaper_linux.go). The drain of
+// the output pipe is bounded (DrainTimeout) for what no search can find (a
+// descendant that dropped its environment and left the group).
 //
 // Environment: only the variables named in Config.PassEnv are taken from the
 // server's own environment (default: PATH, HOME, USER, LOGNAME, SHELL, LANG,
@@ -170,6 +174,9 @@ func New(cfg Config) (*Executor, error) {
 	}
 	if err := os.MkdirAll(cfg.WorkRoot, 0o700); err != nil {
 		return nil, fmt.Errorf("executor: create work root: %w", err)
+	}
+	if err := becomeSubreaper(); err != nil {
+		cfg.Logger.Warn("cannot become a child subreaper; descendants that leave their process group are found by their markers only", "err", err)
 	}
 	return &Executor{
 		cfg:     cfg,

@@ -27,6 +27,8 @@ type Handle struct {
 
 	done   chan struct{}
 	result Result
+
+	seen map[int]Identity // processes of the attempt found so far; supervise only
 }
 
 type stopRequest struct {

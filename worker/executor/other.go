@@ -11,6 +11,8 @@ var errUnsupported = errors.New("executor: the local executor needs Linux (/proc
 
 func supported() error { return errUnsupported }
 
+func becomeSubreaper() error { return errUnsupported }
+
 // Start is unavailable off Linux; New already refused.
 func (e *Executor) Start(slot *Slot, req Request) (*Handle, error) {
 	if slot != nil {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
+	"os/signal"
 	"syscall"
 	"time"
 	"unsafe"
@@ -106,6 +106,7 @@ func (e *Executor) spawn(slot *Slot, req Request) (*Handle, error) {
 		return nil, &StartError{Err: err}
 	}
 	pid := cmd.Process.Pid
+	addLeader(pid)
 	ident, err := ReadIdentity(pid)
 	if err != nil {
 		// The child is our unreaped child, so /proc/<pid> exists; failing to
@@ -141,6 +142,14 @@ func (h *Handle) supervise() {
 	exited := make(chan error, 1)
 	go func() { exited <- waitNoReap(h.ident.PID) }()
 
+	// Orphans re-parented to us (we are a subreaper) become our zombies
+	// when they die: reap them as they go, not only when the attempt ends.
+	sigchld := make(chan os.Signal, 1)
+	if reaper.active {
+		signal.Notify(sigchld, syscall.SIGCHLD)
+		defer signal.Stop(sigchld)
+	}
+
 	clk := h.e.cfg.Clock
 	var timeoutC, killC <-chan time.Time
 	if to := h.req.Spec.Timeout; to > 0 {
@@ -156,6 +165,8 @@ loop:
 		select {
 		case waitErr = <-exited:
 			break loop
+		case <-sigchld:
+			reapAdopted()
 		case <-timeoutC:
 			timeoutC = nil
 			h.Stop(run.AttemptTimedOut, run.ErrorTimeout, fmt.Sprintf("timeout of %s elapsed", h.req.Spec.Timeout))
@@ -163,27 +174,30 @@ loop:
 			stopCh = nil
 			acted = h.stopRequest()
 			if h.e.cfg.KillGrace > 0 {
-				h.signalGroup(syscall.SIGTERM)
+				h.signalAttempt(syscall.SIGTERM)
 				t := clk.NewTimer(h.e.cfg.KillGrace)
 				defer t.Stop()
 				killC = t.C()
 			} else {
-				h.signalGroup(syscall.SIGKILL)
+				h.signalAttempt(syscall.SIGKILL)
 			}
 		case <-killC:
 			killC = nil
-			h.signalGroup(syscall.SIGKILL)
+			h.signalAttempt(syscall.SIGKILL)
 		}
 	}
 	// The leader has exited but is not reaped: its pid (= the group id)
-	// cannot be reused yet, so this reaches only the attempt's own leftovers.
-	h.signalGroup(syscall.SIGKILL)
+	// cannot be reused yet, so this reaches only the attempt's own leftovers
+	// (its group, and its marked descendants wherever they went).
+	h.signalAttempt(syscall.SIGKILL)
 	if waitErr != nil {
 		h.e.cfg.Logger.Warn("waiting for attempt leader failed", "run", h.req.RunID, "attempt", h.req.Attempt, "err", waitErr)
 	}
 	state, _ := h.cmd.Process.Wait()
+	removeLeader(h.ident.PID)
 	finishedAt := clk.Now()
-	h.awaitGroupGone()
+	h.awaitAttemptGone()
+	reapAdopted()
 
 	select {
 	case <-drained:
@@ -235,46 +249,67 @@ func (h *Handle) signalGroup(sig syscall.Signal) {
 	}
 }
 
-// awaitGroupGone waits, briefly and boundedly, until no live process of the
-// group is left after the SIGKILL: a killed process is still visible for a
-// moment while the kernel tears it down, and callers (replace policy,
-// crash-safety tests) rely on "done" meaning "gone". Zombies count as gone:
-// their reaping belongs to whoever inherited them.
-func (h *Handle) awaitGroupGone() {
-	for i := 0; i < groupGoneChecks; i++ {
-		if err := syscall.Kill(-h.ident.PGID, 0); errors.Is(err, syscall.ESRCH) {
-			return
+// signalAttempt signals the attempt's group and every marked descendant
+// outside it (setsid, double fork: ADR 0017). It returns the processes of
+// the attempt that were alive when looked for.
+func (h *Handle) signalAttempt(sig syscall.Signal) []Identity {
+	h.signalGroup(sig)
+	procs, err := attemptProcesses(h.req.RunID, h.req.Attempt, h.ident.PGID)
+	if err != nil {
+		h.e.cfg.Logger.Warn("listing the attempt's processes", "run", h.req.RunID, "attempt", h.req.Attempt, "err", err)
+	}
+	// A process found once stays the attempt's (its start time names it),
+	// even if a later scan misses it (its marker unreadable for a moment).
+	if h.seen == nil {
+		h.seen = make(map[int]Identity)
+	}
+	found := make(map[int]bool, len(procs))
+	for _, p := range procs {
+		h.seen[p.PID] = p
+		found[p.PID] = true
+	}
+	for pid, p := range h.seen {
+		switch {
+		case !p.Alive():
+			delete(h.seen, pid)
+		case !found[pid]:
+			procs = append(procs, p)
 		}
-		if !groupHasLiveMember(h.ident.PGID) {
+	}
+	for _, p := range procs {
+		if p.PGID == h.ident.PGID {
+			continue // the group signal reached it
+		}
+		// Alive re-checks the start time right before the signal, so a pid
+		// reused since the scan is left alone.
+		if p.Alive() {
+			if err := syscall.Kill(p.PID, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+				h.e.cfg.Logger.Warn("signal attempt process", "run", h.req.RunID, "attempt", h.req.Attempt, "pid", p.PID, "signal", sig.String(), "err", err)
+			}
+		}
+	}
+	return procs
+}
+
+// awaitAttemptGone waits, briefly and boundedly, until no live process of
+// the attempt is left after the SIGKILL, killing again whatever it still
+// finds (a descendant may have forked between scan and signal): a killed
+// process is still visible for a moment while the kernel tears it down,
+// and callers (replace policy, crash-safety tests) rely on "done" meaning
+// "gone". Zombies count as gone; reapAdopted reaps ours.
+func (h *Handle) awaitAttemptGone() {
+	for i := 0; i < groupGoneChecks; i++ {
+		if len(h.signalAttempt(syscall.SIGKILL)) == 0 {
 			return
 		}
 		// Not a timing decision: only lets the kernel finish the teardown.
 		time.Sleep(time.Millisecond)
 	}
-	h.e.cfg.Logger.Warn("processes of the attempt's group outlived SIGKILL", "run", h.req.RunID, "attempt", h.req.Attempt, "pgid", h.ident.PGID)
+	h.e.cfg.Logger.Warn("processes of the attempt outlived SIGKILL", "run", h.req.RunID, "attempt", h.req.Attempt, "pgid", h.ident.PGID)
 }
 
-// groupGoneChecks bounds awaitGroupGone (about a second).
+// groupGoneChecks bounds awaitAttemptGone (about a second).
 const groupGoneChecks = 1000
-
-// groupHasLiveMember scans /proc for a non-zombie process in group pgid.
-func groupHasLiveMember(pgid int) bool {
-	entries, err := os.ReadDir(procRoot)
-	if err != nil {
-		return false
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := readProcStat(pid)
-		if err == nil && st.PGID == pgid && st.State != 'Z' && st.State != 'X' && st.State != 'x' {
-			return true
-		}
-	}
-	return false
-}
 
 // waitNoReap blocks until pid has exited without reaping it (waitid with
 // WNOWAIT), so the pid and the process group id stay reserved until
