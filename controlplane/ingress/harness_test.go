@@ -77,6 +77,9 @@ type envOptions struct {
 	noLeases       bool // no dispatcher wired in
 	dispatch       bool // the real dispatcher (postgres.Dispatcher on a runtime pool) instead of fakeLeases
 	crl            bool // start with a CRL file (of the client CA, revoking nothing)
+	handshake      time.Duration
+	reloadTicks    chan time.Time
+	maxInFlight    int
 }
 
 func newEnv(t *testing.T, opts envOptions) *env {
@@ -141,7 +144,8 @@ func newEnv(t *testing.T, opts envOptions) *env {
 	}
 	e.srv, err = ingress.New(ingress.Config{TLS: e.files, Sessions: sessions, Leases: leases, Auth: auth, Audit: auth,
 		Logger:         slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		RequestTimeout: opts.requestTimeout, ReloadInterval: -1})
+		RequestTimeout: opts.requestTimeout, ReloadInterval: -1, ReloadTicks: opts.reloadTicks,
+		HandshakeTimeout: opts.handshake, MaxInFlight: opts.maxInFlight})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,9 @@ type Config struct {
 	HandshakeTimeout time.Duration // 0: DefaultHandshakeTimeout
 	RequestTimeout   time.Duration // per request, port calls included; 0: DefaultRequestTimeout
 	ReloadInterval   time.Duration // file check cadence; 0: DefaultReloadInterval, < 0: off
+	// ReloadTicks, when set, drives the file check instead of a ticker
+	// (tests step it like a clock).
+	ReloadTicks <-chan time.Time
 	// Now is the clock certificates are verified against; nil: time.Now.
 	Now func() time.Time
 }
@@ -213,17 +216,21 @@ func (s *Server) Reload() error {
 
 func (s *Server) reloadLoop(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	if s.cfg.ReloadInterval < 0 {
-		<-stop
-		return
+	ticks := s.cfg.ReloadTicks
+	if ticks == nil {
+		if s.cfg.ReloadInterval < 0 {
+			<-stop
+			return
+		}
+		t := time.NewTicker(s.cfg.ReloadInterval)
+		defer t.Stop()
+		ticks = t.C
 	}
-	t := time.NewTicker(s.cfg.ReloadInterval)
-	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
-		case <-t.C:
+		case <-ticks:
 			if s.trust.changedOnDisk() {
 				_ = s.Reload()
 			}
