@@ -1,0 +1,345 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/ql3/ql3/core/errs"
+)
+
+// The run-lifecycle sweeper (issue 10, ADR 0013). Every replica's
+// coordinator runs one pass per round, before scheduling: lease sweep →
+// in-flight recovery (orphans, timeouts) → lost Runs → cancel intents →
+// held Runs → due retries. Startup recovery is the same pass, repeated
+// until it finds nothing (coordinator.Recover).
+//
+// Each kind reads a page of candidates by database time (no lock), then
+// handles every candidate in its own transaction: one statement that
+// takes the advisory locks of ADR 0010 (the attempt's as a TRY: a
+// candidate another replica or a worker callback holds is skipped this
+// pass), row-locks with SKIP LOCKED, re-checks everything under the locks,
+// writes the change with its events and asserts its own write counts. The
+// transactions of a page travel as one pipeline (one round trip per page),
+// but each commits on its own. Two replicas reading the same page both try
+// every candidate; the locks and the re-check make each change happen once.
+
+// Sweep limits (DESIGN.md §8).
+const (
+	DefaultSweepPage    = 64
+	DefaultRecoveryPage = 16
+	MaxSweepPage        = 64
+	DefaultSweepPages   = 16
+	MaxSweepPages       = 256
+	DefaultCancelGrace  = 10 * time.Second
+	MaxCancelGrace      = 5 * time.Minute
+)
+
+// SweepOptions bounds one pass. Zero fields take their defaults.
+type SweepOptions struct {
+	// Page is the lease sweep's and the retry promoter's page: default and
+	// hard limit 64.
+	Page int
+	// RecoveryPage is the page of the Run scans (orphans, timeouts, lost,
+	// cancel intents, held): default 16, hard limit 64.
+	RecoveryPage int
+	// MaxPages bounds the pages of each kind per pass: default 16, at most
+	// 256. A kind that fills them reports More.
+	MaxPages int
+	// CancelGrace is how long past the end of a started lease's authority
+	// the sweeper waits before it calls the Attempt lost: the worker's
+	// SIGTERM → SIGKILL grace, by which time it has fenced itself. Default
+	// 10 s, at most 5 min.
+	CancelGrace time.Duration
+}
+
+func (o SweepOptions) withDefaults() SweepOptions {
+	if o.Page == 0 {
+		o.Page = DefaultSweepPage
+	}
+	if o.RecoveryPage == 0 {
+		o.RecoveryPage = DefaultRecoveryPage
+	}
+	if o.MaxPages == 0 {
+		o.MaxPages = DefaultSweepPages
+	}
+	if o.CancelGrace == 0 {
+		o.CancelGrace = DefaultCancelGrace
+	}
+	return o
+}
+
+// Validate checks the options against the hard limits; errors name the
+// field.
+func (o SweepOptions) Validate() error {
+	o = o.withDefaults()
+	switch {
+	case o.Page < 1 || o.Page > MaxSweepPage:
+		return errs.Invalidf("sweepPage", "must be 1..%d, got %d", MaxSweepPage, o.Page)
+	case o.RecoveryPage < 1 || o.RecoveryPage > MaxSweepPage:
+		return errs.Invalidf("recoveryPage", "must be 1..%d, got %d", MaxSweepPage, o.RecoveryPage)
+	case o.MaxPages < 1 || o.MaxPages > MaxSweepPages:
+		return errs.Invalidf("sweepPages", "must be 1..%d, got %d", MaxSweepPages, o.MaxPages)
+	case o.CancelGrace < 0 || o.CancelGrace > MaxCancelGrace || o.CancelGrace%time.Millisecond != 0:
+		return errs.Invalidf("cancelGrace", "must be whole milliseconds in 0..%v, got %v", MaxCancelGrace, o.CancelGrace)
+	}
+	return nil
+}
+
+// SweepReport counts what one pass changed, by action.
+type SweepReport struct {
+	Requeued      int // unstarted lease ended (or released without a move): Run back to queued, same Attempt
+	Lost          int // started lease past expiry + grace (or in-flight without a lease): Attempt and Run lost
+	ReleasedStale int // live lease of an ended Attempt or a Run not in flight: released only
+	RetryWait     int // lost → retry_wait
+	Failed        int // lost → failed
+	Cancelled     int // cancel intent converged (cancelled or timed_out)
+	Promoted      int // retry_wait due → Attempt N+1, queued
+	Queued        int // held (concurrency replace) → queued
+	Replaced      int // cancel intents set on older active Runs by a held one
+	TimedOut      int // cancel intents set by a passed durable deadline
+	Locked        int // candidates skipped: locked by another replica or a worker callback
+	More          bool
+}
+
+// Changed is the number of Runs and leases the pass changed.
+func (r SweepReport) Changed() int {
+	return r.Requeued + r.Lost + r.ReleasedStale + r.RetryWait + r.Failed + r.Cancelled + r.Promoted + r.Queued +
+		r.Replaced + r.TimedOut
+}
+
+func (r *SweepReport) add(o SweepReport) {
+	r.Requeued += o.Requeued
+	r.Lost += o.Lost
+	r.ReleasedStale += o.ReleasedStale
+	r.RetryWait += o.RetryWait
+	r.Failed += o.Failed
+	r.Cancelled += o.Cancelled
+	r.Promoted += o.Promoted
+	r.Queued += o.Queued
+	r.Replaced += o.Replaced
+	r.TimedOut += o.TimedOut
+	r.Locked += o.Locked
+	r.More = r.More || o.More
+}
+
+// sweepBeginSQL opens each change's transaction.
+const sweepBeginSQL = `BEGIN ISOLATION LEVEL READ COMMITTED`
+
+// candidate is one row of a scan: the lease (lease scan only), its
+// session and the attempt whose lock guards the change.
+type candidate struct {
+	lease, session, attempt, run uuid.UUID
+}
+
+// runScan is one Run scan: its SQL and whether it pages by keyset.
+type runScan struct {
+	name   string
+	sql    string
+	keyset bool
+	page   func(SweepOptions) int
+}
+
+var (
+	recoveryPage = func(o SweepOptions) int { return o.RecoveryPage }
+	sweepPage    = func(o SweepOptions) int { return o.Page }
+	runScans     = []runScan{
+		{"orphan", orphanCandidatesSQL, true, recoveryPage},
+		{"timeout", timeoutCandidatesSQL, false, recoveryPage},
+		{"lost", lostCandidatesSQL, false, recoveryPage},
+		{"cancel", cancelCandidatesSQL, false, recoveryPage},
+		{"held", heldCandidatesSQL, true, recoveryPage},
+		{"retry", retryCandidatesSQL, false, sweepPage},
+	}
+)
+
+// Sweep runs one bounded pass over every kind, in order. It stops at the
+// first error (the caller reports it and skips that round's scheduling);
+// what committed before stays committed and is counted.
+func Sweep(ctx context.Context, db Acquirer, opts SweepOptions) (SweepReport, error) {
+	if err := opts.Validate(); err != nil {
+		return SweepReport{}, err
+	}
+	opts = opts.withDefaults()
+	var rep SweepReport
+	r, err := sweepLeases(ctx, db, opts)
+	rep.add(r)
+	if err != nil {
+		return rep, err
+	}
+	for _, s := range runScans {
+		r, err := sweepRuns(ctx, db, opts, s)
+		rep.add(r)
+		if err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+func sweepLeases(ctx context.Context, db Acquirer, o SweepOptions) (SweepReport, error) {
+	var rep SweepReport
+	graceMs := o.CancelGrace.Milliseconds()
+	for range o.MaxPages {
+		cs, err := scan(ctx, db, leaseCandidatesSQL, []any{graceMs, o.Page}, true)
+		if err != nil {
+			return rep, err
+		}
+		txs := make([]pipedTx, 0, len(cs))
+		for _, c := range cs {
+			txs = append(txs, pipedTx{begin: sweepBeginSQL, sql: sweepLeaseSQL,
+				args: []any{c.lease, LockObjectKey(c.session), LockObjectKey(c.attempt), graceMs,
+					LockClassSession, LockClassAttempt},
+				read: func(rows pgx.Rows) error { return readLeaseChange(rows, &rep) }})
+		}
+		if err := runChanges(ctx, db, txs); err != nil {
+			return rep, err
+		}
+		if len(cs) < o.Page {
+			return rep, nil
+		}
+	}
+	rep.More = true
+	return rep, nil
+}
+
+func sweepRuns(ctx context.Context, db Acquirer, o SweepOptions, s runScan) (SweepReport, error) {
+	var rep SweepReport
+	graceMs := o.CancelGrace.Milliseconds()
+	page := s.page(o)
+	after := ""
+	for range o.MaxPages {
+		args := []any{page}
+		if s.keyset {
+			args = append(args, after)
+		}
+		cs, err := scan(ctx, db, s.sql, args, false)
+		if err != nil {
+			return rep, err
+		}
+		txs := make([]pipedTx, 0, len(cs))
+		for _, c := range cs {
+			newAttempt, err := newSchedID()
+			if err != nil {
+				return rep, err
+			}
+			txs = append(txs, pipedTx{begin: sweepBeginSQL, sql: sweepRunSQL,
+				args: []any{c.run, LockObjectKey(c.attempt), graceMs, LockClassAttempt, newAttempt},
+				read: func(rows pgx.Rows) error { return readRunChange(rows, &rep) }})
+		}
+		if err := runChanges(ctx, db, txs); err != nil {
+			return rep, err
+		}
+		if len(cs) < page {
+			return rep, nil
+		}
+		if s.keyset {
+			after = cs[len(cs)-1].run.String()
+		}
+	}
+	rep.More = true
+	return rep, nil
+}
+
+// scan reads one page of candidates.
+func scan(ctx context.Context, db Acquirer, sql string, args []any, leases bool) ([]candidate, error) {
+	conn, err := db.Acquire(ctx)
+	if err != nil {
+		return nil, Translate(err)
+	}
+	defer conn.Release()
+	rows, err := conn.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, Translate(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (candidate, error) {
+		var c candidate
+		if leases {
+			return c, r.Scan(&c.lease, &c.session, &c.attempt)
+		}
+		return c, r.Scan(&c.run, &c.attempt)
+	})
+	if err != nil {
+		return nil, translateDriver(err)
+	}
+	return out, nil
+}
+
+// runChanges sends a page of change transactions as one pipeline.
+func runChanges(ctx context.Context, db Acquirer, txs []pipedTx) error {
+	if len(txs) == 0 {
+		return nil
+	}
+	conn, err := db.Acquire(ctx)
+	if err != nil {
+		return Translate(err)
+	}
+	defer conn.Release()
+	_, err = runPipeline(ctx, conn, txs...)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == sqlStateInvalidTextRepresentation && strings.Contains(pe.Message, "ql3 sweep refused") {
+		return errs.E(errs.Internal, "", "%s", pe.Message)
+	}
+	return err
+}
+
+func readLeaseChange(rows pgx.Rows, rep *SweepReport) error {
+	for rows.Next() {
+		var ok, counted bool
+		var action, reason, runID string
+		if err := rows.Scan(&ok, &action, &reason, &runID, &counted); err != nil {
+			return err
+		}
+		switch {
+		case !ok:
+			rep.Locked++
+		case action == "requeue":
+			rep.Requeued++
+		case action == "cancel":
+			rep.Cancelled++
+		case action == "lost":
+			rep.Lost++
+		case action == "release":
+			rep.ReleasedStale++
+		}
+	}
+	return rows.Err()
+}
+
+func readRunChange(rows pgx.Rows, rep *SweepReport) error {
+	for rows.Next() {
+		var ok, counted bool
+		var action, to string
+		var replaced int64
+		if err := rows.Scan(&ok, &action, &to, &replaced, &counted); err != nil {
+			return err
+		}
+		rep.Replaced += int(replaced)
+		switch {
+		case !ok:
+			rep.Locked++
+		case action == "cancel":
+			rep.Cancelled++
+		case action == "resolve" && to == "retry_wait":
+			rep.RetryWait++
+		case action == "resolve":
+			rep.Failed++
+		case action == "promote":
+			rep.Promoted++
+		case action == "queue":
+			rep.Queued++
+		case action == "timeout":
+			rep.TimedOut++
+		case action == "requeue":
+			rep.Requeued++
+		case action == "orphan":
+			rep.Lost++
+		}
+	}
+	return rows.Err()
+}

@@ -1,0 +1,326 @@
+package postgres_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ql3/ql3/controlplane/postgres"
+)
+
+// TestSweeperReleasesExpiredUnstarted: an unstarted lease that expired puts
+// the Run back to queued with the same Attempt, announces lease generation
+// 2, and is never lost.
+func TestSweeperReleasesExpiredUnstarted(t *testing.T) {
+	f := newLifeFixture(t)
+	runID, attemptID := f.run(t, lifeRun{status: "dispatching", attempt: "claimed", lease: "expired"})
+	rep := f.sweep(t)
+	if rep.Requeued != 1 || rep.Lost != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	got := f.state(t, runID)
+	if got.Status != "queued" || got.Attempt != "claimed" || got.AttemptCount != 1 || got.Lease != "released" || got.Reason != "lease_expired" {
+		t.Fatalf("state %+v", got)
+	}
+	var sameAttempt int64
+	var gen int64
+	if err := f.su.QueryRow(context.Background(), `SELECT count(*) FILTER (WHERE a.attempt_id = $2),
+		max((e.payload->>'leaseGeneration')::bigint) FILTER (WHERE e.type = 'run.queued')
+		FROM ql3.attempts a JOIN ql3.run_events e ON e.run_id = a.run_id WHERE a.run_id = $1`, runID, attemptID).Scan(&sameAttempt, &gen); err != nil {
+		t.Fatal(err)
+	}
+	if gen != 2 || sameAttempt == 0 {
+		t.Fatalf("re-offer announces generation %d (want 2), attempt kept %d", gen, sameAttempt)
+	}
+	if ev := f.events(t, runID); !slices.Equal(ev, []string{"run.lease_released", "run.queued"}) {
+		t.Fatalf("events %v", ev)
+	}
+	// The same Attempt takes the next lease generation (what dispatch's next
+	// claim writes) and nothing else changes on another pass.
+	f.exec(t, `INSERT INTO ql3.run_leases (lease_id, run_id, attempt_id, attempt, project_id, worker_id, session_id,
+		session_generation, offer_id, token_digest, lease_generation, status, leased_at_ms, expires_at_ms, updated_at_ms)
+		SELECT gen_random_uuid(), run_id, attempt_id, attempt, project_id, worker_id, session_id, session_generation,
+			'offer-2', sha256('t2'), 2, 'leased', `+nowSQL+`, `+nowSQL+` + 30000, `+nowSQL+` + 1
+		FROM ql3.run_leases WHERE run_id = $1`, runID)
+	f.exec(t, `UPDATE ql3.runs SET status = 'dispatching', version = version + 1 WHERE run_id = $1`, runID)
+	if rep := f.sweep(t); rep.Changed() != 0 {
+		t.Fatalf("second pass changed %+v", rep)
+	}
+}
+
+// TestSweeperLostStartedReleasesLeaseAtomically: a started lease expired
+// by more than the grace ends lost with the lease released in one
+// transaction; a backend killed inside that transaction leaves nothing.
+func TestSweeperLostStartedReleasesLeaseAtomically(t *testing.T) {
+	f := newLifeFixture(t)
+	ctx := context.Background()
+	runID, _ := f.run(t, lifeRun{status: "running", attempt: "running", lease: "stale"})
+	before := f.state(t, runID)
+
+	// Hold the session's exclusive advisory lock so the sweeper's change
+	// transaction blocks inside its statement, then kill that backend.
+	hold, err := f.runtime.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hold.Exec(ctx, `SELECT pg_advisory_xact_lock($1::int4, $2::int4)`,
+		postgres.LockClassSession, postgres.LockObjectKey(f.sessionID)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := postgres.Sweep(ctx, f.runtime, postgres.SweepOptions{})
+		done <- err
+	}()
+	var pid int32
+	for pid == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("sweep returned before it blocked: %v", err)
+		default:
+		}
+		_ = f.su.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+			AND wait_event = 'advisory' AND query LIKE '%pg_advisory_xact_lock_shared%' LIMIT 1`).Scan(&pid)
+	}
+	f.exec(t, `SELECT pg_terminate_backend($1)`, pid)
+	if err := <-done; err == nil {
+		t.Fatal("sweep of a killed backend reported success")
+	}
+	if got := f.state(t, runID); got != before {
+		t.Fatalf("killed change left %+v, want %+v", got, before)
+	}
+	if err := hold.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rep := f.sweep(t); rep.Lost != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	// lost, then (retryOnLost false) failed, each its own transaction.
+	got := f.state(t, runID)
+	if got.Status != "failed" || got.Attempt != "lost" || got.Lease != "released" || got.Reason != "lease_expired" {
+		t.Fatalf("state %+v", got)
+	}
+	if ev := f.events(t, runID); !slices.Equal(ev, []string{"run.lost", "run.failed"}) {
+		t.Fatalf("events %v", ev)
+	}
+}
+
+// TestSweeperWaitsForTheGrace: a started lease expired by less than the
+// cancel grace is left alone (the worker may still be stopping).
+func TestSweeperWaitsForTheGrace(t *testing.T) {
+	f := newLifeFixture(t)
+	runID, _ := f.run(t, lifeRun{status: "running", attempt: "running", lease: "expired"})
+	before := f.state(t, runID)
+	if rep := f.sweep(t); rep.Changed() != 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	if got := f.state(t, runID); got != before {
+		t.Fatalf("state %+v", got)
+	}
+}
+
+// TestLostRetryRespectsPolicy: lost → failed without retryOnLost or with
+// the attempts spent; lost → retry_wait otherwise, and Attempt 2 only once
+// the backoff has passed by database time.
+func TestLostRetryRespectsPolicy(t *testing.T) {
+	f := newLifeFixture(t)
+	cases := []struct {
+		name     string
+		r        lifeRun
+		want     string
+		backoffs int64
+	}{
+		{"no retryOnLost", lifeRun{retryOnLost: false}, "failed", 0},
+		{"attempts left", lifeRun{retryOnLost: true, backoffMs: 60_000}, "retry_wait", 60_000},
+		{"second attempt doubles", lifeRun{retryOnLost: true, backoffMs: 60_000, attemptCount: 2}, "retry_wait", 120_000},
+		{"exhausted", lifeRun{retryOnLost: true, attemptCount: 3, maxAttempts: 3}, "failed", 0},
+	}
+	ids := make([]uuidPair, len(cases))
+	for i, c := range cases {
+		c.r.status, c.r.attempt, c.r.lease = "running", "running", "stale"
+		ids[i].run, ids[i].attempt = f.run(t, c.r)
+	}
+	rep := f.sweep(t)
+	if rep.Lost != 4 || rep.RetryWait != 2 || rep.Failed != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	for i, c := range cases {
+		got := f.state(t, ids[i].run)
+		if got.Status != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got.Status, c.want)
+		}
+		if c.want != "retry_wait" {
+			continue
+		}
+		var waitMs int64
+		if err := f.su.QueryRow(context.Background(), `SELECT r.not_before_ms - r.updated_at_ms FROM ql3.runs r
+			WHERE r.run_id = $1`, ids[i].run).Scan(&waitMs); err != nil {
+			t.Fatal(err)
+		}
+		if waitMs != c.backoffs {
+			t.Errorf("%s: waits %d ms, want %d", c.name, waitMs, c.backoffs)
+		}
+	}
+	// Not due yet: nothing is promoted.
+	if rep := f.sweep(t); rep.Promoted != 0 {
+		t.Fatalf("promoted before the backoff: %+v", rep)
+	}
+	// Time passes (the cursor moves into the past by database time).
+	f.exec(t, `UPDATE ql3.runs SET not_before_ms = `+nowSQL+` - 1 WHERE status = 'retry_wait'`)
+	if rep := f.sweep(t); rep.Promoted != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	for i, c := range cases {
+		if c.want != "retry_wait" {
+			continue
+		}
+		got := f.state(t, ids[i].run)
+		if got.Status != "queued" || got.Attempt != "claimed" || got.AttemptCount != int64(c.r.attemptCount+1) && !(c.r.attemptCount == 0 && got.AttemptCount == 2) {
+			t.Errorf("%s after backoff: %+v", c.name, got)
+		}
+	}
+	// A promoted Run is what admission would have written for that Attempt:
+	// further passes leave it alone.
+	if rep := f.sweep(t); rep.Changed() != 0 {
+		t.Fatalf("promoted Runs changed again: %+v", rep)
+	}
+}
+
+// TestTwoReplicasSweepDisjointly: two coordinators' pools sweep 1,000
+// expired unstarted leases at once; each lease is handled exactly once.
+func TestTwoReplicasSweepDisjointly(t *testing.T) {
+	f := newLifeFixture(t)
+	ctx := context.Background()
+	const n = 1000
+	for range n {
+		f.run(t, lifeRun{status: "dispatching", attempt: "claimed", lease: "expired"})
+	}
+	second, err := pgxpool.NewWithConfig(ctx, f.runtime.Config().Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	var wg sync.WaitGroup
+	reps := make([]postgres.SweepReport, 2)
+	errsOut := make([]error, 2)
+	for i, pool := range []*pgxpool.Pool{f.runtime, second} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				r, err := postgres.Sweep(ctx, pool, postgres.SweepOptions{})
+				reps[i].Requeued += r.Requeued
+				reps[i].Locked += r.Locked
+				if err != nil || r.Changed() == 0 {
+					errsOut[i] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errsOut {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := reps[0].Requeued + reps[1].Requeued; got != n {
+		t.Fatalf("requeued %d + %d, want %d in all", reps[0].Requeued, reps[1].Requeued, n)
+	}
+	if c := f.count(t, `SELECT count(*) FROM (SELECT run_id FROM ql3.run_events WHERE type = 'run.queued'
+		GROUP BY run_id HAVING count(*) = 1) x`); c != n {
+		t.Fatalf("%d Runs have exactly one run.queued, want %d", c, n)
+	}
+	if c := f.count(t, `SELECT count(*) FROM ql3.run_leases WHERE status = 'leased'`); c != 0 {
+		t.Fatalf("%d leases still live", c)
+	}
+	t.Logf("replica 1 requeued %d (skipped %d locked), replica 2 requeued %d (skipped %d)",
+		reps[0].Requeued, reps[0].Locked, reps[1].Requeued, reps[1].Locked)
+}
+
+// TestRecoveryLeavesLiveLeasesAlone: a replica (re)starting while 50 Runs
+// run under live leases, with pristine queued Runs beside them, changes
+// none of them.
+func TestRecoveryLeavesLiveLeasesAlone(t *testing.T) {
+	f := newLifeFixture(t)
+	var ids []uuidPair
+	var before []runState
+	for i := range 60 {
+		r := lifeRun{status: "running", attempt: "running", lease: "live"}
+		if i >= 50 {
+			r = lifeRun{status: "queued", attempt: "claimed"}
+		}
+		run, att := f.run(t, r)
+		ids = append(ids, uuidPair{run, att})
+		before = append(before, f.state(t, run))
+	}
+	if rep := f.sweep(t); rep.Changed() != 0 || rep.More {
+		t.Fatalf("report %+v", rep)
+	}
+	for i, id := range ids {
+		if got := f.state(t, id.run); got != before[i] {
+			t.Fatalf("run %d: %+v, want %+v", i, got, before[i])
+		}
+	}
+}
+
+// TestRecoveryResolvesEveryState: one pass over every Run state × lease
+// state (each case in its own database, so the task's other Runs do not
+// interfere) ends in the state the lifecycle rules name.
+func TestRecoveryResolvesEveryState(t *testing.T) {
+	cases := []struct {
+		r          lifeRun
+		want       string // run status after one pass
+		wantLease  string // latest lease status after the pass ("" none)
+		wantAttemp int64  // attempt_count after
+	}{
+		{lifeRun{status: "created", attempt: "claimed"}, "queued", "", 1},
+		{lifeRun{status: "queued", attempt: "claimed"}, "queued", "", 1},
+		// A live lease on a Run that is not in flight cannot be written by
+		// dispatch (claim and completion move both together); if one exists
+		// it is released once it expires, never used.
+		{lifeRun{status: "queued", attempt: "claimed", lease: "live"}, "queued", "leased", 1},
+		{lifeRun{status: "queued", attempt: "claimed", lease: "expired"}, "queued", "released", 1},
+		{lifeRun{status: "queued", attempt: "claimed", intent: "user"}, "cancelled", "", 1},
+		{lifeRun{status: "dispatching", attempt: "claimed", lease: "live"}, "dispatching", "leased", 1},
+		{lifeRun{status: "dispatching", attempt: "claimed", lease: "expired"}, "queued", "released", 1},
+		{lifeRun{status: "dispatching", attempt: "claimed", lease: "released"}, "queued", "released", 1},
+		{lifeRun{status: "dispatching", attempt: "claimed"}, "queued", "", 1},
+		{lifeRun{status: "dispatching", attempt: "claimed", lease: "live", intent: "user"}, "cancelled", "released", 1},
+		{lifeRun{status: "dispatching", attempt: "starting", lease: "live"}, "dispatching", "leased", 1},
+		{lifeRun{status: "dispatching", attempt: "starting", lease: "expired"}, "dispatching", "leased", 1},
+		{lifeRun{status: "dispatching", attempt: "starting", lease: "stale"}, "failed", "released", 1},
+		{lifeRun{status: "running", attempt: "running", lease: "live"}, "running", "leased", 1},
+		{lifeRun{status: "running", attempt: "running", lease: "live", intent: "user"}, "running", "leased", 1},
+		{lifeRun{status: "running", attempt: "running", lease: "stale", retryOnLost: true, backoffMs: 60_000}, "retry_wait", "released", 1},
+		{lifeRun{status: "running", attempt: "running", lease: "completed"}, "failed", "completed", 1},
+		{lifeRun{status: "running", attempt: "running"}, "failed", "", 1},
+		{lifeRun{status: "retry_wait", attempt: "failed"}, "queued", "", 2},
+		{lifeRun{status: "retry_wait", attempt: "failed", intent: "timeout"}, "timed_out", "", 1},
+		{lifeRun{status: "lost", attempt: "lost", lease: "released"}, "failed", "released", 1},
+		{lifeRun{status: "lost", attempt: "lost", lease: "released", retryOnLost: true, backoffMs: 60_000}, "retry_wait", "released", 1},
+		{lifeRun{status: "lost", attempt: "lost", lease: "released", retryOnLost: true}, "queued", "released", 2},
+		{lifeRun{status: "lost", attempt: "lost", intent: "user"}, "cancelled", "", 1},
+		{lifeRun{status: "succeeded", attempt: "succeeded", lease: "completed"}, "succeeded", "completed", 1},
+		{lifeRun{status: "cancelled", attempt: "cancelled", lease: "expired"}, "cancelled", "released", 1},
+	}
+	for _, c := range cases {
+		name := c.r.status + "/" + c.r.attempt + "/" + c.r.lease + "/" + c.r.intent
+		t.Run(name, func(t *testing.T) {
+			f := newLifeFixture(t)
+			runID, _ := f.run(t, c.r)
+			f.sweep(t)
+			got := f.state(t, runID)
+			if got.Status != c.want || got.Lease != c.wantLease || got.AttemptCount != c.wantAttemp {
+				t.Fatalf("after one pass %+v, want %s, lease %q, attempt %d", got, c.want, c.wantLease, c.wantAttemp)
+			}
+			// A second pass changes nothing that is not due later.
+			if rep := f.sweep(t); rep.Changed() != 0 {
+				t.Fatalf("second pass changed %+v", rep)
+			}
+		})
+	}
+}
