@@ -164,7 +164,7 @@ SELECT lk.ok, coalesce(e.action, ''), coalesce(e.to_status, ''), y.replaced,
 FROM lk CROSS JOIN tally y LEFT JOIN error_of e ON true`
 
 // Run scans (database time). Each returns run_id and the current
-// Attempt's id, at most $1 rows, after the keyset ($2 text: '' for the
+// Attempt's id, at most $1 rows, after the keyset ($2 text: ” for the
 // first page) where it pages.
 const (
 	// Lost Runs (runs_lost_idx).
