@@ -281,11 +281,22 @@ func TestEndToEnd(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	// The task's concurrency policy is forbid (the default) and no worker
+	// runs anything: the first occurrence stays queued, every later one is
+	// admitted as skipped (cancelled, no attempt).
 	seen := map[string]bool{}
+	queued := 0
 	for _, r := range runs.Items {
-		if r.Status != "queued" || !strings.HasPrefix(r.IdempotencyKey, "ql3:cron:v1:"+tick.ID+":") || seen[r.IdempotencyKey] {
+		if r.Status == "queued" {
+			queued++
+		}
+		skipped := r.Status == "cancelled" && r.AttemptCount == 0
+		if (r.Status != "queued" && !skipped) || !strings.HasPrefix(r.IdempotencyKey, "ql3:cron:v1:"+tick.ID+":") || seen[r.IdempotencyKey] {
 			t.Fatalf("admitted run %+v", r)
 		}
 		seen[r.IdempotencyKey] = true
+	}
+	if queued != 1 {
+		t.Fatalf("%d queued Runs of a forbid task, want 1", queued)
 	}
 }

@@ -98,8 +98,9 @@ func (m *Main) serve(ctx context.Context) error {
 }
 
 // startScheduler opens the runtime pool, runs startup recovery to the end
-// (a pristine queued attempt is left to dispatch; drift is reported and
-// left fail-closed) and starts this replica's coordinator.
+// (one lifecycle sweep pass, repeated while it leaves work behind: pristine
+// queued Runs and live leases are left alone) and starts this replica's
+// coordinator, which sweeps again before every round.
 func (m *Main) startScheduler(ctx context.Context) error {
 	pool, err := m.openRolePool(ctx, postgres.RoleRuntime, "ql3-control scheduler")
 	if err != nil {
@@ -113,11 +114,13 @@ func (m *Main) startScheduler(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rep, err := coord.Recover(ctx, nil)
+	rep, err := coord.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("startup recovery: %w", err)
 	}
-	m.log.Info("startup recovery done", "scanned", rep.Scanned, "pristine", rep.Pristine, "candidates", rep.CandidateCount)
+	m.log.Info("startup recovery done", "passes", rep.Passes, "changed", rep.Sweep.Changed(),
+		"requeued", rep.Sweep.Requeued, "lost", rep.Sweep.Lost, "cancelled", rep.Sweep.Cancelled,
+		"promoted", rep.Sweep.Promoted)
 	if err := coord.Start(); err != nil {
 		return err
 	}

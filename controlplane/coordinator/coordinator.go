@@ -88,6 +88,12 @@ type Config struct {
 	// DisableListen turns off the LISTEN/NOTIFY wake-up (the loop still
 	// wakes on its cadence and the earliest due time).
 	DisableListen bool
+	// Sweep bounds the run-lifecycle sweep that runs before each round's
+	// scheduling (and is startup recovery); zero fields take defaults.
+	Sweep postgres.SweepOptions
+	// DisableSweep leaves the lifecycle to another process (tests of the
+	// scheduler alone). Recover still sweeps.
+	DisableSweep bool
 }
 
 // withDefaults fills zero fields.
@@ -143,7 +149,7 @@ func (c Config) Validate() error {
 	case c.MaxAttempts < 1 || c.MaxAttempts > MaxMaxAttempts:
 		return errs.Invalidf("maxAttempts", "must be 1..%d, got %d", MaxMaxAttempts, c.MaxAttempts)
 	}
-	return nil
+	return c.Sweep.Validate()
 }
 
 // DB is what a Coordinator needs from PostgreSQL: *pgxpool.Pool, connected

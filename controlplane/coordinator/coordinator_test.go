@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -181,37 +180,38 @@ func TestDSTThroughTheDatabase(t *testing.T) {
 	assertExactlyOnce(t, e.su)
 }
 
-// TestRecoveryFailsClosedOnDrift: startup recovery leaves pristine queued
-// Runs alone and hands every drifted one to the handler; a handler error
-// stops recovery.
-func TestRecoveryFailsClosedOnDrift(t *testing.T) {
+// TestRecoveryLeavesPristineRunsAlone: startup recovery (a lifecycle
+// sweep) leaves the pristine queued Runs admission wrote untouched, and
+// resolves a dispatching Run whose unstarted lease expired (back to queued,
+// same Attempt).
+func TestRecoveryLeavesPristineRunsAlone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t)
 	e.triggers(t, 3, "* * * * * *")
-	c, diags := newCoord(t, e.pool(t, "coord-rec"), Config{Owner: "replica-rec"})
+	c, _ := newCoord(t, e.pool(t, "coord-rec"), Config{Owner: "replica-rec"})
 	roundUntil(t, c, 30*time.Second, func() bool { return c.Metrics().Admitted.Load() >= 3 })
-	total := e.count(t, `SELECT count(*) FROM ql3.runs`)
+	versions := e.count(t, `SELECT sum(r.version + a.version) FROM ql3.runs r JOIN ql3.attempts a USING (run_id)`)
+	rep, err := c.Recover(ctx)
+	if err != nil || rep.Sweep.Changed() != 0 || rep.Passes != 1 {
+		t.Fatalf("recovery %+v %v", rep, err)
+	}
+	if v := e.count(t, `SELECT sum(r.version + a.version) FROM ql3.runs r JOIN ql3.attempts a USING (run_id)`); v != versions {
+		t.Fatalf("recovery touched pristine Runs: versions %d → %d", versions, v)
+	}
+	// A Run that drifted to dispatching without any lease (its lease was
+	// released) is resolved: back to queued with the same Attempt.
 	var drifted string
-	if err := e.su.QueryRow(ctx, `UPDATE ql3.attempts SET started_at_ms = created_at_ms
-		WHERE attempt_id = (SELECT min(attempt_id::text)::uuid FROM ql3.attempts) RETURNING run_id::text`).Scan(&drifted); err != nil {
+	if err := e.su.QueryRow(ctx, `UPDATE ql3.runs SET status = 'dispatching', version = version + 1
+		WHERE run_id = (SELECT min(run_id::text)::uuid FROM ql3.runs) RETURNING run_id::text`).Scan(&drifted); err != nil {
 		t.Fatal(err)
 	}
-	var handled []postgres.InFlightRun
-	rep, err := c.Recover(ctx, func(_ context.Context, r postgres.InFlightRun) error {
-		handled = append(handled, r)
-		return nil
-	})
-	if err != nil || rep.Scanned != int(total) || rep.Pristine != int(total)-1 || rep.CandidateCount != 1 ||
-		len(handled) != 1 || handled[0].RunID.String() != drifted || handled[0].Drift != "attempt_started" {
-		t.Fatalf("recovery %+v handled %+v err %v", rep, handled, err)
+	rep, err = c.Recover(ctx)
+	if err != nil || rep.Sweep.Requeued != 1 {
+		t.Fatalf("recovery %+v %v", rep, err)
 	}
-	if diags.kinds()["recovery_candidate"] != 1 {
-		t.Fatalf("diagnostics %v", diags.kinds())
-	}
-	boom := errors.New("sweeper unavailable")
-	if _, err := c.Recover(ctx, func(context.Context, postgres.InFlightRun) error { return boom }); !errors.Is(err, boom) {
-		t.Fatalf("recovery with a failing handler: %v", err)
+	if s := e.count(t, `SELECT count(*) FROM ql3.runs WHERE status = 'queued' AND run_id = $1`, drifted); s != 1 {
+		t.Fatalf("drifted run not requeued")
 	}
 }
 

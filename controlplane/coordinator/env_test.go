@@ -39,7 +39,10 @@ func newEnvOn(t *testing.T, db *pgtest.DB) env {
 		t.Fatal(err)
 	}
 	task, err := e.pub.PublishTask(ctx, postgres.TaskInput{ProjectID: p.ID, Name: "tick",
-		Spec: spec.Command{Kind: spec.KindCommandV1, Shell: &spec.Shell{Command: "echo tick"}}.WithDefaults()})
+		// concurrency allow: these tests count one Run per occurrence of
+		// many triggers of one task (forbid, the default, would skip them).
+		Spec: spec.Command{Kind: spec.KindCommandV1, Shell: &spec.Shell{Command: "echo tick"},
+			Concurrency: spec.ConcurrencyAllow}.WithDefaults()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,6 +139,19 @@ func (c *Coordinator) loop(ctx context.Context) {
 // long to wait before the next, and the claims the round took for the next
 // one.
 func (c *Coordinator) roundAndNextDelay(ctx context.Context, claimed []postgres.ClaimedSchedule) (time.Duration, []postgres.ClaimedSchedule) {
+	// Lifecycle first (ADR 0013): recovery and lease sweep, due retries,
+	// then scheduling. A round that continues a backlog (claims the
+	// previous admission already took) skips the sweep so that those
+	// claims are admitted before their lease runs out; the next fresh round
+	// sweeps again. A failing sweep skips this round's scheduling.
+	if claimed == nil {
+		if err := c.sweep(ctx); err != nil {
+			if ctx.Err() == nil {
+				c.report(Diagnostic{Kind: "sweep_failed", Err: err})
+			}
+			return c.cfg.Cadence, nil
+		}
+	}
 	res, next, err := c.round(ctx, claimed, true)
 	if err != nil {
 		if ctx.Err() == nil {

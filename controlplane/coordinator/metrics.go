@@ -27,7 +27,12 @@ type Metrics struct {
 	DecideErrors         atomic.Int64 // claimed rows the decision function refused
 	Errors               atomic.Int64 // rounds whose claim failed
 	Notifications        atomic.Int64 // publish notifications received
-	RecoveryCandidates   atomic.Int64 // non-pristine in-flight Runs found by startup recovery
+	SweepPasses          atomic.Int64 // lifecycle sweep passes (startup recovery included)
+	SweepChanged         atomic.Int64 // Runs and leases the sweep changed
+	SweepLost            atomic.Int64 // of those, Attempts declared lost
+	SweepRequeued        atomic.Int64 // of those, unstarted Runs put back to queued (same Attempt)
+	SweepLocked          atomic.Int64 // sweep candidates skipped: locked by another replica or a worker callback
+	SweepErrors          atomic.Int64 // sweep passes that failed (their round scheduled nothing)
 	RoundNanosTotal      atomic.Int64 // sum of round durations
 	LastRoundNanos       atomic.Int64 // duration of the last round (gauge)
 	// FireLag is the distribution of claim-acquired − scheduled time of

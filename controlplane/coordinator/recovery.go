@@ -3,70 +3,86 @@ package coordinator
 import (
 	"context"
 	"fmt"
-
-	"github.com/google/uuid"
+	"math/rand/v2"
+	"time"
 
 	"github.com/ql3/ql3/controlplane/postgres"
 )
 
-// RecoveryHandler takes one recovery candidate into the execution-recovery
-// path (the lease sweeper's fail-closed handling: lost, retry or fail by
-// the Run's policy). An error stops recovery: startup must not go on.
-type RecoveryHandler func(ctx context.Context, run postgres.InFlightRun) error
+// Startup recovery and the per-round sweep (issue 10, ADR 0013). Both are
+// postgres.Sweep: a pristine queued Run and a Run under a live lease are
+// not candidates of any of its scans, so they are left alone; everything
+// else that is due (an expired lease, a lost or held Run, a cancel intent,
+// a due retry, an in-flight Run without a lease) is resolved by the same
+// fenced, one-transaction-per-change code on every replica, at startup and
+// then every round before scheduling.
 
-// RecoveryReport says what startup recovery found.
+// RecoveryReport says what startup recovery did.
 type RecoveryReport struct {
-	Scanned  int // non-terminal Runs looked at
-	Pristine int // queued exactly as admission left them: left to the dispatcher
-	// Candidates are every other non-terminal Run, with the first drift
-	// (at most maxReportedCandidates are listed; CandidateCount counts all).
-	Candidates     []postgres.InFlightRun
-	CandidateCount int
+	Passes int
+	Sweep  postgres.SweepReport
 }
 
-const maxReportedCandidates = 1024
+// Startup recovery bounds: passes until a pass leaves nothing behind
+// (More false), and attempts of a failing pass before startup gives up.
+const (
+	maxRecoveryPasses   = 64
+	maxRecoveryAttempts = 5
+)
 
-// recoveryPage is the keyset page size of the scan.
-const recoveryPage = 128
-
-// Recover is startup recovery. It pages through every non-terminal Run:
-// a pristine queued Run with its claimed remote_worker Attempt exactly as
-// admission wrote it is left alone (it is the dispatcher's, not failed
-// work); every other one, including any field drift, a dispatching or later
-// state or a newer Attempt, is a recovery candidate: it is reported to the
-// diagnostic sink and handed to handler. Nothing here re-admits or
-// re-queues a Run, so a candidate can only move by the fenced transitions
-// of its owner (fail closed). handler may be nil when no execution-recovery
-// path is wired yet; the candidates are then reported only.
-func (c *Coordinator) Recover(ctx context.Context, handler RecoveryHandler) (RecoveryReport, error) {
+// Recover is startup recovery: sweep passes until one completes within its
+// page bounds. A failing pass is retried (capped, jittered backoff) up to
+// maxRecoveryAttempts times in a row; then startup must not go on.
+func (c *Coordinator) Recover(ctx context.Context) (RecoveryReport, error) {
 	var rep RecoveryReport
-	after := uuid.Nil
-	for {
-		page, err := postgres.ScanInFlight(ctx, c.db, after, recoveryPage)
+	failures := 0
+	for rep.Passes < maxRecoveryPasses {
+		r, err := postgres.Sweep(ctx, c.db, c.cfg.Sweep)
+		rep.Sweep.Add(r)
+		c.countSweep(r)
 		if err != nil {
-			return rep, fmt.Errorf("coordinator: recovery scan: %w", err)
+			c.metrics.SweepErrors.Add(1)
+			failures++
+			if failures >= maxRecoveryAttempts || ctx.Err() != nil {
+				return rep, fmt.Errorf("coordinator: startup recovery: %w", err)
+			}
+			c.report(Diagnostic{Kind: "recovery_failed", Err: err})
+			backoff := min(100*time.Millisecond<<failures, 2*time.Second)
+			select {
+			case <-ctx.Done():
+				return rep, ctx.Err()
+			case <-c.cfg.Clock.After(backoff/2 + rand.N(backoff/2+1)):
+			}
+			continue
 		}
-		for _, r := range page {
-			rep.Scanned++
-			if r.Pristine {
-				rep.Pristine++
-				continue
-			}
-			rep.CandidateCount++
-			if len(rep.Candidates) < maxReportedCandidates {
-				rep.Candidates = append(rep.Candidates, r)
-			}
-			c.metrics.RecoveryCandidates.Add(1)
-			c.report(Diagnostic{Kind: "recovery_candidate", RunID: r.RunID.String(), Reason: r.Drift})
-			if handler != nil {
-				if err := handler(ctx, r); err != nil {
-					return rep, fmt.Errorf("coordinator: recovery of run %s (%s): %w", r.RunID, r.Drift, err)
-				}
-			}
-		}
-		if len(page) < recoveryPage {
+		failures = 0
+		rep.Passes++
+		if !r.More {
 			return rep, nil
 		}
-		after = page[len(page)-1].RunID
 	}
+	return rep, nil
+}
+
+// sweep runs one pass before a round's scheduling; an error is reported
+// and means the round schedules nothing.
+func (c *Coordinator) sweep(ctx context.Context) error {
+	if c.cfg.DisableSweep {
+		return nil
+	}
+	r, err := postgres.Sweep(ctx, c.db, c.cfg.Sweep)
+	c.countSweep(r)
+	if err != nil {
+		c.metrics.SweepErrors.Add(1)
+		return fmt.Errorf("coordinator: sweep: %w", err)
+	}
+	return nil
+}
+
+func (c *Coordinator) countSweep(r postgres.SweepReport) {
+	c.metrics.SweepPasses.Add(1)
+	c.metrics.SweepChanged.Add(int64(r.Changed()))
+	c.metrics.SweepLost.Add(int64(r.Lost))
+	c.metrics.SweepRequeued.Add(int64(r.Requeued))
+	c.metrics.SweepLocked.Add(int64(r.Locked))
 }

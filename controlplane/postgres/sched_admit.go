@@ -114,14 +114,19 @@ var ErrCommitUnknown = errors.New("postgres: admission commit outcome unknown")
 //
 // Only rows passing all four are advanced (UPDATE with the full fence again,
 // which row-locks them); only advanced fire rows get a Run, and only those
-// Runs get an Attempt and two events. Writes of one occurrence therefore
+// Runs get an Attempt and two events — except where the task's concurrency
+// policy (ADR 0015) refuses the occurrence while another Run of the task is
+// active: forbid writes it skipped (cancelled, run.created + run.skipped,
+// no Attempt), replace writes it held (created, its Attempt, run.created
+// only; the lifecycle sweep queues it). Writes of one occurrence therefore
 // commit together or not at all, and a refused row writes nothing while the
 // others proceed. The retry policy and timeout are copied from the canonical
 // spec the digest covers (parsed once per Run: the OFFSET 0 keeps the
 // planner from inlining the cast into each of the five fields).
 //
-// The statement checks its own write counts (Runs = Attempts = admitted fire
-// rows, events = 2 × that) and otherwise fails with SQLSTATE 22P02 and a
+// The statement checks its own write counts (Runs = admitted fire rows,
+// Attempts = Runs − skipped, events = 2 × Runs − held) and otherwise fails
+// with SQLSTATE 22P02 and a
 // message saying what it wrote; a non-constant cast of that message to
 // boolean is the error, which needs no function (and so no EXECUTE grant).
 // This assertion is what makes it safe to pipeline COMMIT behind the
@@ -178,43 +183,68 @@ const admitSQL = `WITH db_now AS MATERIALIZED (
 	  AND s.claim_expires_at_ms > n.ms AND s.state_version = c.state_version
 	RETURNING s.trigger_id, c.kind, c.run_id, c.project_id, c.task_id, c.task_revision, c.execution_revision_id,
 		c.execution_digest, c.trigger_revision, c.idempotency_key, c.scheduled_for_ms, c.canonical_spec
+), decided AS MATERIALIZED (
+	-- The task's concurrency policy (ADR 0015), pinned in the canonical
+	-- spec: with another Run of the task active (or an earlier occurrence
+	-- of the task in this batch), forbid admits the occurrence as skipped
+	-- (cancelled, no Attempt, run.skipped) and replace holds it as created
+	-- (the lifecycle sweep asks the older Runs to stop and queues it once
+	-- they ended); allow, or no active Run, queues it.
+	SELECT a.*, x.spec, CASE
+			WHEN coalesce(x.spec ->> 'concurrency', 'forbid') = 'allow' THEN 'queued'
+			WHEN NOT EXISTS (SELECT 1 FROM ql3.runs o WHERE o.task_id = a.task_id
+				AND o.status IN ('created', 'queued', 'dispatching', 'running', 'retry_wait', 'lost'))
+				AND row_number() OVER (PARTITION BY a.task_id ORDER BY a.scheduled_for_ms, a.trigger_id) = 1 THEN 'queued'
+			WHEN x.spec ->> 'concurrency' = 'replace' THEN 'created'
+			ELSE 'cancelled' END AS run_status
+	FROM advanced a
+	CROSS JOIN LATERAL (SELECT a.canonical_spec::jsonb AS spec OFFSET 0) x
+	WHERE a.kind = 'fire'
 ), runs_in AS (
 	INSERT INTO ql3.runs (run_id, project_id, task_id, task_revision, execution_revision_id, execution_digest,
 		origin, trigger_id, trigger_revision, idempotency_key, scheduled_for_ms, status, attempt_count,
 		retry_max_attempts, retry_backoff_base_ms, retry_backoff_max_ms, retry_on_lost, timeout_ms,
-		not_before_ms, created_at_ms, queued_at_ms, updated_at_ms)
+		not_before_ms, created_at_ms, queued_at_ms, updated_at_ms, finished_at_ms)
 	SELECT a.run_id, a.project_id, a.task_id, a.task_revision, a.execution_revision_id, a.execution_digest,
-		'cron', a.trigger_id, a.trigger_revision, a.idempotency_key, a.scheduled_for_ms, 'queued', 1,
-		(x.spec #>> '{retry,maxAttempts}')::int, (x.spec #>> '{retry,backoffBaseMs}')::bigint,
-		(x.spec #>> '{retry,backoffMaxMs}')::bigint, (x.spec #>> '{retry,retryOnLost}')::boolean,
-		(x.spec ->> 'timeoutMs')::bigint, n.ms, n.ms, n.ms, n.ms
-	FROM advanced a
+		'cron', a.trigger_id, a.trigger_revision, a.idempotency_key, a.scheduled_for_ms, a.run_status,
+		CASE WHEN a.run_status = 'cancelled' THEN 0 ELSE 1 END,
+		(a.spec #>> '{retry,maxAttempts}')::int, (a.spec #>> '{retry,backoffBaseMs}')::bigint,
+		(a.spec #>> '{retry,backoffMaxMs}')::bigint, (a.spec #>> '{retry,retryOnLost}')::boolean,
+		(a.spec ->> 'timeoutMs')::bigint, n.ms, n.ms, CASE WHEN a.run_status = 'queued' THEN n.ms END, n.ms,
+		CASE WHEN a.run_status = 'cancelled' THEN n.ms END
+	FROM decided a
 	CROSS JOIN db_now n
-	CROSS JOIN LATERAL (SELECT a.canonical_spec::jsonb AS spec OFFSET 0) x
-	WHERE a.kind = 'fire'
-	RETURNING run_id, project_id
+	RETURNING run_id, project_id, status
 ), attempts_in AS (
 	INSERT INTO ql3.attempts (attempt_id, run_id, attempt, project_id, status, executor, created_at_ms, updated_at_ms)
 	SELECT c.attempt_id, ri.run_id, 1, ri.project_id, 'claimed', 'remote_worker', n.ms, n.ms
 	FROM runs_in ri JOIN checked c ON c.run_id = ri.run_id CROSS JOIN db_now n
+	WHERE ri.status <> 'cancelled'
 	RETURNING run_id
 ), events_in AS (
 	INSERT INTO ql3.run_events (run_id, sequence, project_id, attempt, type, payload, created_at_ms)
 	SELECT ri.run_id, v.seq, ri.project_id, v.attempt, v.type, v.payload::jsonb, n.ms
 	FROM runs_in ri JOIN checked c ON c.run_id = ri.run_id CROSS JOIN db_now n
-	CROSS JOIN LATERAL (VALUES (1::bigint, NULL::int, 'run.created', c.created_payload),
-		(2::bigint, 1, 'run.queued', c.queued_payload)) AS v(seq, attempt, type, payload)
+	CROSS JOIN LATERAL (VALUES (1::bigint, NULL::int, 'run.created', c.created_payload, true),
+		(2::bigint, 1, 'run.queued', c.queued_payload, ri.status = 'queued'),
+		(2::bigint, NULL::int, 'run.skipped',
+			'{"from":"created","reason":"concurrency_forbid","to":"cancelled"}', ri.status = 'cancelled'))
+		AS v(seq, attempt, type, payload, keep)
+	WHERE v.keep
 	RETURNING run_id
 ), tally AS MATERIALIZED (
 	SELECT (SELECT count(*) FROM runs_in) AS runs, (SELECT count(*) FROM attempts_in) AS attempts,
-		(SELECT count(*) FROM events_in) AS events, (SELECT count(*) FROM advanced WHERE kind = 'fire') AS fired
+		(SELECT count(*) FROM events_in) AS events, (SELECT count(*) FROM advanced WHERE kind = 'fire') AS fired,
+		(SELECT count(*) FROM runs_in WHERE status = 'cancelled') AS skipped,
+		(SELECT count(*) FROM runs_in WHERE status = 'created') AS held
 ), verified AS MATERIALIZED (
-	SELECT t.*, CASE WHEN t.runs = t.fired AND t.attempts = t.fired AND t.events = 2 * t.fired THEN true
+	SELECT t.*, CASE WHEN t.runs = t.fired AND t.attempts = t.fired - t.skipped AND t.events = 2 * t.fired - t.held THEN true
 		ELSE ('ql3 admission refused: ' || t.runs || ' runs, ' || t.attempts || ' attempts, ' || t.events
 			|| ' events for ' || t.fired || ' admitted occurrences')::boolean END AS ok
 	FROM tally t
 )
-SELECT c.ord, c.fence_ok, c.current_ok, c.pin_ok, c.decision_ok, a.trigger_id IS NOT NULL, v.runs, v.attempts, v.events
+SELECT c.ord, c.fence_ok, c.current_ok, c.pin_ok, c.decision_ok, a.trigger_id IS NOT NULL, v.runs, v.attempts, v.events,
+	v.skipped, v.held
 FROM checked c LEFT JOIN advanced a ON a.trigger_id = c.trigger_id CROSS JOIN verified v
 WHERE v.ok
 ORDER BY c.ord`
@@ -444,12 +474,13 @@ func readAdmitRows(rows pgx.Rows, batch []Admission) ([]Outcome, error) {
 	defer rows.Close()
 	outcomes := make([]Outcome, len(batch))
 	wantRuns := int64(0)
-	var runs, attempts, events int64
+	var runs, attempts, events, skipped, held int64
 	n := 0
 	for rows.Next() {
 		var ord int32
 		var fenceOK, currentOK, pinOK, decisionOK, advanced bool
-		if err := rows.Scan(&ord, &fenceOK, &currentOK, &pinOK, &decisionOK, &advanced, &runs, &attempts, &events); err != nil {
+		if err := rows.Scan(&ord, &fenceOK, &currentOK, &pinOK, &decisionOK, &advanced, &runs, &attempts, &events,
+			&skipped, &held); err != nil {
 			return nil, err
 		}
 		if ord < 0 || int(ord) >= len(batch) || outcomes[ord] != "" {
@@ -465,7 +496,7 @@ func readAdmitRows(rows pgx.Rows, batch []Admission) ([]Outcome, error) {
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	if n != len(batch) || runs != wantRuns || attempts != wantRuns || events != 2*wantRuns {
+	if n != len(batch) || runs != wantRuns || attempts != wantRuns-skipped || events != 2*wantRuns-held {
 		// Cannot happen: the statement asserted its counts before COMMIT. If
 		// it does, the commit outcome is unknowable from here.
 		return nil, errs.E(errs.Internal, "", "admission wrote %d runs, %d attempts, %d events for %d admitted of %d rows",

@@ -48,7 +48,9 @@ func newSchedFixture(t *testing.T) schedFixture {
 		t.Fatal(err)
 	}
 	f.projectID = project.ID
-	cmd := spec.Command{Kind: spec.KindCommandV1, Shell: &spec.Shell{Command: "echo tick"},
+	// concurrency allow: the scheduler tests count one Run per occurrence
+	// of many triggers of one task (sweep_test sets its own policies).
+	cmd := spec.Command{Kind: spec.KindCommandV1, Shell: &spec.Shell{Command: "echo tick"}, Concurrency: spec.ConcurrencyAllow,
 		Retry: spec.RetryPolicy{MaxAttempts: 3, BackoffBaseMs: 1000, BackoffMaxMs: 8000, RetryOnLost: true}}.WithDefaults()
 	task, err := f.pub.PublishTask(ctx, postgres.TaskInput{ProjectID: f.projectID, Name: "tick", Spec: cmd})
 	if err != nil {

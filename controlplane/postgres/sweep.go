@@ -113,7 +113,7 @@ func (r SweepReport) Changed() int {
 		r.Replaced + r.TimedOut
 }
 
-func (r *SweepReport) add(o SweepReport) {
+func (r *SweepReport) Add(o SweepReport) {
 	r.Requeued += o.Requeued
 	r.Lost += o.Lost
 	r.ReleasedStale += o.ReleasedStale
@@ -168,13 +168,13 @@ func Sweep(ctx context.Context, db Acquirer, opts SweepOptions) (SweepReport, er
 	opts = opts.withDefaults()
 	var rep SweepReport
 	r, err := sweepLeases(ctx, db, opts)
-	rep.add(r)
+	rep.Add(r)
 	if err != nil {
 		return rep, err
 	}
 	for _, s := range runScans {
 		r, err := sweepRuns(ctx, db, opts, s)
-		rep.add(r)
+		rep.Add(r)
 		if err != nil {
 			return rep, err
 		}
