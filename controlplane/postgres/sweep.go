@@ -131,9 +131,9 @@ func (r *SweepReport) Add(o SweepReport) {
 // sweepBeginSQL opens each change's transaction.
 const sweepBeginSQL = `BEGIN ISOLATION LEVEL READ COMMITTED`
 
-// candidate is one row of a scan: the lease (lease scan only), its
+// sweepCandidate is one row of a scan: the lease (lease scan only), its
 // session and the attempt whose lock guards the change.
-type candidate struct {
+type sweepCandidate struct {
 	lease, session, attempt, run uuid.UUID
 }
 
@@ -247,7 +247,7 @@ func sweepRuns(ctx context.Context, db Acquirer, o SweepOptions, s runScan) (Swe
 }
 
 // scan reads one page of candidates.
-func scan(ctx context.Context, db Acquirer, sql string, args []any, leases bool) ([]candidate, error) {
+func scan(ctx context.Context, db Acquirer, sql string, args []any, leases bool) ([]sweepCandidate, error) {
 	conn, err := db.Acquire(ctx)
 	if err != nil {
 		return nil, Translate(err)
@@ -257,8 +257,8 @@ func scan(ctx context.Context, db Acquirer, sql string, args []any, leases bool)
 	if err != nil {
 		return nil, Translate(err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (candidate, error) {
-		var c candidate
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (sweepCandidate, error) {
+		var c sweepCandidate
 		if leases {
 			return c, r.Scan(&c.lease, &c.session, &c.attempt)
 		}
