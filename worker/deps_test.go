@@ -3,6 +3,7 @@
 package worker_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/ql3/ql3/scripts/deptest"
@@ -12,10 +13,31 @@ var workerBanned = []string{
 	"database/sql", "github.com/jackc/", "modernc.org/",
 	"github.com/robfig/cron/v3", "github.com/Masterminds/semver/v3",
 	"github.com/ql3/ql3/edge", "github.com/ql3/ql3/controlplane",
+	// Size and attack surface on routers (ADR 0020): no template engines,
+	// no debug endpoints, no placement matcher (it links semver).
+	"text/template", "html/template", "net/http/pprof", "expvar",
+	"github.com/ql3/ql3/core/placement/matcher", "github.com/ql3/ql3/core/cron", "github.com/ql3/ql3/core/schedule",
 }
 
 func TestWorkerBinaryDeps(t *testing.T) {
 	deptest.Forbid(t, ".", "./cmd/ql3-worker", deptest.WorkerTargets, workerBanned)
+}
+
+// The binary links no library outside the standard library and ql3's own
+// core and worker packages: no reflection-heavy third-party codecs,
+// loggers or frameworks sneak in with a convenience import.
+func TestWorkerBinaryLinksNoThirdParty(t *testing.T) {
+	for _, target := range deptest.WorkerTargets {
+		deps := deptest.NonStandard(t, ".", "./cmd/ql3-worker", target)
+		if len(deps) == 0 {
+			t.Fatalf("go list found nothing for ./cmd/ql3-worker on %v; the check would be vacuous", target)
+		}
+		for _, d := range deps {
+			if !strings.HasPrefix(d, "github.com/ql3/ql3/core/") && !strings.HasPrefix(d, "github.com/ql3/ql3/worker/") {
+				t.Errorf("ql3-worker for %v links %s", target, d)
+			}
+		}
+	}
 }
 
 // executorMayLink is everything outside the standard library the shared

@@ -1,0 +1,189 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ql3/ql3/core/protocol"
+	"github.com/ql3/ql3/worker/agent"
+	"github.com/ql3/ql3/worker/clock"
+	"github.com/ql3/ql3/worker/executor"
+	"github.com/ql3/ql3/worker/internal/fakeingress"
+	"github.com/ql3/ql3/worker/journal"
+)
+
+func newExecRunner(t *testing.T) agent.Runner {
+	t.Helper()
+	e, err := executor.New(executor.Config{WorkRoot: t.TempDir(), MaxConcurrent: 4,
+		KillGrace: 200 * time.Millisecond, Clock: clock.Real{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Wait)
+	return agent.ExecRunner{E: e}
+}
+
+// startedGroup drives until run id is started and journaled, and returns
+// the process group id of its leader.
+func (h *harness) startedGroup(id string) int {
+	h.t.Helper()
+	var pgid int
+	ok := h.drive(time.Second, 100, func() bool {
+		if h.srvRun(id).State != "started" {
+			return false
+		}
+		entries, _, err := h.j.Entries()
+		if err != nil {
+			return false
+		}
+		for _, e := range entries {
+			if e.State == journal.Started && e.Process != "" {
+				ident, err := executor.ParseIdentity(e.Process)
+				if err == nil {
+					pgid = ident.PGID
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if !ok {
+		h.t.Fatalf("%s never started", id)
+	}
+	return pgid
+}
+
+// groupAlive reports whether any process of group pgid is alive.
+func groupAlive(pgid int) bool {
+	return !errors.Is(syscall.Kill(-pgid, 0), syscall.ESRCH)
+}
+
+// waitGroupGone waits (real time, bounded) for a signalled group to die:
+// there is no event for it, the kernel tears it down on its own time.
+func waitGroupGone(t *testing.T, pgid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for groupAlive(pgid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process group %d still alive 10 s after it was stopped", pgid)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Heartbeats black-holed: the worker stops the process group on its own,
+// before its local view of the lease expires, and sends no completion.
+func TestSelfFenceKillsGroupBeforeLeaseExpiry(t *testing.T) {
+	h := newHarness(t, newExecRunner(t))
+	h.cfg.Cadence = 250 * time.Millisecond
+	fenced := make(chan string, 8)
+	h.cfg.Hooks.Fenced = func(_, reason string) { fenced <- reason }
+	h.srv.AddRun("run-1", "sleep 300 & sleep 300; wait", 600_000)
+	h.start(nil)
+	pgid := h.startedGroup("run-1")
+	if !groupAlive(pgid) {
+		t.Fatal("the task's group is not running")
+	}
+	h.srv.With(func(s *fakeingress.Server) { s.BlackHole[protocol.PathSessionHeartbeat] = true })
+	if !h.drive(250*time.Millisecond, 2000, func() bool { return len(fenced) > 0 }) {
+		t.Fatal("the worker never fenced the attempt")
+	}
+	fencedAt := h.clk.Now()
+	waitGroupGone(t, pgid)
+	r := h.srvRun("run-1")
+	localExpiry := r.Expiry.Add(-time.Second) // the worker's own, conservative view
+	if !fencedAt.Before(localExpiry) {
+		t.Fatalf("fenced at %s, not before the local lease expiry %s", fencedAt, localExpiry)
+	}
+	if reason := <-fenced; reason != "lease_lapsed" && reason != "session_lease_expired" {
+		t.Fatalf("fence reason %q", reason)
+	}
+	if r.Completions != 0 {
+		t.Fatalf("a fenced attempt sent %d completions", r.Completions)
+	}
+	t.Logf("fenced %s before the authority's expiry (local expiry margin %s)", r.Expiry.Sub(fencedAt), localExpiry.Sub(fencedAt))
+}
+
+// The authority's cancel stops the whole group (grandchildren included)
+// and is reported as a cancelled completion after the logs.
+func TestCancelControlStopsGroupAndReportsCancelled(t *testing.T) {
+	h := newHarness(t, newExecRunner(t))
+	h.srv.AddRun("run-1", "echo started; sleep 300 & sleep 300; wait", 600_000)
+	h.start(nil)
+	pgid := h.startedGroup("run-1")
+	h.srv.With(func(s *fakeingress.Server) { s.Runs()[0].Cancel = true })
+	if !h.drive(time.Second, 60, func() bool { return h.srvRun("run-1").CancelSent }) {
+		t.Fatal("the cancel was never sent")
+	}
+	waitGroupGone(t, pgid) // real processes end in real time
+	if !h.drive(time.Second, 200, func() bool { return h.srvRun("run-1").Completion != nil }) {
+		t.Fatal("no completion after the cancel")
+	}
+	r := h.srvRun("run-1")
+	if r.Completion.Status != "cancelled" || r.Completion.ErrorClass != "cancelled_by_user" {
+		t.Fatalf("completion %s/%s, want cancelled/cancelled_by_user", r.Completion.Status, r.Completion.ErrorClass)
+	}
+	if r.CompletedEarly || string(r.Log) != "started\n" {
+		t.Fatalf("log %q early=%v", r.Log, r.CompletedEarly)
+	}
+}
+
+// The second signal (ctx cancelled after Drain) kills the children and
+// returns at once.
+func TestSecondSignalKillsChildren(t *testing.T) {
+	h := newHarness(t, newExecRunner(t))
+	h.srv.AddRun("run-1", "sleep 300 & sleep 300; wait", 600_000)
+	h.start(nil)
+	pgid := h.startedGroup("run-1")
+	h.a.Drain()
+	h.drive(time.Second, 3, func() bool { return false })
+	if !groupAlive(pgid) {
+		t.Fatal("the first signal must let running work continue")
+	}
+	err := h.stop() // the second signal
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run returned %v, want context.Canceled", err)
+	}
+	waitGroupGone(t, pgid)
+}
+
+// The session stays healthy but one lease is no longer renewed: the fencer
+// stops that group on its own before the lease's local expiry.
+func TestFencerStopsUnrenewedLease(t *testing.T) {
+	h := newHarness(t, newExecRunner(t))
+	h.cfg.Cadence = 250 * time.Millisecond
+	fenced := make(chan string, 8)
+	h.cfg.Hooks.Fenced = func(_, reason string) { fenced <- reason }
+	h.srv.AddRun("run-1", "sleep 300", 600_000)
+	h.start(nil)
+	pgid := h.startedGroup("run-1")
+	h.srv.With(func(s *fakeingress.Server) { s.Runs()[0].Silent = true })
+	if !h.drive(250*time.Millisecond, 2000, func() bool { return len(fenced) > 0 }) {
+		t.Fatal("the worker never fenced the attempt")
+	}
+	fencedAt := h.clk.Now()
+	waitGroupGone(t, pgid)
+	r := h.srvRun("run-1")
+	if reason := <-fenced; reason != "lease_lapsed" {
+		t.Fatalf("fence reason %q, want lease_lapsed", reason)
+	}
+	if !fencedAt.Before(r.Expiry.Add(-time.Second)) {
+		t.Fatalf("fenced at %s, not before the local lease expiry %s", fencedAt, r.Expiry.Add(-time.Second))
+	}
+	if _, gen, _ := sessionOf(h); gen != 1 {
+		t.Fatalf("the session was replaced (generation %d); only the lease should be fenced", gen)
+	}
+}
+
+func sessionOf(h *harness) (id string, gen int64, st string) {
+	h.srv.With(func(s *fakeingress.Server) {
+		var ss interface{ String() string }
+		_ = ss
+		i, g, status := s.Session()
+		id, gen, st = i, g, string(status)
+	})
+	return
+}

@@ -1,0 +1,109 @@
+package app
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func base() Config {
+	c := DefaultConfig()
+	c.IngressURL = "https://127.0.0.1:5801"
+	c.CredentialFile, c.CertFile, c.KeyFile, c.CAFile = "/i/c", "/i/cert", "/i/key", "/i/ca"
+	return c
+}
+
+func TestProfiles(t *testing.T) {
+	c := base()
+	s, err := c.Validate()
+	if err != nil || s.Agent.Capacity != 1 || s.Agent.Cadence != 2*time.Second || s.Agent.LogBytes != 4<<20 {
+		t.Fatalf("router: %+v %v", s.Agent, err)
+	}
+	c.Profile = "node"
+	s, err = c.Validate()
+	if err != nil || s.Agent.Capacity != 8 || s.Agent.Cadence != 500*time.Millisecond || s.Agent.LogBytes != 64<<20 {
+		t.Fatalf("node: %+v %v", s.Agent, err)
+	}
+	c.Capacity = 3
+	if s, _ = c.Validate(); s.Agent.Capacity != 3 {
+		t.Fatalf("capacity override: %d", s.Agent.Capacity)
+	}
+}
+
+func TestPrecedenceFileEnvFlags(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "worker.json")
+	if err := os.WriteFile(path, []byte(`{"profile":"node","drainGraceMs":5000,"labels":{"zone":"a"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := base()
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	apply := c.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--drain-grace-ms", "7000"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.LoadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"QL3_DRAIN_GRACE_MS": "6000", "QL3_LABELS": "zone=b,tier=edge"}
+	if err := c.ApplyEnv(func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if c.DrainGraceMs != 6000 || c.Labels["zone"] != "b" || c.Profile != "node" {
+		t.Fatalf("after env: %+v", c)
+	}
+	if err := apply(); err != nil {
+		t.Fatal(err)
+	}
+	if c.DrainGraceMs != 7000 {
+		t.Fatalf("flag did not win: %d", c.DrainGraceMs)
+	}
+}
+
+func TestConfigRefusals(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "worker.json")
+	_ = os.WriteFile(path, []byte(`{"profil":"node"}`), 0o600)
+	c := base()
+	if err := c.LoadFile(path); err == nil || !strings.Contains(err.Error(), "profil") {
+		t.Fatalf("unknown field: %v", err)
+	}
+	for name, mut := range map[string]func(*Config){
+		"profile":          func(c *Config) { c.Profile = "desktop" },
+		"ingressUrl":       func(c *Config) { c.IngressURL = "" },
+		"stateDir":         func(c *Config) { c.StateDir = "relative" },
+		"heartbeatMs":      func(c *Config) { c.HeartbeatMs = 10 },
+		"requestTimeoutMs": func(c *Config) { c.RequestTimeoutMs = 61_000 },
+		"inboxMax":         func(c *Config) { c.InboxMax = 2000 },
+		"logLevel":         func(c *Config) { c.LogLevel = "loud" },
+	} {
+		c := base()
+		mut(&c)
+		if _, err := c.Validate(); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: got %v", name, err)
+		}
+	}
+	bad := base()
+	if err := bad.ApplyEnv(func(k string) string {
+		if k == "QL3_CAPACITY" {
+			return "many"
+		}
+		return ""
+	}); err == nil || !strings.Contains(err.Error(), "QL3_CAPACITY") {
+		t.Fatalf("bad env: %v", err)
+	}
+}
+
+func TestMainUsageErrors(t *testing.T) {
+	var out strings.Builder
+	if code := Main("test", []string{"--profile", "desktop", "--ingress-url", "https://h:1",
+		"--credential-file", "/a", "--cert-file", "/b", "--key-file", "/c", "--ca-file", "/d"}, func(string) string { return "" }, &out); code != ExitUsage {
+		t.Fatalf("exit %d: %s", code, out.String())
+	}
+	if !strings.Contains(out.String(), "profile") {
+		t.Fatalf("message: %s", out.String())
+	}
+}
