@@ -126,3 +126,27 @@ func TestEscapedDescendantsKilledWhenLeaderExits(t *testing.T) {
 	}
 	assertAllGone(t, ids)
 }
+
+// TestKillSkipsTheGrace: Kill ends an attempt that ignores SIGTERM at
+// once, during a Stop's grace (keeping that Stop's outcome) or alone (with
+// its own), and takes its escaped descendants with it.
+func TestKillSkipsTheGrace(t *testing.T) {
+	e, fake := newTestExecutor(t, nil)
+	out := newOutput()
+	h := start(t, e, Request{RunID: "kill-after-stop", Spec: Spec{ShellCommand: `trap '' TERM; echo ready; while :; do sleep 1; done`}, Output: out})
+	out.waitFor(t, regexp.MustCompile("ready"), h.Done())
+	h.Stop(run.AttemptCancelled, run.ErrorCancelledByUser, "cancelled")
+	waitTimers(t, fake, 1) // SIGTERM sent (ignored), the grace is running
+	h.Kill(run.AttemptLost, run.ErrorWorkerLost, "lease lapsing")
+	res := h.Wait() // no clock step: the grace never elapses
+	if res.Status != run.AttemptCancelled || res.Message != "cancelled" || res.Signal != "killed" {
+		t.Fatalf("result = %+v; want the Stop's outcome, killed", res)
+	}
+
+	h, ids := startEscapers(t, e, "kill-alone", 0)
+	h.Kill(run.AttemptLost, run.ErrorWorkerLost, "lease lapsing")
+	if res := h.Wait(); res.Status != run.AttemptLost || res.ErrorClass != run.ErrorWorkerLost || res.Signal != "killed" {
+		t.Fatalf("result = %+v", res)
+	}
+	assertAllGone(t, ids)
+}

@@ -24,6 +24,8 @@ type Handle struct {
 	mu     sync.Mutex
 	stop   *stopRequest
 	stopCh chan struct{} // closed by the first Stop
+	killCh chan struct{} // closed by the first Kill
+	killed bool
 
 	done   chan struct{}
 	result Result
@@ -62,13 +64,37 @@ func (h *Handle) Wait() Result {
 // process already exited changes nothing. status must be cancelled,
 // timed_out or lost.
 func (h *Handle) Stop(status run.AttemptStatus, class run.ErrorClass, message string) {
+	h.end(status, class, message, false)
+}
+
+// Kill ends the attempt at once: SIGKILL to its group and its marked
+// descendants, with no grace (even if a Stop's grace is running). The
+// outcome is the first Stop's, or the one given here if none came before.
+// For when the grace no longer fits: a lease about to lapse (self-fencing),
+// a second SIGTERM to the binary.
+func (h *Handle) Kill(status run.AttemptStatus, class run.ErrorClass, message string) {
+	h.end(status, class, message, true)
+}
+
+// end records the first outcome and, for Kill, the kill request, under
+// one lock, so supervise never sees a Kill's stop without its kill.
+func (h *Handle) end(status run.AttemptStatus, class run.ErrorClass, message string, kill bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.stop != nil {
-		return
+	if kill && !h.killed {
+		h.killed = true
+		close(h.killCh)
 	}
-	h.stop = &stopRequest{status: status, class: class, message: message}
-	close(h.stopCh)
+	if h.stop == nil {
+		h.stop = &stopRequest{status: status, class: class, message: message}
+		close(h.stopCh)
+	}
+}
+
+func (h *Handle) killRequested() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.killed
 }
 
 func (h *Handle) stopRequest() *stopRequest {

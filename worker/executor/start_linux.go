@@ -121,6 +121,7 @@ func (e *Executor) spawn(slot *Slot, req Request) (*Handle, error) {
 		startedAt: e.cfg.Clock.Now(),
 		slot:      slot,
 		stopCh:    make(chan struct{}),
+		killCh:    make(chan struct{}),
 		done:      make(chan struct{}),
 		cmd:       cmd,
 		out:       r,
@@ -157,7 +158,7 @@ func (h *Handle) supervise() {
 		defer t.Stop()
 		timeoutC = t.C()
 	}
-	stopCh := h.stopCh
+	stopCh, killNowC := h.stopCh, h.killCh
 	var acted *stopRequest // the stop we signalled the group for, before the leader exited
 	var waitErr error
 loop:
@@ -170,10 +171,17 @@ loop:
 		case <-timeoutC:
 			timeoutC = nil
 			h.Stop(run.AttemptTimedOut, run.ErrorTimeout, fmt.Sprintf("timeout of %s elapsed", h.req.Spec.Timeout))
+		case <-killNowC:
+			killNowC, stopCh, killC = nil, nil, nil
+			acted = h.stopRequest() // Kill stops first: never nil here
+			h.signalAttempt(syscall.SIGKILL)
 		case <-stopCh:
 			stopCh = nil
 			acted = h.stopRequest()
-			if h.e.cfg.KillGrace > 0 {
+			if h.killRequested() {
+				killNowC, killC = nil, nil
+				h.signalAttempt(syscall.SIGKILL)
+			} else if h.e.cfg.KillGrace > 0 {
 				h.signalAttempt(syscall.SIGTERM)
 				t := clk.NewTimer(h.e.cfg.KillGrace)
 				defer t.Stop()
