@@ -140,6 +140,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		denial.CertIdentity = idents[0]
 	}
 	if s.failures.exhausted(fp) {
+		// Audited like a refused handshake: bounded per peer address.
+		if s.audits.charge(denial.RemoteAddr) {
+			denial.Reason = ReasonRateLimited
+			s.audit(ctx, denial)
+		}
 		w.Header().Set(protocol.HeaderRetryAfter, strconv.Itoa(int(failureRefill/time.Second)))
 		s.writeError(w, http.StatusTooManyRequests, errs.E(errs.Unavailable, "", "too many failed attempts"))
 		return
