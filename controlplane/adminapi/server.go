@@ -28,6 +28,7 @@
 //	POST /api/v1/workers/{worker}/credentials           issue: the credential text is in this response only
 //	POST /api/v1/workers/{worker}/credentials/rotate    issue a new one, retire the others ({graceMs})
 //	POST /api/v1/workers/{worker}/credentials/{credential}/revoke
+//	GET  /api/v1/audit                                  audit lines, newest first (?action=&subject=&actor=&limit=&cursor=)
 //
 // The task, trigger, run and error shapes are the edge API's (edge/httpapi)
 // plus the cluster's own fields (projectId, executionRevisionId, …), so one
@@ -80,6 +81,8 @@ type Backend interface {
 	ListWorkerCredentials(ctx context.Context, workerRef string) ([]postgres.WorkerCredential, error)
 
 	AuthenticateAPIToken(ctx context.Context, token string) (postgres.APIToken, error)
+
+	ListAudit(ctx context.Context, f postgres.AuditFilter) (postgres.ListPage[postgres.AuditRecord], error)
 }
 
 var _ Backend = (*postgres.Publisher)(nil)
@@ -166,6 +169,8 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/workers/{worker}/credentials", s.issueCredential)
 	mux.HandleFunc("POST /api/v1/workers/{worker}/credentials/rotate", s.rotateCredentials)
 	mux.HandleFunc("POST /api/v1/workers/{worker}/credentials/{credential}/revoke", s.revokeCredential)
+
+	mux.HandleFunc("GET /api/v1/audit", s.listAudit)
 
 	// Everything else is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -270,7 +275,10 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 				return
 			}
 			tokenID = tok.ID
-			r = r.WithContext(context.WithValue(r.Context(), tokenKey{}, tok))
+			// Every mutation made for this request writes its audit line
+			// as this token (id only) from this peer.
+			ctx := postgres.WithActor(r.Context(), postgres.Actor{Kind: "admin", ID: tok.ID, RemoteAddr: r.RemoteAddr})
+			r = r.WithContext(context.WithValue(ctx, tokenKey{}, tok))
 		}
 		next.ServeHTTP(rec, r)
 	})

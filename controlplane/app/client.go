@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +27,8 @@ type cmdArgs struct {
 	name, id, project, task, worker, credential string
 	specFile, expression, timeZone, misfire     string
 	tlsIdentity, mutationID                     string
+	action, subject, cursor                     string
+	limit                                       int
 	graceMs                                     int64
 	graceSet                                    bool
 	expectedRevision                            int64
@@ -66,6 +69,18 @@ func clientCommands() map[string]command {
 		mut(fs, a)
 	}
 	return map[string]command{
+		"audit list": {summary: "list audit lines of admin mutations, newest first", flags: func(fs *flag.FlagSet, a *cmdArgs) {
+			fs.StringVar(&a.action, "action", "", "only this action, e.g. task.update or api_token.create")
+			fs.StringVar(&a.subject, "subject", "", "only lines about this id")
+			fs.IntVar(&a.limit, "limit", 0, "lines per page (default 50)")
+			fs.StringVar(&a.cursor, "cursor", "", "nextCursor of the previous page")
+		}, run: get("/api/v1/audit", func(a cmdArgs) url.Values {
+			v := url.Values{"action": {a.action}, "subject": {a.subject}, "cursor": {a.cursor}}
+			if a.limit > 0 {
+				v.Set("limit", strconv.Itoa(a.limit))
+			}
+			return v
+		})},
 		"project list": {summary: "list projects", run: get("/api/v1/projects", nil)},
 		"project get":  {summary: "show a project", flags: idFlag("project id or name"), run: getPath("/api/v1/projects/")},
 		"project create": {summary: "create a project", flags: func(fs *flag.FlagSet, a *cmdArgs) {

@@ -181,6 +181,12 @@ func tokenCommands() map[string]command {
 	}
 }
 
+// cliActor marks mutations of the local token commands in the audit log:
+// they hold no API token, only a database login as ql3_admin.
+func cliActor(ctx context.Context) context.Context {
+	return postgres.WithActor(ctx, postgres.Actor{Kind: "admin", ID: "cli"})
+}
+
 // Token commands talk to the database directly as ql3_admin: the first
 // token cannot come from an API that needs a token.
 func (m *Main) tokenCreate(ctx context.Context) error {
@@ -191,7 +197,7 @@ func (m *Main) tokenCreate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tok, text, err := postgres.NewPublisher(pool, postgres.PublisherOptions{}).CreateAPIToken(ctx, m.args.name, m.args.ttl.Milliseconds())
+	tok, text, err := postgres.NewPublisher(pool, postgres.PublisherOptions{}).CreateAPIToken(cliActor(ctx), m.args.name, m.args.ttl.Milliseconds())
 	if err != nil {
 		return err
 	}
@@ -220,7 +226,7 @@ func (m *Main) tokenRevoke(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tok, err := postgres.NewPublisher(pool, postgres.PublisherOptions{}).RevokeAPIToken(ctx, m.args.id)
+	tok, err := postgres.NewPublisher(pool, postgres.PublisherOptions{}).RevokeAPIToken(cliActor(ctx), m.args.id)
 	if err != nil {
 		return err
 	}

@@ -139,6 +139,16 @@ func publish[T any](ctx context.Context, p *Publisher, mutationID, kind string, 
 			if err != nil {
 				return err
 			}
+			// Its audit line commits or rolls back with the mutation; a
+			// replay above changed nothing and writes none.
+			subject, ok := any(res).(auditSubject)
+			if !ok {
+				return errs.E(errs.Internal, "", "publication %s has no audit subject", kind)
+			}
+			sk, sid, details := subject.auditSubject()
+			if err := InsertAudit(ctx, tx, kind, sk, sid, details); err != nil {
+				return err
+			}
 			out = res
 			if mutationID == "" {
 				return nil

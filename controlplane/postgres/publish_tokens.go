@@ -49,8 +49,16 @@ func (p *Publisher) CreateAPIToken(ctx context.Context, name string, ttlMs int64
 	if ttlMs > 0 {
 		ttl = ttlMs
 	}
-	out, err := scanAPIToken(p.db.QueryRow(ctx, `INSERT INTO ql3.api_tokens (token_id, name, token_digest, status, created_at_ms, expires_at_ms)
-		VALUES ($1, $2, $3, 'active', `+dbNowMs+`, `+dbNowMs+` + $4::bigint) RETURNING `+apiTokenColumns, id, name, digest[:], ttl))
+	var out APIToken
+	err = InTx(ctx, p.db, TxOptions{TxOptions: Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		out, err = scanAPIToken(tx.QueryRow(ctx, `INSERT INTO ql3.api_tokens (token_id, name, token_digest, status, created_at_ms, expires_at_ms)
+			VALUES ($1, $2, $3, 'active', `+dbNowMs+`, `+dbNowMs+` + $4::bigint) RETURNING `+apiTokenColumns, id, name, digest[:], ttl))
+		if err != nil {
+			return err
+		}
+		return InsertAudit(ctx, tx, AuditTokenCreate, "api_token", out.ID, map[string]any{"name": out.Name, "expiresAtMs": out.ExpiresAtMs})
+	})
 	if err != nil {
 		return APIToken{}, "", pubReadErr(err)
 	}
@@ -87,13 +95,24 @@ func (p *Publisher) AuthenticateAPIToken(ctx context.Context, token string) (API
 
 // RevokeAPIToken revokes a token by id; revoking twice is a no-op.
 func (p *Publisher) RevokeAPIToken(ctx context.Context, id string) (APIToken, error) {
-	t, err := scanAPIToken(p.db.QueryRow(ctx, `UPDATE ql3.api_tokens
-		SET status = 'revoked', revoked_at_ms = coalesce(revoked_at_ms, `+dbNowMs+`)
-		WHERE token_id = $1 RETURNING `+apiTokenColumns, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return APIToken{}, errs.NotFoundf("no API token %.32q", id)
+	var t APIToken
+	err := InTx(ctx, p.db, TxOptions{TxOptions: Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		t, err = scanAPIToken(tx.QueryRow(ctx, `UPDATE ql3.api_tokens
+			SET status = 'revoked', revoked_at_ms = coalesce(revoked_at_ms, `+dbNowMs+`)
+			WHERE token_id = $1 RETURNING `+apiTokenColumns, id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.NotFoundf("no API token %.32q", id)
+		}
+		if err != nil {
+			return err
+		}
+		return InsertAudit(ctx, tx, AuditTokenRevoke, "api_token", t.ID, map[string]any{"name": t.Name})
+	})
+	if err != nil {
+		return APIToken{}, pubReadErr(err)
 	}
-	return t, pubReadErr(err)
+	return t, nil
 }
 
 // ListAPITokens returns every token, newest first (never their digests).

@@ -99,7 +99,10 @@ func (p *Publisher) RegisterWorker(ctx context.Context, in WorkerInput) (WorkerR
 		}
 		out, err = scanWorker(tx.QueryRow(ctx, `INSERT INTO ql3.workers (worker_id, name, tls_identity, status, created_at_ms, updated_at_ms)
 			VALUES ($1, $2, $3, 'active', `+dbNowMs+`, `+dbNowMs+`) RETURNING `+workerColumns, id, in.Name, identity))
-		return err
+		if err != nil {
+			return err
+		}
+		return InsertAudit(ctx, tx, AuditWorkerRegister, "worker", out.ID, map[string]any{"name": out.Name})
 	})
 	return out, err
 }
@@ -212,7 +215,13 @@ func (p *Publisher) issueCredential(ctx context.Context, workerRef string, grace
 				FROM now
 				WHERE c.worker_id = $1::uuid AND c.status = 'active' AND c.credential_id <> $2::uuid`, wid, credID, graceMs)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		if graceMs < 0 {
+			return InsertAudit(ctx, tx, AuditCredentialIssue, "worker_credential", out.ID, map[string]any{"workerId": out.WorkerID})
+		}
+		return InsertAudit(ctx, tx, AuditCredentialRotate, "worker_credential", out.ID, map[string]any{"workerId": out.WorkerID, "graceMs": graceMs})
 	})
 	if err != nil {
 		return WorkerCredential{}, "", err
@@ -300,7 +309,10 @@ func (p *Publisher) RevokeWorkerCredential(ctx context.Context, workerRef, crede
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errs.NotFoundf("worker %s has no credential %s", wid, cid)
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		return InsertAudit(ctx, tx, AuditCredentialRevoke, "worker_credential", out.ID, map[string]any{"workerId": out.WorkerID, "reason": out.RevokeReason})
 	})
 	return out, err
 }

@@ -1,0 +1,26 @@
+package adminapi
+
+import (
+	"net/http"
+
+	"github.com/ql3/ql3/controlplane/postgres"
+)
+
+// listAudit returns audit lines newest first (?action=&subject=&actor=
+// &limit=&cursor=), keyset-paged and bounded like every list.
+func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
+	pr, err := pageRequest(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	page, err := s.b.ListAudit(r.Context(), postgres.AuditFilter{
+		Action: q.Get("action"), SubjectID: q.Get("subject"), ActorID: q.Get("actor"), Page: pr,
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, listOf(page))
+}
