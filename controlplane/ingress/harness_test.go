@@ -55,7 +55,7 @@ func (s *syncBuffer) String() string {
 // session store and authenticator on a ql3_worker_ingress pool, a dev PKI,
 // and the real mTLS listener on 127.0.0.1.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	db     *pgtest.DB
 	pub    *postgres.Publisher
 	srv    *ingress.Server
@@ -82,7 +82,7 @@ type envOptions struct {
 	maxInFlight    int
 }
 
-func newEnv(t *testing.T, opts envOptions) *env {
+func newEnv(t testing.TB, opts envOptions) *env {
 	t.Helper()
 	db := pgtest.NewDB(t)
 	admin := db.Pool(t, postgres.RoleAdmin)
@@ -270,7 +270,7 @@ func (e *env) must(c *http.Client, path, cred string, body []byte, want int) []b
 	return r.body
 }
 
-func errCode(t *testing.T, body []byte) errs.Body {
+func errCode(t testing.TB, body []byte) errs.Body {
 	t.Helper()
 	var b errs.Body
 	if err := json.Unmarshal(body, &b); err != nil {
@@ -283,7 +283,7 @@ func testCaps() placement.Capabilities {
 	return placement.Capabilities{OS: "linux", Arch: "amd64", Executors: []string{"argv", "shell"}}.Normalize()
 }
 
-func openBody(t *testing.T, credID string) []byte {
+func openBody(t testing.TB, credID string) []byte {
 	t.Helper()
 	raw, err := protocol.SessionOpen{AgentVersion: "ql3-worker/test", CredentialID: credID, Capacity: 2, Capabilities: testCaps()}.Encode()
 	if err != nil {
@@ -292,7 +292,7 @@ func openBody(t *testing.T, credID string) []byte {
 	return raw
 }
 
-func heartbeatBody(t *testing.T, st protocol.SessionState, credID string, attempts ...string) []byte {
+func heartbeatBody(t testing.TB, st protocol.SessionState, credID string, attempts ...string) []byte {
 	t.Helper()
 	d, err := testCaps().Digest()
 	if err != nil {
@@ -306,7 +306,7 @@ func heartbeatBody(t *testing.T, st protocol.SessionState, credID string, attemp
 	return raw
 }
 
-func transitionBody(t *testing.T, st protocol.SessionState, to protocol.SessionStatus) []byte {
+func transitionBody(t testing.TB, st protocol.SessionState, to protocol.SessionStatus) []byte {
 	t.Helper()
 	raw, err := protocol.SessionTransition{SessionID: st.SessionID, Generation: st.Generation, To: to}.Encode()
 	if err != nil {
@@ -315,7 +315,7 @@ func transitionBody(t *testing.T, st protocol.SessionState, to protocol.SessionS
 	return raw
 }
 
-func state(t *testing.T, body []byte) protocol.SessionState {
+func state(t testing.TB, body []byte) protocol.SessionState {
 	t.Helper()
 	st, err := protocol.DecodeSessionState(body)
 	if err != nil {
@@ -394,7 +394,7 @@ func (f *fakeLeases) RenewForHeartbeat(ctx context.Context, p ingress.Principal,
 	return out, nil
 }
 
-func mustUUID(t *testing.T, s string) uuid.UUID {
+func mustUUID(t testing.TB, s string) uuid.UUID {
 	t.Helper()
 	id, err := uuid.Parse(s)
 	if err != nil {
