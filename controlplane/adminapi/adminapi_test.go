@@ -260,6 +260,17 @@ func TestRunsAndWorkers(t *testing.T) {
 	if eb.Field != "graceMs" {
 		t.Fatalf("error %+v", eb)
 	}
+	// Without a body the old credential stays valid until the worker
+	// presents the new one, at most the default 24 h (observe-then-revoke).
+	var next adminapi.IssuedCredential
+	mustStatus(t, "rotate with defaults", f.call("POST", "/api/v1/workers/w1/credentials/rotate", nil, &next), 201)
+	mustStatus(t, "list creds", f.call("GET", "/api/v1/workers/w1/credentials", nil, &creds), 200)
+	for _, c := range creds.Items {
+		if c.ID == rotated.ID && (c.Status != "active" || c.SupersededBy != next.ID ||
+			c.RevokeAfterMs < next.CreatedAtMs+postgres.DefaultCredentialGraceMs-60_000) {
+			t.Fatalf("the previous credential after a default rotate: %+v", c)
+		}
+	}
 	if strings.Contains(f.logs.String(), "ql3w_") {
 		t.Fatal("the log contains a worker credential")
 	}
