@@ -87,7 +87,7 @@ func (o DispatchOptions) normalize() (DispatchOptions, error) {
 // DispatchDB is what the Dispatcher needs from a runtime-role pool.
 type DispatchDB interface {
 	DB
-	TxBeginner
+	Acquirer
 }
 
 // Dispatcher serves offer pulls and the per-attempt lifecycle on the
@@ -135,7 +135,7 @@ type compiledRevision struct {
 }
 
 // revision returns the compiled revision id, reading it once.
-func (d *Dispatcher) revision(ctx context.Context, q DB, id uuid.UUID) (*compiledRevision, error) {
+func (d *Dispatcher) revision(ctx context.Context, q querier, id uuid.UUID) (*compiledRevision, error) {
 	d.mu.Lock()
 	rev := d.revisions[id]
 	d.mu.Unlock()

@@ -8,7 +8,7 @@ import (
 // dispatchSQL is every statement the Dispatcher sends.
 var dispatchSQL = map[string]string{
 	"revision": sqlRevision, "pullSession": sqlPullSession, "candidates": sqlCandidates,
-	"claimRun": sqlClaimRun, "claimLease": sqlClaimLease, "tokenReused": sqlTokenReused,
+	"claim": sqlClaim, "tokenReused": sqlTokenReused,
 	"replayLease": sqlReplayLease, "loadLease": sqlLoadLease, "ackStarting": sqlAckStarting,
 	"ackRunning": sqlAckRunning, "logStreams": sqlLogStreams, "logAppend": sqlLogAppend,
 	"complete": sqlComplete, "lateCallback": sqlLateCallback, "renew": sqlRenew,

@@ -58,8 +58,8 @@ func (d *Dispatcher) Ack(ctx context.Context, p ingress.Principal, ack protocol.
 		return protocol.LeaseControl{}, err
 	}
 	var out protocol.LeaseControl
-	err := InTx(ctx, d.db, TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
-		l, err := loadLease(ctx, tx, p, ack.LeaseRef)
+	err := d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
+		l, err := loadLease(ctx, tx, p, ack.LeaseRef, false)
 		if err != nil {
 			return err
 		}
@@ -87,7 +87,7 @@ func (d *Dispatcher) Ack(ctx context.Context, p ingress.Principal, ack protocol.
 	return out, err
 }
 
-func (d *Dispatcher) ackStarting(ctx context.Context, tx pgx.Tx, l *leaseRow) error {
+func (d *Dispatcher) ackStarting(ctx context.Context, tx *dtx, l *leaseRow) error {
 	switch l.attemptStatus {
 	case run.AttemptStarting, run.AttemptRunning:
 		return nil // replay: the barrier is passed
@@ -106,18 +106,21 @@ func (d *Dispatcher) ackStarting(ctx context.Context, tx pgx.Tx, l *leaseRow) er
 		return errs.E(errs.Internal, "", "starting payload: %v", err)
 	}
 	var events int64
-	err = tx.QueryRow(ctx, sqlAckStarting, l.runID, l.attemptID, l.leaseID, l.timeoutMs, int64(StartedLeaseMs),
-		l.projectID, string(payload)).Scan(&l.leaseVersion, &l.expiresAtMs, &events)
-	if err == pgx.ErrNoRows || err == nil && events != 1 {
-		return errs.E(errs.Conflict, "phase", "attempt moved on during the starting ACK")
-	}
+	err = tx.commitWith(ctx, func(r pgx.Row) error {
+		err := r.Scan(&l.leaseVersion, &l.expiresAtMs, &events)
+		if err == pgx.ErrNoRows || err == nil && events != 1 {
+			// Locks are held: only a schema drift gets here. Roll back.
+			return errs.E(errs.Internal, "", "starting ack wrote nothing")
+		}
+		return err
+	}, sqlAckStarting, l.runID, l.attemptID, l.leaseID, l.timeoutMs, int64(StartedLeaseMs), l.projectID, string(payload))
 	if err != nil {
 		return errorf(err, "postgres: starting ack")
 	}
 	return nil
 }
 
-func (d *Dispatcher) ackRunning(ctx context.Context, tx pgx.Tx, l *leaseRow) error {
+func (d *Dispatcher) ackRunning(ctx context.Context, tx *dtx, l *leaseRow) error {
 	switch l.attemptStatus {
 	case run.AttemptRunning:
 		return nil // replay
@@ -135,13 +138,19 @@ func (d *Dispatcher) ackRunning(ctx context.Context, tx pgx.Tx, l *leaseRow) err
 	if err != nil {
 		return errs.E(errs.Internal, "", "running payload: %v", err)
 	}
-	var a, r, ev int64
-	if err := tx.QueryRow(ctx, sqlAckRunning, l.runID, l.attemptID, l.projectID, string(payload)).Scan(&a, &r, &ev); err != nil {
+	err = tx.commitWith(ctx, func(row pgx.Row) error {
+		var a, r, ev int64
+		if err := row.Scan(&a, &r, &ev); err != nil {
+			return err
+		}
+		if a != 1 || r != 1 || ev != 1 {
+			// Row locks are held: this only happens on a schema drift. Roll back.
+			return errs.E(errs.Internal, "", "running ack wrote attempt %d, run %d, events %d", a, r, ev)
+		}
+		return nil
+	}, sqlAckRunning, l.runID, l.attemptID, l.projectID, string(payload))
+	if err != nil {
 		return errorf(err, "postgres: running ack")
-	}
-	if a != 1 || r != 1 || ev != 1 {
-		// Row locks are held: this only happens on a schema drift. Roll back.
-		return errs.E(errs.Internal, "", "running ack wrote attempt %d, run %d, events %d", a, r, ev)
 	}
 	return nil
 }

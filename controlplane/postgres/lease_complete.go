@@ -96,10 +96,13 @@ ev AS (
 SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM r), (SELECT count(*) FROM l), (SELECT count(*) FROM s),
 	(SELECT count(*) FROM ev)`
 
-const sqlLateCallback = `INSERT INTO ql3.run_events (run_id, sequence, project_id, attempt, type, payload, created_at_ms)
-SELECT $1::uuid, ` + nextSeq + ` + 1, $2::uuid, $3::int, 'attempt.late_callback', $4::jsonb, ` + dbNowMs + `
-WHERE NOT EXISTS (SELECT 1 FROM ql3.run_events WHERE run_id = $1::uuid AND attempt = $3::int
-	AND type = 'attempt.late_callback')`
+const sqlLateCallback = `WITH ins AS (
+	INSERT INTO ql3.run_events (run_id, sequence, project_id, attempt, type, payload, created_at_ms)
+	SELECT $1::uuid, ` + nextSeq + ` + 1, $2::uuid, $3::int, 'attempt.late_callback', $4::jsonb, ` + dbNowMs + `
+	WHERE NOT EXISTS (SELECT 1 FROM ql3.run_events WHERE run_id = $1::uuid AND attempt = $3::int
+		AND type = 'attempt.late_callback')
+	RETURNING 1)
+SELECT count(*) FROM ins`
 
 // Complete implements ingress.LeasePort.
 func (d *Dispatcher) Complete(ctx context.Context, p ingress.Principal, c protocol.Completion) (protocol.CompletionReceipt, error) {
@@ -108,8 +111,8 @@ func (d *Dispatcher) Complete(ctx context.Context, p ingress.Principal, c protoc
 	}
 	digest := completionDigest(c)
 	var disposition protocol.Disposition
-	err := InTx(ctx, d.db, TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
-		l, err := loadLease(ctx, tx, p, c.LeaseRef)
+	err := d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
+		l, err := loadLease(ctx, tx, p, c.LeaseRef, true)
 		if err != nil {
 			return err
 		}
@@ -136,20 +139,23 @@ func (d *Dispatcher) Complete(ctx context.Context, p ingress.Principal, c protoc
 	return protocol.CompletionReceipt{V: protocol.Version, AttemptID: c.AttemptID, Disposition: disposition}, nil
 }
 
-func (d *Dispatcher) recordLate(ctx context.Context, tx pgx.Tx, l *leaseRow, c protocol.Completion) error {
+func (d *Dispatcher) recordLate(ctx context.Context, tx *dtx, l *leaseRow, c protocol.Completion) error {
 	payload, err := run.Payload{AttemptID: l.attemptID.String(), AttemptNumber: int(l.attemptNumber),
 		To: string(c.Status), ErrorClass: c.ErrorClass, ExitCode: c.ExitCode, Signal: c.Signal,
 		Reason: "late_completion", LeaseGeneration: l.leaseGeneration}.Encode()
 	if err != nil {
 		return errs.E(errs.Internal, "", "late payload: %v", err)
 	}
-	if _, err := tx.Exec(ctx, sqlLateCallback, l.runID, l.projectID, l.attemptNumber, string(payload)); err != nil {
+	if err := tx.commitWith(ctx, func(r pgx.Row) error {
+		var n int64
+		return r.Scan(&n)
+	}, sqlLateCallback, l.runID, l.projectID, l.attemptNumber, string(payload)); err != nil {
 		return errorf(err, "postgres: record late completion")
 	}
 	return nil
 }
 
-func (d *Dispatcher) recordCompletion(ctx context.Context, tx pgx.Tx, l *leaseRow, c protocol.Completion, digest [sha256.Size]byte) error {
+func (d *Dispatcher) recordCompletion(ctx context.Context, tx *dtx, l *leaseRow, c protocol.Completion, digest [sha256.Size]byte) error {
 	end, class, overridden := effectiveEnd(c, l.cancelRequested, l.cancelReason)
 	if l.attemptStatus == run.AttemptClaimed && end != run.AttemptCancelled {
 		// Only a cancelled start (cancel intent at the starting ACK) ends
@@ -178,10 +184,7 @@ func (d *Dispatcher) recordCompletion(ctx context.Context, tx pgx.Tx, l *leaseRo
 	if runEnd == run.RunRetryWait {
 		backoff = spec.RetryPolicy{BackoffBaseMs: l.backoffBaseMs, BackoffMaxMs: l.backoffMaxMs}.BackoffMs(int(l.attemptNumber))
 	}
-	streams, err := readLogStreams(ctx, tx, l)
-	if err != nil {
-		return err
-	}
+	streams := l.streams
 	pl := run.Payload{AttemptID: l.attemptID.String(), AttemptNumber: int(l.attemptNumber),
 		From: string(l.runStatus), To: string(runEnd), ErrorClass: class, ExitCode: c.ExitCode, Signal: c.Signal,
 		StdoutBytes: c.StdoutBytes, StderrBytes: c.StderrBytes, LogTruncated: c.LogTruncated}
@@ -203,14 +206,21 @@ func (d *Dispatcher) recordCompletion(ctx context.Context, tx pgx.Tx, l *leaseRo
 		v := int32(*c.ExitCode)
 		exit = &v
 	}
-	var na, nr, nl, ns, nev int64
-	if err := tx.QueryRow(ctx, sqlComplete, l.runID, l.attemptID, l.leaseID, string(end), string(class), exit,
-		c.Signal, c.StdoutBytes, c.StderrBytes, digest[:], string(l.attemptStatus), string(runEnd), backoff,
-		string(l.runStatus), l.projectID, string(event), string(payload)).Scan(&na, &nr, &nl, &ns, &nev); err != nil {
+	err = tx.commitWith(ctx, func(r pgx.Row) error {
+		var na, nr, nl, ns, nev int64
+		if err := r.Scan(&na, &nr, &nl, &ns, &nev); err != nil {
+			return err
+		}
+		if na != 1 || nr != 1 || nl != 1 || ns != 2 || nev != 1 {
+			// Row locks are held: only a schema drift gets here. Roll back.
+			return errs.E(errs.Internal, "", "completion wrote attempt %d run %d lease %d streams %d events %d", na, nr, nl, ns, nev)
+		}
+		return nil
+	}, sqlComplete, l.runID, l.attemptID, l.leaseID, string(end), string(class), exit, c.Signal, c.StdoutBytes,
+		c.StderrBytes, digest[:], string(l.attemptStatus), string(runEnd), backoff, string(l.runStatus), l.projectID,
+		string(event), string(payload))
+	if err != nil {
 		return errorf(err, "postgres: record completion")
-	}
-	if na != 1 || nr != 1 || nl != 1 || ns != 2 || nev != 1 {
-		return errs.E(errs.Internal, "", "completion wrote attempt %d run %d lease %d streams %d events %d", na, nr, nl, ns, nev)
 	}
 	return nil
 }

@@ -61,12 +61,13 @@ type leaseRow struct {
 	sessionLiveGeneration               int64
 	sessionExpiresAtMs                  int64
 	nowMs                               int64
+	streams                             map[string]logStreamState // with withStreams
 }
 
 // loadLease locks and reads the lease ref names and checks that the
 // principal's worker and the request's whole fence match it, except the
 // expiry (callers decide what an expired lease still allows).
-func loadLease(ctx context.Context, tx pgx.Tx, p ingress.Principal, ref protocol.LeaseRef) (*leaseRow, error) {
+func loadLease(ctx context.Context, tx *dtx, p ingress.Principal, ref protocol.LeaseRef, withStreams bool) (*leaseRow, error) {
 	if err := ref.Validate(); err != nil {
 		return nil, err
 	}
@@ -85,7 +86,13 @@ func loadLease(ctx context.Context, tx pgx.Tx, p ingress.Principal, ref protocol
 	b.Queue(sqlLockShared, LockClassSession, LockObjectKey(sessionID))
 	b.Queue(sqlLockAttempts, LockClassAttempt, []int32{LockObjectKey(attemptID)})
 	b.Queue(sqlLoadLease, attemptID, ref.LeaseGeneration)
-	br := tx.SendBatch(ctx, b)
+	if withStreams {
+		b.Queue(sqlLogStreams, attemptID)
+	}
+	br, err := tx.begin(ctx, b)
+	if err != nil {
+		return nil, errorf(err, "postgres: begin")
+	}
 	defer func() { _ = br.Close() }()
 	for range 2 {
 		if _, err := br.Exec(); err != nil {
@@ -104,6 +111,11 @@ func loadLease(ctx context.Context, tx pgx.Tx, p ingress.Principal, ref protocol
 	}
 	if err != nil {
 		return nil, errorf(err, "postgres: read lease")
+	}
+	if withStreams {
+		if l.streams, err = scanLogStreams(br); err != nil {
+			return nil, err
+		}
 	}
 	if err := br.Close(); err != nil {
 		return nil, errorf(err, "postgres: lease batch")

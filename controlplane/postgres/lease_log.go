@@ -73,8 +73,9 @@ func planLogAppend(st logStreamState, attemptStored, capBytes, offset int64, dat
 	return p, nil
 }
 
-const sqlLogStreams = `SELECT stream, length_bytes, stored_bytes, truncated, closed FROM ql3.run_log_streams
-WHERE run_id = $1::uuid AND attempt = $2::int`
+const sqlLogStreams = `SELECT s.stream, s.length_bytes, s.stored_bytes, s.truncated, s.closed
+FROM ql3.attempts a JOIN ql3.run_log_streams s ON s.run_id = a.run_id AND s.attempt = a.attempt
+WHERE a.attempt_id = $1::uuid`
 
 const sqlLogAppend = `WITH n AS (SELECT ` + dbNowMs + ` AS ms),
 s AS (
@@ -91,9 +92,9 @@ c AS (
 	RETURNING 1)
 SELECT (SELECT count(*) FROM s), (SELECT count(*) FROM c)`
 
-// readLogStreams returns the attempt's stream states (absent = empty).
-func readLogStreams(ctx context.Context, tx pgx.Tx, l *leaseRow) (map[string]logStreamState, error) {
-	rows, err := tx.Query(ctx, sqlLogStreams, l.runID, l.attemptNumber)
+// scanLogStreams reads the attempt's stream states (absent = empty).
+func scanLogStreams(br pgx.BatchResults) (map[string]logStreamState, error) {
+	rows, err := br.Query()
 	if err != nil {
 		return nil, errorf(err, "postgres: read log streams")
 	}
@@ -119,8 +120,8 @@ func (d *Dispatcher) Log(ctx context.Context, p ingress.Principal, chunk protoco
 		return protocol.LogReceipt{}, err
 	}
 	var out protocol.LogReceipt
-	err := InTx(ctx, d.db, TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
-		l, err := loadLease(ctx, tx, p, chunk.LeaseRef)
+	err := d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
+		l, err := loadLease(ctx, tx, p, chunk.LeaseRef, true)
 		if err != nil {
 			return err
 		}
@@ -133,10 +134,7 @@ func (d *Dispatcher) Log(ctx context.Context, p ingress.Principal, chunk protoco
 		if l.attemptStatus != run.AttemptStarting && l.attemptStatus != run.AttemptRunning {
 			return errs.E(errs.Conflict, "attemptId", "attempt is %s: no output is taken", l.attemptStatus)
 		}
-		streams, err := readLogStreams(ctx, tx, l)
-		if err != nil {
-			return err
-		}
+		streams := l.streams
 		var stored int64
 		for _, st := range streams {
 			stored += st.stored
@@ -149,9 +147,9 @@ func (d *Dispatcher) Log(ctx context.Context, p ingress.Principal, chunk protoco
 		if plan.changed {
 			data := chunk.Data[plan.keepFrom:plan.keepTo]
 			var s, c int64
-			if err := tx.QueryRow(ctx, sqlLogAppend, l.runID, l.attemptNumber, string(chunk.Stream), l.projectID,
-				plan.next.length, plan.next.stored, plan.next.truncated, plan.next.closed, plan.offset, data,
-				len(data) > 0).Scan(&s, &c); err != nil {
+			if err := tx.commitWith(ctx, func(r pgx.Row) error { return r.Scan(&s, &c) }, sqlLogAppend, l.runID,
+				l.attemptNumber, string(chunk.Stream), l.projectID, plan.next.length, plan.next.stored,
+				plan.next.truncated, plan.next.closed, plan.offset, data, len(data) > 0); err != nil {
 				return errorf(err, "postgres: append log")
 			}
 		}

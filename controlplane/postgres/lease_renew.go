@@ -82,12 +82,17 @@ func (d *Dispatcher) RenewForHeartbeat(ctx context.Context, p ingress.Principal,
 		}
 	}
 	var out []protocol.LeaseControl
-	err = InTx(ctx, d.db, TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
+	// One round trip: BEGIN, the lock, the renewal and COMMIT.
+	err = d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
 		out = make([]protocol.LeaseControl, 0, len(attemptIDs))
 		b := &pgx.Batch{}
 		b.Queue(sqlLockShared, LockClassSession, LockObjectKey(sid))
 		b.Queue(sqlRenew, sid, workerID, generation, ids, int64(StartedLeaseMs))
-		br := tx.SendBatch(ctx, b)
+		b.Queue("COMMIT")
+		br, err := tx.begin(ctx, b)
+		if err != nil {
+			return errorf(err, "postgres: begin renewal")
+		}
 		defer func() { _ = br.Close() }()
 		if _, err := br.Exec(); err != nil {
 			return errorf(err, "postgres: session lock")
@@ -125,9 +130,14 @@ func (d *Dispatcher) RenewForHeartbeat(ctx context.Context, p ingress.Principal,
 		if err := rows.Err(); err != nil {
 			return errorf(err, "postgres: renew leases")
 		}
+		rows.Close()
 		if i != len(attemptIDs) {
 			return errs.E(errs.Internal, "", "renewal answered %d of %d attempts", i, len(attemptIDs))
 		}
+		if _, err := br.Exec(); err != nil {
+			return errorf(err, "postgres: commit renewal")
+		}
+		tx.committed = true
 		return br.Close()
 	})
 	if err != nil {

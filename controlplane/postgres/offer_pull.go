@@ -83,14 +83,17 @@ WHERE r.status IN ('queued', 'dispatching') AND r.cancel_requested_at_ms IS NULL
 ORDER BY r.priority DESC, r.created_at_ms, r.run_id
 LIMIT $4::int`
 
-// sqlClaimRun is the first half of a claim: the Run (skipped when another
+// sqlClaim is the claim, one statement: the Run (skipped when another
 // pull holds it), the Attempt bound to the session and offer, an expired
-// unstarted lease released, the Run in dispatching. It returns the status
-// the Run had, the released lease's generation (0: none) and the next lease
-// generation; no row when the candidate moved on.
-const sqlClaimRun = `WITH n AS (SELECT ` + dbNowMs + ` AS ms),
+// unstarted lease of the Run released, the Run in dispatching, the new
+// lease (unstarted: UnstartedLeaseMs of database time; generation + 1 of
+// the attempt's), and the events (run.lease_released when a lease was
+// released, then run.dispatched). No row: the candidate moved on. The
+// lease insert reads "stale" first, so the released lease is out of the
+// one-live-lease index before the new one goes in.
+const sqlClaim = `WITH n AS (SELECT ` + dbNowMs + ` AS ms),
 r AS (
-	SELECT run_id, status FROM ql3.runs
+	SELECT run_id, project_id, status FROM ql3.runs
 	WHERE run_id = $1::uuid AND version = $2::bigint AND status IN ('queued', 'dispatching')
 		AND cancel_requested_at_ms IS NULL
 	FOR UPDATE SKIP LOCKED),
@@ -106,33 +109,36 @@ stale AS (
 	FROM a, n
 	WHERE l.run_id = a.run_id AND l.status = 'leased' AND l.expires_at_ms <= n.ms
 	RETURNING l.lease_generation),
+released AS MATERIALIZED (SELECT count(*) AS c, max(lease_generation) AS gen FROM stale),
+g AS (SELECT coalesce(max(lease_generation), 0) + 1 AS gen FROM ql3.run_leases WHERE attempt_id = $3::uuid),
 ru AS (
 	UPDATE ql3.runs x SET status = 'dispatching', version = x.version + 1, updated_at_ms = n.ms
 	FROM r, a, n
 	WHERE x.run_id = r.run_id
-	RETURNING r.status AS from_status)
-SELECT ru.from_status, coalesce((SELECT max(lease_generation) FROM stale), 0),
-	coalesce((SELECT max(lease_generation) FROM ql3.run_leases WHERE attempt_id = $3::uuid), 0) + 1
-FROM ru`
-
-// sqlClaimLease is the second half: the lease (unstarted: expires after
-// UnstartedLeaseMs of database time) and the claim's events.
-const sqlClaimLease = `WITH n AS (SELECT ` + dbNowMs + ` AS ms),
+	RETURNING r.status AS from_status, r.project_id),
 l AS (
 	INSERT INTO ql3.run_leases (lease_id, run_id, attempt_id, attempt, project_id, worker_id, session_id,
 		session_generation, offer_id, token_digest, lease_generation, version, status, leased_at_ms,
 		expires_at_ms, updated_at_ms)
-	SELECT $1::uuid, r.run_id, $3::uuid, $4::int, r.project_id, $5::uuid, $6::uuid, $7::bigint, $8::text,
-		$9::bytea, $10::bigint, 1, 'leased', n.ms, n.ms + $11::bigint, n.ms
-	FROM ql3.runs r, n WHERE r.run_id = $2::uuid
-	RETURNING project_id, expires_at_ms),
-seq AS (SELECT coalesce(max(sequence), 0) AS s FROM ql3.run_events WHERE run_id = $2::uuid),
+	SELECT $9::uuid, $1::uuid, $3::uuid, $10::int, ru.project_id, $4::uuid, $5::uuid, $6::bigint, $7::text,
+		$11::bytea, g.gen, 1, 'leased', n.ms, n.ms + $12::bigint, n.ms
+	FROM ru, g, n, released
+	RETURNING lease_generation, expires_at_ms, project_id),
+seq AS (SELECT coalesce(max(sequence), 0) AS s FROM ql3.run_events WHERE run_id = $1::uuid),
 ev AS (
 	INSERT INTO ql3.run_events (run_id, sequence, project_id, attempt, type, payload, created_at_ms)
-	SELECT $2::uuid, seq.s + e.k, l.project_id, $4::int, e.type, e.payload::jsonb, n.ms
-	FROM l, seq, n, unnest($12::text[], $13::text[]) WITH ORDINALITY AS e(type, payload, k)
+	SELECT $1::uuid, seq.s + e.k, l.project_id, $10::int, e.type, e.payload, n.ms
+	FROM l, seq, n, ru, released, LATERAL (
+		SELECT 1 AS k, 'run.lease_released' AS type,
+			$13::jsonb || jsonb_build_object('leaseGeneration', released.gen) AS payload
+		WHERE released.c > 0
+		UNION ALL
+		SELECT 1 + (released.c > 0)::int, 'run.dispatched',
+			$14::jsonb || jsonb_build_object('leaseGeneration', l.lease_generation)
+				|| CASE WHEN ru.from_status <> 'dispatching' THEN jsonb_build_object('from', ru.from_status)
+					ELSE '{}'::jsonb END) e
 	RETURNING 1)
-SELECT l.expires_at_ms, (SELECT count(*) FROM ev) FROM l`
+SELECT ru.from_status, l.lease_generation, l.expires_at_ms, (SELECT count(*) FROM ev) FROM ru, l`
 
 // sqlTokenReused: the session already bound this token to another offer id.
 const sqlTokenReused = `SELECT EXISTS (SELECT 1 FROM ql3.run_leases
@@ -185,7 +191,7 @@ func (d *Dispatcher) Pull(ctx context.Context, p ingress.Principal, req protocol
 	d.stats.pulls.Add(1)
 	digest := req.LeaseToken.Digest()
 	var offer *protocol.Offer
-	err = InTx(ctx, d.db, TxOptions{}, func(ctx context.Context, tx pgx.Tx) error {
+	err = d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
 		offer = nil
 		s, err := d.readPullSession(ctx, tx, sessionID, req.OfferID, digest)
 		if err != nil {
@@ -218,7 +224,7 @@ func (d *Dispatcher) Pull(ctx context.Context, p ingress.Principal, req protocol
 	return offer, 0, nil
 }
 
-func (d *Dispatcher) readPullSession(ctx context.Context, tx pgx.Tx, sessionID uuid.UUID, offerID string,
+func (d *Dispatcher) readPullSession(ctx context.Context, tx *dtx, sessionID uuid.UUID, offerID string,
 	digest [sha256.Size]byte) (*pullSession, error) {
 	b := &pgx.Batch{}
 	b.Queue(sqlLockExclusive, LockClassSession, LockObjectKey(sessionID))
@@ -226,13 +232,16 @@ func (d *Dispatcher) readPullSession(ctx context.Context, tx pgx.Tx, sessionID u
 	b.Queue(sqlReplayLease, sessionID, offerID)
 	b.Queue(sqlCandidates, int32(1001), int64(0), uuid.UUID{}, int32(d.opts.PullPageRows+1))
 	b.Queue(sqlTokenReused, sessionID, offerID, digest[:])
-	br := tx.SendBatch(ctx, b)
+	br, err := tx.begin(ctx, b)
+	if err != nil {
+		return nil, errorf(err, "postgres: begin pull")
+	}
 	defer func() { _ = br.Close() }()
 	s := &pullSession{}
 	if _, err := br.Exec(); err != nil {
 		return nil, errorf(err, "postgres: session lock")
 	}
-	err := br.QueryRow().Scan(&s.workerID, &s.generation, &s.status, &s.capacity, &s.capsJSON, &s.capsDigest,
+	err = br.QueryRow().Scan(&s.workerID, &s.generation, &s.status, &s.capacity, &s.capsJSON, &s.capsDigest,
 		&s.leaseExpires, &s.nowMs, &s.liveLeases)
 	switch {
 	case err == pgx.ErrNoRows:
@@ -295,7 +304,7 @@ func (s *pullSession) check(workerID uuid.UUID, generation int64) error {
 }
 
 // claimOne walks candidate pages and claims the first eligible one.
-func (d *Dispatcher) claimOne(ctx context.Context, tx pgx.Tx, s *pullSession, workerID, sessionID uuid.UUID,
+func (d *Dispatcher) claimOne(ctx context.Context, tx *dtx, s *pullSession, workerID, sessionID uuid.UUID,
 	req protocol.OfferPullRequest, digest [sha256.Size]byte) (*protocol.Offer, error) {
 	var capsDigest canonjson.Digest
 	copy(capsDigest[:], s.capsDigest)
@@ -364,7 +373,7 @@ func (d *Dispatcher) claimOne(ctx context.Context, tx pgx.Tx, s *pullSession, wo
 
 // claim makes the lease for one candidate, or returns nil when the
 // candidate moved on (another pull took it, it was cancelled).
-func (d *Dispatcher) claim(ctx context.Context, tx pgx.Tx, c candidate, workerID, sessionID uuid.UUID,
+func (d *Dispatcher) claim(ctx context.Context, tx *dtx, c candidate, workerID, sessionID uuid.UUID,
 	req protocol.OfferPullRequest, digest [sha256.Size]byte) (*protocol.Offer, error) {
 	rev, err := d.revision(ctx, tx, c.revisionID)
 	if err != nil {
@@ -373,28 +382,27 @@ func (d *Dispatcher) claim(ctx context.Context, tx pgx.Tx, c candidate, workerID
 	if !slices.Equal(rev.digest[:], c.revisionDigest) {
 		return nil, errs.E(errs.Internal, "", "run %s pins a digest its revision does not have", c.runID)
 	}
-	var fromStatus string
-	var releasedGen, leaseGen int64
-	err = tx.QueryRow(ctx, sqlClaimRun, c.runID, c.runVersion, c.attemptID, workerID, sessionID, req.Generation,
-		req.OfferID, c.attemptVersion).Scan(&fromStatus, &releasedGen, &leaseGen)
-	if err == pgx.ErrNoRows {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, errorf(err, "postgres: claim run")
-	}
 	leaseID, err := uuid.NewV7()
 	if err != nil {
 		return nil, errs.E(errs.Internal, "", "lease id: %v", err)
 	}
-	types, payloads, err := claimEvents(c, rev, workerID, sessionID, req, fromStatus, releasedGen, leaseGen)
+	released, dispatched, err := claimPayloads(c, rev, workerID, sessionID, req)
 	if err != nil {
 		return nil, err
 	}
-	var expires, events int64
-	if err := tx.QueryRow(ctx, sqlClaimLease, leaseID, c.runID, c.attemptID, c.attemptNumber, workerID, sessionID,
-		req.Generation, req.OfferID, digest[:], leaseGen, int64(UnstartedLeaseMs), types, payloads).Scan(&expires, &events); err != nil {
-		return nil, errorf(err, "postgres: insert lease")
+	var fromStatus string
+	var leaseGen, expires, events int64
+	err = tx.QueryRow(ctx, sqlClaim, c.runID, c.runVersion, c.attemptID, workerID, sessionID, req.Generation,
+		req.OfferID, c.attemptVersion, leaseID, c.attemptNumber, digest[:], int64(UnstartedLeaseMs),
+		released, dispatched).Scan(&fromStatus, &leaseGen, &expires, &events)
+	if err == pgx.ErrNoRows {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, errorf(err, "postgres: claim")
+	}
+	if events < 1 {
+		return nil, errs.E(errs.Internal, "", "claim wrote no event")
 	}
 	d.stats.offers.Add(1)
 	return buildOffer(rev, offerFacts{runID: c.runID, attemptID: c.attemptID, attemptNumber: int(c.attemptNumber),
@@ -403,29 +411,22 @@ func (d *Dispatcher) claim(ctx context.Context, tx pgx.Tx, c candidate, workerID
 		timeoutMs: c.timeoutMs}), nil
 }
 
-func claimEvents(c candidate, rev *compiledRevision, workerID, sessionID uuid.UUID, req protocol.OfferPullRequest,
-	fromStatus string, releasedGen, leaseGen int64) ([]string, []string, error) {
-	var types, payloads []string
-	if releasedGen > 0 {
-		p, err := run.Payload{AttemptID: c.attemptID.String(), AttemptNumber: int(c.attemptNumber),
-			Reason: "lease_expired", LeaseGeneration: releasedGen}.Encode()
-		if err != nil {
-			return nil, nil, errs.E(errs.Internal, "", "lease_released payload: %v", err)
-		}
-		types, payloads = append(types, string(run.EventLeaseReleased)), append(payloads, string(p))
-	}
-	pl := run.Payload{AttemptID: c.attemptID.String(), AttemptNumber: int(c.attemptNumber),
-		To: string(run.RunDispatching), WorkerID: workerID.String(), SessionID: sessionID.String(),
-		SessionGeneration: req.Generation, OfferID: req.OfferID, LeaseGeneration: leaseGen,
-		ExecutionRevisionID: rev.id.String(), ExecutionRevisionDigest: rev.digest.String()}
-	if fromStatus != string(run.RunDispatching) {
-		pl.From = fromStatus
-	}
-	p, err := pl.Encode()
+// claimPayloads are the allow-listed event payloads of a claim, without
+// what only the statement knows (lease generations, the Run's status).
+func claimPayloads(c candidate, rev *compiledRevision, workerID, sessionID uuid.UUID, req protocol.OfferPullRequest) (string, string, error) {
+	released, err := run.Payload{AttemptID: c.attemptID.String(), AttemptNumber: int(c.attemptNumber),
+		Reason: "lease_expired"}.Encode()
 	if err != nil {
-		return nil, nil, errs.E(errs.Internal, "", "dispatched payload: %v", err)
+		return "", "", errs.E(errs.Internal, "", "lease_released payload: %v", err)
 	}
-	return append(types, string(run.EventDispatched)), append(payloads, string(p)), nil
+	dispatched, err := run.Payload{AttemptID: c.attemptID.String(), AttemptNumber: int(c.attemptNumber),
+		To: string(run.RunDispatching), WorkerID: workerID.String(), SessionID: sessionID.String(),
+		SessionGeneration: req.Generation, OfferID: req.OfferID,
+		ExecutionRevisionID: rev.id.String(), ExecutionRevisionDigest: rev.digest.String()}.Encode()
+	if err != nil {
+		return "", "", errs.E(errs.Internal, "", "dispatched payload: %v", err)
+	}
+	return string(released), string(dispatched), nil
 }
 
 // offerFacts are the durable lease values an offer carries.

@@ -77,7 +77,7 @@ func replayConflict(field, msg string) error {
 }
 
 // rebuildOffer answers an exact replay with the offer the claim made.
-func (d *Dispatcher) rebuildOffer(ctx context.Context, q DB, f *replayFacts, workerID, sessionID uuid.UUID,
+func (d *Dispatcher) rebuildOffer(ctx context.Context, q querier, f *replayFacts, workerID, sessionID uuid.UUID,
 	req protocol.OfferPullRequest, digest [sha256.Size]byte) (*protocol.Offer, error) {
 	// The token first, in constant time: nothing about the lease is
 	// answered to a request that does not hold its capability.

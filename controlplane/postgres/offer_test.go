@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -338,4 +339,39 @@ func TestPullReplayDrift(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestExpiredUnstartedLeaseIsOfferedAgain: a lease that expired before the
+// starting ACK makes its Run a candidate again; the next claim releases it
+// (run.lease_released) and offers the same Attempt with lease generation
+// + 1; the first holder's ack is refused and its renewal revoked.
+func TestExpiredUnstartedLeaseIsOfferedAgain(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, postgres.DispatchOptions{})
+	r := e.queue(e.revision(testSpec()), 0)
+	slow, fast := e.worker(linuxCaps(), 1), e.worker(linuxCaps(), 1)
+	first := e.take(slow)
+	if o, _ := e.pull(fast); o != nil {
+		t.Fatalf("a live unstarted lease was offered again: %+v", o)
+	}
+	e.exec(`UPDATE ql3.run_leases SET expires_at_ms = leased_at_ms + 1 WHERE run_id = $1`, r.run)
+	second := e.take(fast)
+	if second.o.RunID != r.run.String() || second.o.AttemptID != r.attempt.String() || second.o.LeaseGeneration != 2 {
+		t.Fatalf("re-offer %+v, want the same attempt with lease generation 2", second.o)
+	}
+	want := []string{"run.created", "run.queued", "run.dispatched", "run.lease_released", "run.dispatched"}
+	if got := e.events(r.run); !slices.Equal(got, want) {
+		t.Errorf("events %v, want %v", got, want)
+	}
+	if n := e.scalar(`SELECT count(*) FROM ql3.run_leases WHERE run_id = $1 AND status = 'released' AND lease_generation = 1`, r.run); n != 1 {
+		t.Errorf("first lease not released")
+	}
+	if _, err := e.ack(first, protocol.AckStarting); errs.Code(err) != errs.Conflict {
+		t.Errorf("ack under the released lease: %v, want conflict", err)
+	}
+	controls, err := e.d.RenewForHeartbeat(e.ctx, slow.p, slow.session.String(), slow.generation, []string{first.o.AttemptID})
+	if err != nil || controls[0].Action != protocol.LeaseRevoke {
+		t.Errorf("renewal under the released lease: %+v %v, want revoke", controls, err)
+	}
+	e.mustAck(second, protocol.AckStarting)
 }
