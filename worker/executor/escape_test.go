@@ -4,6 +4,7 @@ package executor
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -125,6 +126,50 @@ func TestEscapedDescendantsKilledWhenLeaderExits(t *testing.T) {
 		t.Fatalf("result = %+v, output %q", res, out.String())
 	}
 	assertAllGone(t, ids)
+}
+
+// TestEscapesWithoutChildrenFiles repeats the timeout case on the path of
+// a kernel without /proc/<pid>/task/<tid>/children (routers): every
+// attempt end then scans /proc.
+func TestEscapesWithoutChildrenFiles(t *testing.T) {
+	listOwnChildren = func() ([]int, bool) { return nil, false }
+	defer func() { listOwnChildren = ownChildren }()
+	e, fake := newTestExecutor(t, nil)
+	h, ids := startEscapers(t, e, "escape-nochildren", 2*time.Second)
+	waitTimers(t, fake, 1)
+	fake.Advance(2 * time.Second)
+	if res := h.Wait(); res.Status != run.AttemptTimedOut {
+		t.Fatalf("result = %+v", res)
+	}
+	assertAllGone(t, ids)
+	// An ordinary attempt ends as before.
+	if res := start(t, e, Request{RunID: "plain-nochildren", Spec: Spec{ShellCommand: "sleep 1000 & exit 3"}}).Wait(); res.ExitCode == nil || *res.ExitCode != 3 {
+		t.Fatalf("result = %+v", res)
+	}
+}
+
+func TestOwnChildren(t *testing.T) {
+	child := exec.Command("sleep", "100")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	kids, ok := ownChildren()
+	if !ok {
+		// Only a kernel without children files (CONFIG_PROC_CHILDREN off)
+		// may say so; the scan path it then takes is TestEscapesWithoutChildrenFiles.
+		if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children"); !os.IsNotExist(err) {
+			t.Fatalf("ownChildren reported no children files, but the main thread's is there (%v)", err)
+		}
+		return
+	}
+	found := false
+	for _, k := range kids {
+		found = found || k == child.Process.Pid
+	}
+	if !found {
+		t.Fatalf("ownChildren = %v; want it to hold %d", kids, child.Process.Pid)
+	}
 }
 
 // TestKillSkipsTheGrace: Kill ends an attempt that ignores SIGTERM at

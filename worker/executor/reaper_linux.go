@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // The escape fix (ADR 0017). A process that leaves the attempt's group
@@ -244,7 +245,7 @@ const environRetries = 10
 func reapAdopted() int {
 	reaper.mu.Lock()
 	defer reaper.mu.Unlock()
-	if !reaper.active {
+	if !reaper.active || !anyChildWaitable() {
 		return 0
 	}
 	procs, err := snapshot()
@@ -297,6 +298,58 @@ func reapAdopted() int {
 		}
 	}
 	return reaped
+}
+
+// listOwnChildren is ownChildren; tests replace it to take the path of a
+// kernel without children files.
+var listOwnChildren = ownChildren
+
+// ownChildren lists this process's children from the children files of
+// its threads (an orphan is re-parented to one of the subreaper's threads).
+// ok is false when the kernel has no such files.
+func ownChildren() ([]int, bool) {
+	tasks, err := os.ReadDir(procRoot + "/self/task")
+	if err != nil {
+		return nil, false
+	}
+	var out []int
+	for _, t := range tasks {
+		data, err := os.ReadFile(procRoot + "/self/task/" + t.Name() + "/children")
+		if errors.Is(err, os.ErrNotExist) {
+			if _, terr := os.Stat(procRoot + "/self/task/" + t.Name()); terr != nil {
+				continue // the thread exited meanwhile
+			}
+			return nil, false // no CONFIG_PROC_CHILDREN
+		}
+		if err != nil {
+			return nil, false
+		}
+		for _, f := range bytes.Fields(data) {
+			pid, err := strconv.Atoi(string(f))
+			if err != nil {
+				return nil, false
+			}
+			out = append(out, pid)
+		}
+	}
+	return out, len(tasks) > 0
+}
+
+// anyChildWaitable peeks, without reaping anything (WNOWAIT), whether
+// some child of this process has exited: the common case of a reap pass
+// with nothing to do then costs one system call instead of a /proc scan.
+func anyChildWaitable() bool {
+	const pAll = 0         // P_ALL
+	var siginfo [32]uint32 // siginfo_t is 128 bytes; si_signo is the first int
+	for {
+		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pAll, 0, uintptr(unsafe.Pointer(&siginfo[0])), syscall.WEXITED|syscall.WNOHANG|syscall.WNOWAIT, 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		// ECHILD: no children at all. Otherwise Linux leaves si_signo 0
+		// when no child is waitable and sets it to SIGCHLD when one is.
+		return e == 0 && siginfo[0] != 0
+	}
 }
 
 // pidfdHeldPids returns the pids that pidfds open in this process refer

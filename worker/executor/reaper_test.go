@@ -136,3 +136,89 @@ func TestFdinfoPid(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkReapPass is the cost of one reap pass with nothing to reap (a
+// /proc snapshot): what each SIGCHLD costs per running attempt. Report it
+// as a ratio to BenchmarkReadOwnStat, one /proc/<pid>/stat read, in the
+// same run.
+func BenchmarkReapPass(b *testing.B) {
+	if err := becomeSubreaper(); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		reapAdopted()
+	}
+}
+
+// BenchmarkAttemptScan is the cost of one scan for an attempt's processes
+// (snapshot, descendants, marker reads): what each stop step and the end
+// of every attempt cost.
+func BenchmarkAttemptScan(b *testing.B) {
+	if err := becomeSubreaper(); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := attemptProcesses("bench-run", 1, -1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReadOwnStat(b *testing.B) {
+	pid := os.Getpid()
+	for b.Loop() {
+		if _, err := readProcStat(pid); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestAnyChildWaitable(t *testing.T) {
+	child := exec.Command("sleep", "100")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if anyChildWaitable() {
+		t.Fatal("a running child reported waitable")
+	}
+	killToZombie(t, child.Process.Pid)
+	if !anyChildWaitable() {
+		t.Fatal("an exited, unreaped child not reported waitable")
+	}
+	_ = child.Wait() // the peek must not have reaped it
+	if child.ProcessState == nil || child.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("Wait after the peek: state %v; want killed", child.ProcessState)
+	}
+	if anyChildWaitable() {
+		t.Fatal("waitable after the child was reaped")
+	}
+}
+
+// BenchmarkAttemptTrue runs `true` as an attempt, start to Done (spawn,
+// supervise, end-of-attempt scan, reap check, drain); compare it with
+// BenchmarkExecTrue, the bare os/exec spawn and wait, in the same run.
+func BenchmarkAttemptTrue(b *testing.B) {
+	e, err := New(Config{WorkRoot: b.TempDir(), MaxConcurrent: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		slot, _ := e.TryAcquire()
+		h, err := e.Start(slot, Request{RunID: "bench", Attempt: 1, TaskID: "t", Spec: Spec{Argv: []string{"/bin/true"}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res := h.Wait(); res.Status != "succeeded" {
+			b.Fatal(res)
+		}
+	}
+	e.Wait()
+}
+
+func BenchmarkExecTrue(b *testing.B) {
+	for b.Loop() {
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -195,16 +195,19 @@ loop:
 		}
 	}
 	// The leader has exited but is not reaped: its pid (= the group id)
-	// cannot be reused yet, so this reaches only the attempt's own leftovers
-	// (its group, and its marked descendants wherever they went).
-	h.signalAttempt(syscall.SIGKILL)
+	// cannot be reused yet, so this reaches only the attempt's own leftovers.
+	h.signalGroup(syscall.SIGKILL)
 	if waitErr != nil {
 		h.e.cfg.Logger.Warn("waiting for attempt leader failed", "run", h.req.RunID, "attempt", h.req.Attempt, "err", waitErr)
 	}
 	state, _ := h.cmd.Process.Wait()
 	removeLeader(h.ident.PID)
 	finishedAt := clk.Now()
-	h.awaitAttemptGone()
+	// Then its marked descendants wherever they went, unless a cheap check
+	// proves there can be none (the common case: no /proc scan).
+	if !h.nothingLeft() {
+		h.awaitAttemptGone(h.signalAttempt(syscall.SIGKILL))
+	}
 	reapAdopted()
 
 	select {
@@ -304,16 +307,47 @@ func (h *Handle) signalAttempt(sig syscall.Signal) []Identity {
 // finds (a descendant may have forked between scan and signal): a killed
 // process is still visible for a moment while the kernel tears it down,
 // and callers (replace policy, crash-safety tests) rely on "done" meaning
-// "gone". Zombies count as gone; reapAdopted reaps ours.
-func (h *Handle) awaitAttemptGone() {
-	for i := 0; i < groupGoneChecks; i++ {
-		if len(h.signalAttempt(syscall.SIGKILL)) == 0 {
+// "gone". left is what the last SIGKILL found alive: when nothing was (the
+// common case), no further scan is needed. Zombies count as gone;
+// reapAdopted reaps ours.
+func (h *Handle) awaitAttemptGone(left []Identity) {
+	for i := 0; len(left) > 0; i++ {
+		if i == groupGoneChecks {
+			h.e.cfg.Logger.Warn("processes of the attempt outlived SIGKILL", "run", h.req.RunID, "attempt", h.req.Attempt, "pgid", h.ident.PGID, "count", len(left))
 			return
 		}
 		// Not a timing decision: only lets the kernel finish the teardown.
 		time.Sleep(time.Millisecond)
+		left = h.signalAttempt(syscall.SIGKILL)
 	}
-	h.e.cfg.Logger.Warn("processes of the attempt outlived SIGKILL", "run", h.req.RunID, "attempt", h.req.Attempt, "pgid", h.ident.PGID)
+}
+
+// nothingLeft reports, without a /proc scan, that no process of the
+// attempt can be alive: its group is empty and this process has no child
+// but attempt leaders. After the leader's death every live process of the
+// attempt outside its group has an ancestor that is a child of ours (we
+// are its subreaper) and is not a leader, so with no such child there is
+// nothing to find. Anything else, or no /proc/<pid>/task/<tid>/children
+// (CONFIG_PROC_CHILDREN, often off on routers), means "scan".
+func (h *Handle) nothingLeft() bool {
+	if !reaper.active {
+		return false
+	}
+	if err := syscall.Kill(-h.ident.PGID, 0); !errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	children, ok := listOwnChildren()
+	if !ok {
+		return false
+	}
+	reaper.mu.Lock()
+	defer reaper.mu.Unlock()
+	for _, pid := range children {
+		if _, leader := reaper.leaders[pid]; !leader {
+			return false
+		}
+	}
+	return true
 }
 
 // groupGoneChecks bounds awaitAttemptGone (about a second).
