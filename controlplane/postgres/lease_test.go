@@ -384,3 +384,43 @@ func TestHeartbeatControls(t *testing.T) {
 		t.Errorf("replaced session: %+v, want revoke", controls[0])
 	}
 }
+
+// TestCompletionAgainstTheStoredLog: a completion whose byte counts
+// disagree with the stored log is still recorded (ADR 0011); the stream is
+// marked truncated and the event says log_length_mismatch. A succeeded
+// completion before the running ACK is a conflict.
+func TestCompletionAgainstTheStoredLog(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, postgres.DispatchOptions{})
+	rev := e.revision(testSpec())
+	r := e.queue(rev, 0)
+	h := e.take(e.worker(linuxCaps(), 2))
+	e.mustAck(h, protocol.AckStarting)
+	if _, err := e.complete(h, succeeded(h, 0, 0)); errs.Code(err) != errs.Conflict {
+		t.Errorf("succeeded before the running ACK: %v, want conflict", err)
+	}
+	e.mustAck(h, protocol.AckRunning)
+	if _, err := e.log(h, protocol.Stdout, 0, "abcdef", false); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := e.complete(h, succeeded(h, 10, 0)); err != nil || d != protocol.Recorded {
+		t.Fatalf("complete = %s, %v", d, err)
+	}
+	if n := e.scalar(`SELECT count(*) FROM ql3.run_log_streams WHERE run_id = $1 AND stream = 'stdout' AND closed AND truncated
+		AND length_bytes = 6`, r.run); n != 1 {
+		t.Errorf("stdout not closed as truncated at its stored length")
+	}
+	if n := e.scalar(`SELECT count(*) FROM ql3.run_log_streams WHERE run_id = $1 AND stream = 'stderr' AND closed AND NOT truncated`, r.run); n != 1 {
+		t.Errorf("stderr (0 reported, 0 stored) not closed cleanly")
+	}
+	if n := e.scalar(`SELECT count(*) FROM ql3.run_events WHERE run_id = $1 AND type = 'run.succeeded'
+		AND payload->>'reason' = 'log_length_mismatch' AND (payload->>'stdoutBytes')::int = 10`, r.run); n != 1 {
+		t.Errorf("event does not record the mismatch")
+	}
+	if n := e.scalar(`SELECT count(*) FROM ql3.attempts WHERE attempt_id = $1 AND stdout_bytes = 10 AND stderr_bytes = 0`, r.attempt); n != 1 {
+		t.Errorf("reported byte counts not kept on the attempt")
+	}
+	if _, err := e.log(h, protocol.Stdout, 6, "g", false); errs.Code(err) != errs.Conflict {
+		t.Errorf("log after the completion: %v, want conflict", err)
+	}
+}
