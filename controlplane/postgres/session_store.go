@@ -225,6 +225,11 @@ func (s *Sessions) Transition(ctx context.Context, p ingress.Principal, b protoc
 		if err := row.owned(p.WorkerID, b.Generation); err != nil {
 			return err
 		}
+		if row.replaced {
+			// Whatever was asked, a replaced session is offline: say so.
+			out = s.replacedState(b.SessionID, row)
+			return nil
+		}
 		switch decideTransition(row, b.To) {
 		case transitionApply:
 			var status string

@@ -123,6 +123,12 @@ func TestSessionOpenReplaceHeartbeat(t *testing.T) {
 	if _, err := old.Encode(); err != nil {
 		t.Fatalf("replaced state must be a valid wire body: %v", err)
 	}
+	for _, to := range []protocol.SessionStatus{protocol.SessionDraining, protocol.SessionOffline} {
+		st, err := f.sessions.Transition(ctx, p, protocol.SessionTransition{V: 1, SessionID: first.SessionID, Generation: 1, To: to})
+		if err != nil || !st.Replaced || st.Status != protocol.SessionOffline {
+			t.Fatalf("%s of the replaced session: %+v, %v", to, st, err)
+		}
+	}
 	hb, err := f.sessions.Heartbeat(ctx, p, heartbeatOf(t, second, p.CredentialID))
 	if err != nil || hb.Status != protocol.SessionOnline || hb.LeaseExpiresAtMs < second.LeaseExpiresAtMs {
 		t.Fatalf("heartbeat of the live session: %+v, %v", hb, err)
