@@ -257,6 +257,7 @@ func (m *Main) Close() error {
 		if cerr := coord.Stop(context.Background()); cerr != nil {
 			errList = append(errList, fmt.Errorf("stop scheduler: %w", cerr))
 		}
+		m.log.Info("cluster scheduler stopped", "owner", coord.Owner(), "counters", coord.Metrics().Summary())
 	}
 	for _, pool := range pools {
 		if pool != nil {

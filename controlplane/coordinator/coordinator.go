@@ -433,13 +433,17 @@ func (c *Coordinator) tally(batch []postgres.Admission, metas []decisionMeta, ou
 			res.Released++
 			c.metrics.Released.Add(1)
 		case postgres.OutcomeRaced:
-			// Expected when a claim expired or a publish reset the row:
-			// counted, not logged.
+			// Expected when a claim expired (this replica stalled past its
+			// lease) or a publish reset the row: counted, logged at debug.
 			res.Raced++
 			c.metrics.Raced.Add(1)
+			c.report(Diagnostic{Kind: "admission_refused_raced", TriggerID: batch[i].Claim.TriggerID.String(), Debug: true})
 		case postgres.OutcomeStale:
+			// The world moved under the claim (disabled, re-pinned,
+			// archived): expected, counted, logged at debug.
 			res.Stale++
 			c.metrics.Stale.Add(1)
+			c.report(Diagnostic{Kind: "admission_refused_stale", TriggerID: batch[i].Claim.TriggerID.String(), Debug: true})
 		case postgres.OutcomeCorrupt:
 			res.Corrupt++
 			c.metrics.Corrupt.Add(1)

@@ -179,42 +179,82 @@ func (c *Coordinator) roundAndNextDelay(ctx context.Context, claimed []postgres.
 }
 
 // listen keeps one connection LISTENing on the publish channel, reconnecting
-// with capped, jittered backoff.
+// with capped, jittered backoff that starts over after every LISTEN that
+// succeeded (a replica that lost its connection a few times over its life
+// must not wait seconds to re-listen the next time).
 func (c *Coordinator) listen(ctx context.Context, a acquirer) {
-	backoff := 100 * time.Millisecond
+	var backoff time.Duration
 	for ctx.Err() == nil {
-		err := c.listenOnce(ctx, a)
+		listened, err := c.listenOnce(ctx, a)
 		if ctx.Err() != nil {
 			return
 		}
 		c.report(Diagnostic{Kind: "listen_failed", Err: err})
+		backoff = nextListenBackoff(backoff, listened)
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.cfg.Clock.After(backoff/2 + rand.N(backoff/2+1)):
 		}
-		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 
-func (c *Coordinator) listenOnce(ctx context.Context, a acquirer) error {
+// Reconnect backoff of the LISTEN connection: the wait before the next
+// attempt is drawn from [b/2, b].
+const (
+	listenBackoffMin = 100 * time.Millisecond
+	listenBackoffMax = 5 * time.Second
+)
+
+// nextListenBackoff is the backoff after a LISTEN attempt ended, given the
+// previous one (0 at first) and whether the attempt got as far as
+// LISTENing: a success starts the sequence over.
+func nextListenBackoff(prev time.Duration, listened bool) time.Duration {
+	if listened || prev < listenBackoffMin {
+		return listenBackoffMin
+	}
+	return min(2*prev, listenBackoffMax)
+}
+
+// listenOnce LISTENs on one hijacked connection until it fails or ctx ends;
+// listened reports whether the LISTEN itself succeeded.
+func (c *Coordinator) listenOnce(ctx context.Context, a acquirer) (listened bool, err error) {
 	pc, err := a.Acquire(ctx)
 	if err != nil {
-		return postgres.Translate(err)
+		return false, postgres.Translate(err)
 	}
 	// A LISTENing session must never go back to the pool.
 	conn := pc.Hijack()
-	defer conn.Close(context.Background())
+	raw := conn.PgConn().Conn()
+	defer func() {
+		// Give the Terminate message a short, fresh deadline (the read
+		// below may have ended by an expired one).
+		_ = raw.SetDeadline(time.Now().Add(listenCloseTimeout))
+		_ = conn.Close(context.Background())
+	}()
+	// Stop ends the wait by expiring the socket's deadline, not through
+	// the driver's context cancellation: for a session that is only
+	// waiting for a notification the server has no query to cancel, so
+	// pgconn's cancel request changes nothing and the wait would end only
+	// at its fallback deadline, 2 s per coordinator (issue 13 item 16). A
+	// read that times out leaves pgconn's connection intact for the
+	// Terminate above; it is never reused.
+	stopRead := context.AfterFunc(ctx, func() { _ = raw.SetDeadline(time.Now()) })
+	defer stopRead()
 	if _, err := conn.Exec(ctx, "LISTEN "+postgres.ScheduleNotifyChannel); err != nil {
-		return postgres.Translate(err)
+		return false, postgres.Translate(err)
 	}
 	// Notifications sent while we were not listening are gone: look now.
 	c.Wake()
-	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
-			return postgres.Translate(err)
+	for ctx.Err() == nil {
+		if _, err := conn.WaitForNotification(context.Background()); err != nil {
+			return true, postgres.Translate(err)
 		}
 		c.metrics.Notifications.Add(1)
 		c.Wake()
 	}
+	return true, ctx.Err()
 }
+
+// listenCloseTimeout bounds the goodbye to the LISTEN session's server.
+const listenCloseTimeout = time.Second

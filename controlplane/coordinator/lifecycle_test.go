@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -196,5 +197,63 @@ func TestStopAdmitsChainedClaims(t *testing.T) {
 	runs := assertExactlyOnce(t, e.su)
 	if runs != m.Admitted.Load() || m.Claimed.Load() != m.Admitted.Load()+m.Initialized.Load()+m.Skipped.Load()+m.Raced.Load() {
 		t.Fatalf("%d runs; every claim must end admitted, initialised, skipped or raced: %s", runs, metricsString(m))
+	}
+}
+
+// TestStopOfAnIdleCoordinatorEndsItsListenAtOnce: a coordinator with
+// nothing to do is waiting in LISTEN. Stop ends that wait itself instead of
+// through pgconn's cancel request, which an idle session ignores, so Stop
+// returns without waiting out pgconn's 2 s fallback deadline (issue 13 item
+// 16: before, every idle coordinator added 2 s to a graceful stop). The
+// bound checked is that fallback, which the old path could never beat; the
+// LISTEN session is gone from the server when Stop returns.
+func TestStopOfAnIdleCoordinatorEndsItsListenAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	c, diags := newCoord(t, e.pool(t, "coord-idle"), Config{Owner: "replica-idle"})
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the LISTEN session", func() bool {
+		return e.count(t, `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'coord-idle'
+			AND query LIKE 'LISTEN %' AND state = 'idle'`) == 1
+	})
+	start := time.Now()
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took >= 2*time.Second {
+		t.Fatalf("Stop of an idle coordinator took %v: it waited for pgconn's cancel fallback", took)
+	}
+	waitFor(t, "the LISTEN session to end", func() bool {
+		return e.count(t, `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'coord-idle'
+			AND query LIKE 'LISTEN %'`) == 0
+	})
+	if k := diags.kinds(); k["listen_failed"] != 0 {
+		t.Fatalf("diagnostics %v", k)
+	}
+}
+
+// TestListenBackoffStartsOverAfterASuccessfulListen: failures before LISTEN
+// double the backoff up to its cap; a connection that got as far as
+// LISTENing starts the sequence over.
+func TestListenBackoffStartsOverAfterASuccessfulListen(t *testing.T) {
+	var b time.Duration
+	var seq []time.Duration
+	for range 8 {
+		b = nextListenBackoff(b, false)
+		seq = append(seq, b)
+	}
+	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond,
+		1600 * time.Millisecond, 3200 * time.Millisecond, 5 * time.Second, 5 * time.Second}
+	if !slices.Equal(seq, want) {
+		t.Fatalf("backoff without success %v, want %v", seq, want)
+	}
+	if got := nextListenBackoff(5*time.Second, true); got != listenBackoffMin {
+		t.Fatalf("after a successful LISTEN the backoff is %v, want %v", got, listenBackoffMin)
+	}
+	if got := nextListenBackoff(0, false); got != listenBackoffMin {
+		t.Fatalf("from zero: %v", got)
 	}
 }

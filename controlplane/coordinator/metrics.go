@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -41,6 +43,70 @@ type Metrics struct {
 }
 
 func newMetrics() *Metrics { return &Metrics{} }
+
+// Counter is one named counter of Metrics as an exposition (Prometheus,
+// a log line, an admin endpoint) reads it: Name is a stable snake_case
+// metric name, Labels an optional fixed label set, Help one line.
+type Counter struct {
+	Name   string
+	Labels [][2]string
+	Help   string
+	Value  int64
+}
+
+// Counters returns every counter's current value under a stable name, in a
+// fixed order. Refused admissions share one name with the reason as a label.
+func (m *Metrics) Counters() []Counter {
+	refused := func(reason string, v *atomic.Int64) Counter {
+		return Counter{Name: "ql3_scheduler_admissions_refused_total", Labels: [][2]string{{"reason", reason}},
+			Help:  "admissions refused: raced (claim fence lost), stale (revision, state or cursor moved), corrupt (fail-closed)",
+			Value: v.Load()}
+	}
+	c := func(name, help string, v *atomic.Int64) Counter {
+		return Counter{Name: name, Help: help, Value: v.Load()}
+	}
+	return []Counter{
+		c("ql3_scheduler_rounds_total", "scheduler rounds run", &m.Rounds),
+		c("ql3_scheduler_claimed_total", "schedule rows claimed", &m.Claimed),
+		c("ql3_scheduler_claimed_chained_total", "rows claimed in the previous admission's round trip", &m.ClaimedChained),
+		c("ql3_scheduler_takeovers_total", "rows taken over from a claim that expired unadmitted", &m.TakenOver),
+		c("ql3_scheduler_admitted_total", "Runs admitted", &m.Admitted),
+		c("ql3_scheduler_skipped_total", "missed occurrences skipped (no Run)", &m.Skipped),
+		c("ql3_scheduler_initialized_total", "schedule cursors (re)initialised", &m.Initialized),
+		c("ql3_scheduler_released_total", "claims given back unchanged", &m.Released),
+		refused("raced", &m.Raced),
+		refused("stale", &m.Stale),
+		refused("corrupt", &m.Corrupt),
+		c("ql3_scheduler_missed_occurrences_total", "occurrences that will never run", &m.Missed),
+		c("ql3_scheduler_serialization_retries_total", "admission transactions re-run after a serialization failure", &m.SerializationRetries),
+		c("ql3_scheduler_batch_fallbacks_total", "batches re-admitted one occurrence per transaction", &m.BatchFallbacks),
+		c("ql3_scheduler_commit_unknown_total", "admissions whose COMMIT outcome was lost", &m.CommitUnknown),
+		c("ql3_scheduler_admit_errors_total", "admission transactions that failed", &m.AdmitErrors),
+		c("ql3_scheduler_decide_errors_total", "claimed rows the decision refused", &m.DecideErrors),
+		c("ql3_scheduler_claim_errors_total", "rounds whose claim failed", &m.Errors),
+		c("ql3_scheduler_notifications_total", "publish notifications received", &m.Notifications),
+		c("ql3_scheduler_recovery_candidates_total", "non-pristine in-flight Runs found by startup recovery", &m.RecoveryCandidates),
+	}
+}
+
+// Summary is the counters as one line of name=value pairs (labels folded
+// into the name), for a log line a person reads.
+func (m *Metrics) Summary() string {
+	var b strings.Builder
+	for i, c := range m.Counters() {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(c.Name, "ql3_scheduler_"), "_total")
+		for _, l := range c.Labels {
+			name += "_" + l[1]
+		}
+		b.WriteString(name)
+		b.WriteByte('=')
+		b.WriteString(strconv.FormatInt(c.Value, 10))
+	}
+	return b.String()
+}
 
 func (m *Metrics) observeRound(d time.Duration) {
 	m.Rounds.Add(1)

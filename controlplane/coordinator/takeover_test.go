@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,7 +57,7 @@ func testTakeover(t *testing.T, policy schedule.MisfirePolicy, stall bool) {
 	e := newEnv(t)
 	tr := e.trigger(t, "* * * * * *", "UTC", policy)
 	poolA := e.pool(t, "coord-a")
-	a, _ := newCoord(t, poolA, Config{Owner: "replica-a"})
+	a, aDiags := newCoord(t, poolA, Config{Owner: "replica-a"})
 	if a.cfg.Lease != postgres.DefaultClaimLease || postgres.DefaultClaimLease != 30*time.Second {
 		t.Fatalf("lease %v: this test is about the default 30 s lease", a.cfg.Lease)
 	}
@@ -129,6 +130,12 @@ func testTakeover(t *testing.T, policy schedule.MisfirePolicy, stall bool) {
 		close(resume)
 		if res := <-aDone; res.Raced != 1 || res.Admitted != 0 {
 			t.Fatalf("resumed replica A: %+v, want its admission refused as raced", res)
+		}
+		if k := aDiags.kinds(); k["admission_refused_raced"] != 1 {
+			t.Fatalf("resumed replica A reported %v, want one admission_refused_raced", k)
+		}
+		if !strings.Contains(a.Metrics().Summary(), " admissions_refused_raced=1 ") {
+			t.Fatalf("summary %q", a.Metrics().Summary())
 		}
 	}
 	if _, err := b.Round(ctx); err != nil {

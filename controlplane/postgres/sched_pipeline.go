@@ -99,11 +99,18 @@ func runPipeline(ctx context.Context, conn *pgxpool.Conn, txs ...pipedTx) (commi
 	case committed == len(txs):
 		return committed, nil
 	case SQLState(err) != "":
-		// Leave the session idle for the pool. If this fails too, the pool
-		// destroys the connection on release (it is not idle).
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
-		_, _ = conn.Exec(rctx, "ROLLBACK")
-		cancel()
+		// Leave the session idle for the pool. A statement refused inside
+		// the transaction leaves it failed ('E') until a ROLLBACK; a refused
+		// COMMIT (a serialization failure at commit) already ended it, and a
+		// ROLLBACK then only makes the server log "there is no transaction
+		// in progress". The session's state after the pipeline's Sync says
+		// which. If the ROLLBACK fails too, the pool destroys the connection
+		// on release (it is not idle).
+		if conn.Conn().PgConn().TxStatus() != 'I' {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+			_, _ = conn.Exec(rctx, "ROLLBACK")
+			cancel()
+		}
 		return committed, Translate(err)
 	default:
 		return committed, &commitUnknownError{err: Translate(err)}
