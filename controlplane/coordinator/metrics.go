@@ -85,7 +85,12 @@ func (m *Metrics) Counters() []Counter {
 		c("ql3_scheduler_decide_errors_total", "claimed rows the decision refused", &m.DecideErrors),
 		c("ql3_scheduler_claim_errors_total", "rounds whose claim failed", &m.Errors),
 		c("ql3_scheduler_notifications_total", "publish notifications received", &m.Notifications),
-		c("ql3_scheduler_recovery_candidates_total", "non-pristine in-flight Runs found by startup recovery", &m.RecoveryCandidates),
+		c("ql3_scheduler_sweep_passes_total", "lifecycle sweep passes (startup recovery included)", &m.SweepPasses),
+		c("ql3_scheduler_sweep_changed_total", "Runs and leases the sweep changed", &m.SweepChanged),
+		c("ql3_scheduler_sweep_lost_total", "Attempts the sweep declared lost", &m.SweepLost),
+		c("ql3_scheduler_sweep_requeued_total", "unstarted Runs the sweep put back to queued", &m.SweepRequeued),
+		c("ql3_scheduler_sweep_locked_total", "sweep candidates skipped: locked elsewhere", &m.SweepLocked),
+		c("ql3_scheduler_sweep_errors_total", "sweep passes that failed", &m.SweepErrors),
 	}
 }
 
