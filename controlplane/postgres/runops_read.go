@@ -1,0 +1,337 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/placement"
+)
+
+// Reads of the operator surface that need runtime facts (sessions, leases,
+// log chunks). The runtime pool reads them; nothing here writes.
+
+// Why a Run is not running yet (WaitReason.Reason).
+const (
+	WaitNoLiveSession  = "no_live_session"     // no online session with an unexpired heartbeat lease
+	WaitPlacement      = "placement_mismatch"  // live sessions exist, none satisfies the placement
+	WaitNoFreeCapacity = "no_free_capacity"    // eligible sessions exist, all at capacity
+	WaitForPull        = "waiting_for_pull"    // an eligible session has room: its next pull takes it (FIFO by priority)
+	WaitRetryBackoff   = "retry_backoff"       // retry_wait until NotBeforeMs
+	WaitConcurrency    = "held_by_concurrency" // created: an older Run of the task (replace) has not ended
+	WaitCancelling     = "cancelling"          // a cancel intent is being converged
+)
+
+// maxWaitSessions bounds the sessions one explanation looks at.
+const maxWaitSessions = 1024
+
+// WaitReason explains a Run that has not started.
+type WaitReason struct {
+	Reason       string `json:"reason"`
+	LiveSessions int    `json:"liveSessions"`
+	Eligible     int    `json:"eligibleSessions"`
+	FreeSlots    int    `json:"freeSlots"`
+	// Mismatch counts live sessions by the first placement requirement
+	// they fail (os, arch, executor, runtime_missing, runtime_version,
+	// label, feature, capability_invalid).
+	Mismatch    map[string]int `json:"placementMismatch,omitempty"`
+	NotBeforeMs int64          `json:"notBeforeMs,omitempty"`
+	// Truncated: more live sessions than were looked at.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// WaitReason explains why the Run has not started; ok is false for a Run
+// that is dispatching, running or finished.
+func (o *RunOps) WaitReason(ctx context.Context, runRef string) (WaitReason, bool, error) {
+	runID, err := uuid.Parse(runRef)
+	if err != nil {
+		return WaitReason{}, false, errs.NotFoundf("no run %.64q", runRef)
+	}
+	var status, canonical string
+	var digest []byte
+	var revID uuid.UUID
+	var notBefore int64
+	var cancel bool
+	err = o.db.QueryRow(ctx, `SELECT r.status, r.not_before_ms, r.cancel_requested_at_ms IS NOT NULL,
+		e.execution_revision_id, e.canonical_spec, e.digest
+		FROM ql3.runs r JOIN ql3.execution_revisions e ON e.execution_revision_id = r.execution_revision_id
+		WHERE r.run_id = $1`, runID).Scan(&status, &notBefore, &cancel, &revID, &canonical, &digest)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return WaitReason{}, false, errs.NotFoundf("no run %s", runID)
+	}
+	if err != nil {
+		return WaitReason{}, false, Translate(err)
+	}
+	switch {
+	case cancel && (status == "created" || status == "queued" || status == "retry_wait" || status == "lost"):
+		return WaitReason{Reason: WaitCancelling}, true, nil
+	case status == "created":
+		return WaitReason{Reason: WaitConcurrency}, true, nil
+	case status == "retry_wait":
+		return WaitReason{Reason: WaitRetryBackoff, NotBeforeMs: notBefore}, true, nil
+	case status != "queued":
+		return WaitReason{}, false, nil
+	}
+	rev, err := compileRevision(revID, canonical, digest)
+	if err != nil {
+		return WaitReason{}, false, err
+	}
+	rows, err := o.db.Query(ctx, `SELECT s.capabilities::text, s.capacity,
+		(SELECT count(*) FROM ql3.run_leases l WHERE l.session_id = s.session_id AND l.status = 'leased'
+			AND l.expires_at_ms > `+dbNowMs+`)
+		FROM ql3.worker_sessions s JOIN ql3.workers w ON w.worker_id = s.worker_id
+		WHERE s.status = 'online' AND s.lease_expires_at_ms > `+dbNowMs+` AND w.status = 'active'
+		ORDER BY s.session_id LIMIT $1`, maxWaitSessions+1)
+	if err != nil {
+		return WaitReason{}, false, Translate(err)
+	}
+	type live struct {
+		caps             string
+		capacity, leases int
+	}
+	sessions, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (live, error) {
+		var l live
+		return l, r.Scan(&l.caps, &l.capacity, &l.leases)
+	})
+	if err != nil {
+		return WaitReason{}, false, translateDriver(err)
+	}
+	w := WaitReason{}
+	if len(sessions) > maxWaitSessions {
+		sessions, w.Truncated = sessions[:maxWaitSessions], true
+	}
+	w.LiveSessions = len(sessions)
+	for _, s := range sessions {
+		if rev.match != nil {
+			caps, err := placement.DecodeCapabilities([]byte(s.caps))
+			if err != nil {
+				w.count("capability_invalid")
+				continue
+			}
+			if res := rev.match.Match(caps); !res.OK {
+				w.count(res.Category)
+				continue
+			}
+		}
+		w.Eligible++
+		w.FreeSlots += max(s.capacity-s.leases, 0)
+	}
+	switch {
+	case w.LiveSessions == 0:
+		w.Reason = WaitNoLiveSession
+	case w.Eligible == 0:
+		w.Reason = WaitPlacement
+	case w.FreeSlots == 0:
+		w.Reason = WaitNoFreeCapacity
+	default:
+		w.Reason = WaitForPull
+	}
+	return w, true, nil
+}
+
+func (w *WaitReason) count(category string) {
+	if w.Mismatch == nil {
+		w.Mismatch = map[string]int{}
+	}
+	w.Mismatch[category]++
+}
+
+// Log reads (DESIGN.md §8: never held whole in memory).
+const (
+	// MaxLogRead bounds one range read.
+	MaxLogRead = 1 << 20
+	// maxLogChunk is the schema's largest chunk (run_log_chunks.data).
+	maxLogChunk = 1 << 20
+)
+
+// LogRange is one read of an attempt's stream.
+type LogRange struct {
+	Attempt    int
+	Stream     string
+	Offset     int64
+	NextOffset int64
+	Data       []byte
+	// Size is the stream's length as the worker delivered it; Stored ≤ Size
+	// is what the cap kept.
+	Size, Stored int64
+	Truncated    bool
+	// Complete: the stream can no longer grow (eof recorded, or the
+	// Attempt ended).
+	Complete bool
+}
+
+// ReadLog reads up to limit bytes of stream ("stdout" or "stderr") of the
+// Run's Attempt attempt (0: the current one) from offset. An offset past
+// the stored bytes of a complete stream is invalid; past the stored bytes
+// of a growing one it returns no data.
+func (o *RunOps) ReadLog(ctx context.Context, runRef string, attempt int, stream string, offset, limit int64) (LogRange, error) {
+	runID, err := uuid.Parse(runRef)
+	if err != nil {
+		return LogRange{}, errs.NotFoundf("no run %.64q", runRef)
+	}
+	switch {
+	case stream != "stdout" && stream != "stderr":
+		return LogRange{}, errs.Invalidf("stream", "must be stdout or stderr, got %.16q", stream)
+	case offset < 0:
+		return LogRange{}, errs.Invalidf("offset", "must not be negative")
+	case limit < 1 || limit > MaxLogRead:
+		return LogRange{}, errs.Invalidf("limit", "must be 1..%d bytes, got %d", MaxLogRead, limit)
+	case attempt < 0 || attempt > 16:
+		return LogRange{}, errs.Invalidf("attempt", "must be 1..16, got %d", attempt)
+	}
+	out := LogRange{Stream: stream, Offset: offset, NextOffset: offset}
+	var attemptStatus string
+	err = o.db.QueryRow(ctx, `SELECT a.attempt, a.status, coalesce(s.length_bytes, 0), coalesce(s.stored_bytes, 0),
+		coalesce(s.truncated, false), coalesce(s.closed, false)
+		FROM ql3.runs r JOIN ql3.attempts a ON a.run_id = r.run_id
+			AND a.attempt = CASE WHEN $2::int = 0 THEN r.attempt_count ELSE $2::int END
+		LEFT JOIN ql3.run_log_streams s ON s.run_id = a.run_id AND s.attempt = a.attempt AND s.stream = $3::text
+		WHERE r.run_id = $1::uuid`, runID, attempt, stream).Scan(&out.Attempt, &attemptStatus, &out.Size, &out.Stored,
+		&out.Truncated, &out.Complete)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return LogRange{}, errs.NotFoundf("no attempt %d of run %s", attempt, runID)
+	}
+	if err != nil {
+		return LogRange{}, Translate(err)
+	}
+	switch attemptStatus {
+	case "succeeded", "failed", "cancelled", "timed_out", "lost":
+		out.Complete = true
+	}
+	if offset > out.Stored {
+		if out.Complete {
+			return LogRange{}, errs.Invalidf("offset", "%d is past the end of the log (%d bytes)", offset, out.Stored)
+		}
+		return out, nil
+	}
+	rows, err := o.db.Query(ctx, `SELECT offset_bytes, data FROM ql3.run_log_chunks
+		WHERE run_id = $1 AND attempt = $2 AND stream = $3 AND offset_bytes > $4::bigint - $6::bigint
+		  AND offset_bytes < $4::bigint + $5::bigint
+		ORDER BY offset_bytes`, runID, out.Attempt, stream, offset, limit, int64(maxLogChunk))
+	if err != nil {
+		return LogRange{}, Translate(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var at int64
+		var data []byte
+		if err := rows.Scan(&at, &data); err != nil {
+			return LogRange{}, translateDriver(err)
+		}
+		end := at + int64(len(data))
+		if end <= out.NextOffset {
+			continue
+		}
+		if at > out.NextOffset {
+			break // a gap: what follows was not stored (yet)
+		}
+		from := out.NextOffset - at
+		take := min(int64(len(data))-from, offset+limit-out.NextOffset)
+		out.Data = append(out.Data, data[from:from+take]...)
+		out.NextOffset += take
+		if out.NextOffset >= offset+limit {
+			break
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return LogRange{}, translateDriver(err)
+	}
+	// Complete for the reader only once everything stored was read.
+	out.Complete = out.Complete && out.NextOffset >= out.Stored
+	return out, nil
+}
+
+// WorkerSession is the live (latest) session of a worker as an operator
+// sees it.
+type WorkerSession struct {
+	SessionID  string `json:"sessionId"`
+	Generation int64  `json:"generation"`
+	Status     string `json:"status"`
+	// Expired is derived: the heartbeat lease passed by database time.
+	Expired          bool            `json:"expired"`
+	Capacity         int             `json:"capacity"`
+	LiveLeases       int             `json:"liveLeases"`
+	CredentialID     string          `json:"credentialId,omitempty"`
+	CredentialSeenMs int64           `json:"credentialObservedAtMs,omitempty"`
+	AgentVersion     string          `json:"agentVersion,omitempty"`
+	HeartbeatAtMs    int64           `json:"heartbeatAtMs"`
+	LeaseExpiresAtMs int64           `json:"leaseExpiresAtMs"`
+	OpenedAtMs       int64           `json:"openedAtMs"`
+	ClosedAtMs       int64           `json:"closedAtMs,omitempty"`
+	Capabilities     json64KCapsText `json:"capabilities"`
+}
+
+// json64KCapsText is the stored canonical capabilities JSON (≤ 16 KiB by
+// the schema), passed through as is.
+type json64KCapsText string
+
+// MarshalJSON writes the stored JSON object verbatim.
+func (c json64KCapsText) MarshalJSON() ([]byte, error) {
+	if c == "" {
+		return []byte("{}"), nil
+	}
+	return []byte(c), nil
+}
+
+// WorkerSession returns the worker's newest session (ok false: none yet).
+func (o *RunOps) WorkerSession(ctx context.Context, workerRef string) (WorkerSession, bool, error) {
+	var s WorkerSession
+	var caps string
+	err := o.db.QueryRow(ctx, `SELECT s.session_id::text, s.generation, s.status, s.lease_expires_at_ms <= `+dbNowMs+`,
+		s.capacity, (SELECT count(*) FROM ql3.run_leases l WHERE l.session_id = s.session_id AND l.status = 'leased'),
+		coalesce(s.credential_id::text, ''), coalesce(s.credential_observed_at_ms, 0),
+		coalesce((SELECT a.details ->> 'agentVersion' FROM ql3.audit_log a WHERE a.actor_kind = 'worker'
+			AND a.actor_id = s.worker_id::text AND a.action = 'session.open' AND a.subject_id = s.session_id::text
+			ORDER BY a.at_ms DESC LIMIT 1), ''),
+		s.heartbeat_at_ms, s.lease_expires_at_ms, s.opened_at_ms, coalesce(s.closed_at_ms, 0), s.capabilities::text
+		FROM ql3.worker_sessions s JOIN ql3.workers w ON w.worker_id = s.worker_id
+		WHERE w.worker_id::text = $1 OR w.name = $1
+		ORDER BY s.generation DESC LIMIT 1`, workerRef).Scan(&s.SessionID, &s.Generation, &s.Status, &s.Expired,
+		&s.Capacity, &s.LiveLeases, &s.CredentialID, &s.CredentialSeenMs, &s.AgentVersion, &s.HeartbeatAtMs,
+		&s.LeaseExpiresAtMs, &s.OpenedAtMs, &s.ClosedAtMs, &caps)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return WorkerSession{}, false, nil
+	}
+	if err != nil {
+		return WorkerSession{}, false, Translate(err)
+	}
+	s.Capabilities = json64KCapsText(caps)
+	return s, true, nil
+}
+
+// DisableWorker disables a worker on the admin pool (workers are the admin
+// role's): status disabled, every active credential revoked (reason
+// worker_disabled), one audit row, in one transaction. Its session can no
+// longer authenticate; once the session's heartbeat lease passes, the
+// sweeper handles its leases. Disabling a disabled worker changes nothing.
+func DisableWorker(ctx context.Context, admin DB, workerRef, actor string) (changed bool, err error) {
+	var state string
+	err = admin.QueryRow(ctx, `WITH n AS MATERIALIZED (SELECT `+dbNowMs+` AS ms),
+	w AS MATERIALIZED (SELECT worker_id, status FROM ql3.workers WHERE worker_id::text = $1 OR name = $1 FOR UPDATE),
+	up AS (UPDATE ql3.workers x SET status = 'disabled', disabled_at_ms = n.ms, version = x.version + 1,
+		updated_at_ms = greatest(n.ms, x.updated_at_ms)
+		FROM w, n WHERE x.worker_id = w.worker_id AND w.status = 'active' RETURNING x.worker_id),
+	cr AS (UPDATE ql3.worker_credentials c SET status = 'revoked', revoked_at_ms = greatest(n.ms, c.created_at_ms + 1),
+		revoke_reason = 'worker_disabled'
+		FROM up, n WHERE c.worker_id = up.worker_id AND c.status = 'active' RETURNING 1),
+	au AS (INSERT INTO ql3.audit_log (audit_id, at_ms, actor_kind, actor_id, action, subject_kind, subject_id, outcome, details)
+		SELECT gen_random_uuid(), n.ms, 'admin', $2::text, 'worker.disable', 'worker', up.worker_id::text, 'ok',
+			jsonb_build_object('credentialsRevoked', (SELECT count(*) FROM cr))
+		FROM up, n RETURNING 1)
+	SELECT CASE WHEN (SELECT count(*) FROM up) = 1 THEN 'disabled' ELSE coalesce((SELECT status FROM w), '') END,
+		(SELECT count(*) FROM au)::text`, workerRef, actorToken(actor)).Scan(&state, new(string))
+	switch {
+	case err != nil:
+		return false, Translate(err)
+	case state == "":
+		return false, errs.NotFoundf("no worker %.64q", workerRef)
+	}
+	return state == "disabled", nil
+}
+
+// itoa keeps strconv imported for callers formatting log headers.
+var _ = strconv.Itoa
