@@ -58,8 +58,13 @@ func newFixture(t *testing.T, ready func(context.Context) error) fixture {
 		t.Fatal(err)
 	}
 	logs := &lockedBuffer{}
+	adminPool := db.Pool(t, postgres.RoleAdmin)
 	srv := httptest.NewServer(adminapi.New(adminapi.Config{Backend: pub, Version: "test", Ready: ready,
-		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}))
+		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Runs:   postgres.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
+		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
+			return postgres.DisableWorker(ctx, adminPool, ref)
+		}}))
 	t.Cleanup(srv.Close)
 	return fixture{t: t, url: srv.URL, token: token, db: db, logs: logs}
 }

@@ -49,7 +49,12 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, run)
+	v, err := s.runView(r.Context(), run)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 // listEvents returns events after ?after= (a seq); NextCursor is the last

@@ -102,10 +102,18 @@ type Config struct {
 	Ready func(ctx context.Context) error
 	// Now is the clock for access-log durations; nil means time.Now.
 	Now func() time.Time
+	// Runs is the runtime-role port for cancel, run-now, logs and wait
+	// reasons (*postgres.RunOps); nil answers those routes 503.
+	Runs RunControl
+	// DisableWorker disables a worker (postgres.DisableWorker on the admin
+	// pool); nil answers that route 503.
+	DisableWorker WorkerControl
 }
 
 // Server is the admin API handler.
 type Server struct {
+	runs    RunControl
+	disable WorkerControl
 	b       Backend
 	log     *slog.Logger
 	version string
@@ -117,7 +125,7 @@ type Server struct {
 
 // New returns the API handler.
 func New(cfg Config) *Server {
-	s := &Server{b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, now: cfg.Now}
+	s := &Server{runs: cfg.Runs, disable: cfg.DisableWorker, b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, now: cfg.Now}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -171,6 +179,8 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/workers/{worker}/credentials/{credential}/revoke", s.revokeCredential)
 
 	mux.HandleFunc("GET /api/v1/audit", s.listAudit)
+
+	s.lifecycleRoutes(mux)
 
 	// Everything else is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

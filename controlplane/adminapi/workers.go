@@ -17,7 +17,16 @@ func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, listOf(page))
+	out := List[WorkerView]{Items: make([]WorkerView, 0, len(page.Items)), NextCursor: page.NextCursor}
+	for _, wk := range page.Items {
+		v, err := s.withSession(r.Context(), wk)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		out.Items = append(out.Items, v)
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) registerWorker(w http.ResponseWriter, r *http.Request) {
@@ -36,12 +45,12 @@ func (s *Server) registerWorker(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getWorker(w http.ResponseWriter, r *http.Request) {
-	wk, err := s.b.GetWorker(r.Context(), r.PathValue("worker"))
+	v, err := s.workerView(r.Context(), r.PathValue("worker"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wk)
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) {

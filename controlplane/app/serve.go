@@ -69,9 +69,17 @@ func (m *Main) serve(ctx context.Context) error {
 	if err := m.startIngress(ctx, pub); err != nil {
 		return err
 	}
+	runOps, err := m.runOps(ctx)
+	if err != nil {
+		return err
+	}
 	api := adminapi.New(adminapi.Config{
 		Backend: pub, Logger: m.log, Version: m.Version,
 		Ready: func(ctx context.Context) error { return postgres.Readiness(ctx, pool) },
+		Runs:  runOps,
+		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
+			return postgres.DisableWorker(ctx, pool, ref)
+		},
 	})
 	srv := &http.Server{
 		Handler:           api,
@@ -95,6 +103,25 @@ func (m *Main) serve(ctx context.Context) error {
 	}()
 	m.log.Info("admin API listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil, "version", m.Version)
 	return nil
+}
+
+// runOps is the admin API's runtime-role port (cancel, run-now, logs,
+// wait reasons): on the scheduler's runtime pool, or on one of its own when
+// this replica runs no scheduler.
+func (m *Main) runOps(ctx context.Context) (*postgres.RunOps, error) {
+	m.mu.Lock()
+	pool := m.runtimePool
+	m.mu.Unlock()
+	if pool == nil {
+		var err error
+		if pool, err = m.openRolePool(ctx, postgres.RoleRuntime, "ql3-control run control"); err != nil {
+			return nil, err
+		}
+		m.mu.Lock()
+		m.runtimePool = pool
+		m.mu.Unlock()
+	}
+	return postgres.NewRunOps(pool), nil
 }
 
 // startScheduler opens the runtime pool, runs startup recovery to the end

@@ -88,8 +88,15 @@ const cancelSQL = `WITH lk AS MATERIALIZED (
 			'errorClass', 'cancelled_by_user', 'attemptNumber', d.attempt_count))) AS v(k, type, keep, payload)
 	WHERE d.outcome = 'accepted' AND v.keep
 	RETURNING 1
+), au AS (
+	INSERT INTO ql3.audit_log (audit_id, at_ms, actor_kind, actor_id, action, subject_kind, subject_id, outcome,
+		remote_addr, details)
+	SELECT $5::uuid, d.ms, $6::text, $7::text, 'run.cancel', 'run', d.run_id::text, 'ok', $8::text,
+		jsonb_build_object('outcome', d.outcome, 'from', d.status)
+	FROM d
+	RETURNING 1
 )
-SELECT d.outcome, (SELECT count(*) FROM ru), (SELECT count(*) FROM ev) FROM d`
+SELECT d.outcome, (SELECT count(*) FROM ru), (SELECT count(*) FROM ev) + (SELECT count(*) FROM au) FROM d`
 
 // CancelRun asks a Run to stop on behalf of actor (a low-cardinality
 // principal id such as the API token id). A missing Run is not_found.
@@ -107,6 +114,10 @@ func (o *RunOps) CancelRun(ctx context.Context, runRef, actor string) (CancelOut
 	if err != nil {
 		return "", Translate(err)
 	}
+	auditID, err := newPubID()
+	if err != nil {
+		return "", err
+	}
 	conn, err := o.db.Acquire(ctx)
 	if err != nil {
 		return "", Translate(err)
@@ -115,7 +126,7 @@ func (o *RunOps) CancelRun(ctx context.Context, runRef, actor string) (CancelOut
 	var outcome CancelOutcome
 	found := false
 	err = pipelinedTx(ctx, conn, sweepBeginSQL, cancelSQL,
-		[]any{runID, LockObjectKey(attemptID), LockClassAttempt, actorToken(actor)},
+		append([]any{runID, LockObjectKey(attemptID), LockClassAttempt, actorToken(actor)}, auditArgs(ctx, auditID)...),
 		func(rows pgx.Rows) error {
 			for rows.Next() {
 				var runs, events int64
@@ -130,6 +141,13 @@ func (o *RunOps) CancelRun(ctx context.Context, runRef, actor string) (CancelOut
 		err = errs.NotFoundf("no run %s", runID)
 	}
 	return outcome, err
+}
+
+// auditArgs are the audit line's id and ctx's actor (kind, id, peer IP)
+// as statement parameters; empty ones are NULL.
+func auditArgs(ctx context.Context, auditID uuid.UUID) []any {
+	a := actorOf(ctx)
+	return []any{auditID, a.Kind, nullIfEmpty(a.ID, 128), nullIfEmpty(peerIP(a.RemoteAddr), 64)}
 }
 
 // actorToken keeps an actor id inside the event payload's token alphabet.
@@ -236,6 +254,13 @@ const runNowSQL = `WITH db_now AS MATERIALIZED (
 			'to', 'cancelled', 'reason', 'concurrency_forbid'))) AS v(seq, attempt, type, keep, payload)
 	WHERE v.keep
 	RETURNING 1
+), au AS (
+	INSERT INTO ql3.audit_log (audit_id, at_ms, actor_kind, actor_id, action, subject_kind, subject_id, outcome,
+		remote_addr, details)
+	SELECT $8::uuid, n.ms, $9::text, $10::text, 'run.create', 'run', ri.run_id::text, 'ok', $11::text,
+		jsonb_build_object('taskId', $1::uuid, 'status', ri.status)
+	FROM runs_in ri CROSS JOIN db_now n
+	RETURNING 1
 )
 SELECT (SELECT count(*) FROM task), (SELECT project_status FROM task), (SELECT count(*) FROM rerun),
 	coalesce((SELECT run_id::text FROM existing), ''), coalesce((SELECT task_id::text FROM existing), ''),
@@ -276,7 +301,11 @@ func (o *RunOps) RunNow(ctx context.Context, in RunNowInput) (RunNowResult, erro
 	if err != nil {
 		return RunNowResult{}, err
 	}
-	args := []any{taskID, key, runID, attemptID, digest, rerun, actorToken(in.Actor)}
+	auditID, err := newPubID()
+	if err != nil {
+		return RunNowResult{}, err
+	}
+	args := append([]any{taskID, key, runID, attemptID, digest, rerun, actorToken(in.Actor)}, auditArgs(ctx, auditID)...)
 	for try := 0; ; try++ {
 		res, err := o.runNowOnce(ctx, args, digest)
 		if err == nil || !IsRetryable(err) || try >= 4 {

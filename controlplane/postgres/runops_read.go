@@ -2,8 +2,8 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
-	"strconv"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -252,29 +252,18 @@ type WorkerSession struct {
 	Generation int64  `json:"generation"`
 	Status     string `json:"status"`
 	// Expired is derived: the heartbeat lease passed by database time.
-	Expired          bool            `json:"expired"`
-	Capacity         int             `json:"capacity"`
-	LiveLeases       int             `json:"liveLeases"`
-	CredentialID     string          `json:"credentialId,omitempty"`
-	CredentialSeenMs int64           `json:"credentialObservedAtMs,omitempty"`
-	AgentVersion     string          `json:"agentVersion,omitempty"`
-	HeartbeatAtMs    int64           `json:"heartbeatAtMs"`
-	LeaseExpiresAtMs int64           `json:"leaseExpiresAtMs"`
-	OpenedAtMs       int64           `json:"openedAtMs"`
-	ClosedAtMs       int64           `json:"closedAtMs,omitempty"`
-	Capabilities     json64KCapsText `json:"capabilities"`
-}
-
-// json64KCapsText is the stored canonical capabilities JSON (≤ 16 KiB by
-// the schema), passed through as is.
-type json64KCapsText string
-
-// MarshalJSON writes the stored JSON object verbatim.
-func (c json64KCapsText) MarshalJSON() ([]byte, error) {
-	if c == "" {
-		return []byte("{}"), nil
-	}
-	return []byte(c), nil
+	Expired          bool   `json:"expired"`
+	Capacity         int    `json:"capacity"`
+	LiveLeases       int    `json:"liveLeases"`
+	CredentialID     string `json:"credentialId,omitempty"`
+	CredentialSeenMs int64  `json:"credentialObservedAtMs,omitempty"`
+	AgentVersion     string `json:"agentVersion,omitempty"`
+	HeartbeatAtMs    int64  `json:"heartbeatAtMs"`
+	LeaseExpiresAtMs int64  `json:"leaseExpiresAtMs"`
+	OpenedAtMs       int64  `json:"openedAtMs"`
+	ClosedAtMs       int64  `json:"closedAtMs,omitempty"`
+	// Capabilities is the stored canonical JSON (≤ 16 KiB by the schema).
+	Capabilities json.RawMessage `json:"capabilities"`
 }
 
 // WorkerSession returns the worker's newest session (ok false: none yet).
@@ -299,39 +288,43 @@ func (o *RunOps) WorkerSession(ctx context.Context, workerRef string) (WorkerSes
 	if err != nil {
 		return WorkerSession{}, false, Translate(err)
 	}
-	s.Capabilities = json64KCapsText(caps)
+	s.Capabilities = json.RawMessage(caps)
 	return s, true, nil
 }
 
 // DisableWorker disables a worker on the admin pool (workers are the admin
 // role's): status disabled, every active credential revoked (reason
-// worker_disabled), one audit row, in one transaction. Its session can no
-// longer authenticate; once the session's heartbeat lease passes, the
-// sweeper handles its leases. Disabling a disabled worker changes nothing.
-func DisableWorker(ctx context.Context, admin DB, workerRef, actor string) (changed bool, err error) {
-	var state string
+// worker_disabled) and the audit line, in one transaction. Its session can
+// no longer authenticate; once the session's heartbeat lease passes, the
+// sweeper handles its leases. Disabling a disabled worker changes nothing
+// (changed false, no audit line).
+func DisableWorker(ctx context.Context, admin DB, workerRef string) (changed bool, err error) {
+	auditID, err := newPubID()
+	if err != nil {
+		return false, err
+	}
+	var found bool
+	var disabled int64
 	err = admin.QueryRow(ctx, `WITH n AS MATERIALIZED (SELECT `+dbNowMs+` AS ms),
-	w AS MATERIALIZED (SELECT worker_id, status FROM ql3.workers WHERE worker_id::text = $1 OR name = $1 FOR UPDATE),
+	w AS MATERIALIZED (SELECT worker_id, status FROM ql3.workers WHERE worker_id::text = $1::text OR name = $1::text
+		ORDER BY worker_id LIMIT 1 FOR UPDATE),
 	up AS (UPDATE ql3.workers x SET status = 'disabled', disabled_at_ms = n.ms, version = x.version + 1,
 		updated_at_ms = greatest(n.ms, x.updated_at_ms)
 		FROM w, n WHERE x.worker_id = w.worker_id AND w.status = 'active' RETURNING x.worker_id),
-	cr AS (UPDATE ql3.worker_credentials c SET status = 'revoked', revoked_at_ms = greatest(n.ms, c.created_at_ms + 1),
-		revoke_reason = 'worker_disabled'
+	cr AS (UPDATE ql3.worker_credentials c SET status = 'revoked', revoked_at_ms = n.ms, revoke_reason = 'worker_disabled'
 		FROM up, n WHERE c.worker_id = up.worker_id AND c.status = 'active' RETURNING 1),
-	au AS (INSERT INTO ql3.audit_log (audit_id, at_ms, actor_kind, actor_id, action, subject_kind, subject_id, outcome, details)
-		SELECT gen_random_uuid(), n.ms, 'admin', $2::text, 'worker.disable', 'worker', up.worker_id::text, 'ok',
+	au AS (INSERT INTO ql3.audit_log (audit_id, at_ms, actor_kind, actor_id, action, subject_kind, subject_id, outcome,
+			remote_addr, details)
+		SELECT $2::uuid, n.ms, $3::text, $4::text, 'worker.disable', 'worker', up.worker_id::text, 'ok', $5::text,
 			jsonb_build_object('credentialsRevoked', (SELECT count(*) FROM cr))
 		FROM up, n RETURNING 1)
-	SELECT CASE WHEN (SELECT count(*) FROM up) = 1 THEN 'disabled' ELSE coalesce((SELECT status FROM w), '') END,
-		(SELECT count(*) FROM au)::text`, workerRef, actorToken(actor)).Scan(&state, new(string))
+	SELECT EXISTS (SELECT 1 FROM w), (SELECT count(*) FROM up) + 0 * (SELECT count(*) FROM au)`,
+		append([]any{workerRef}, auditArgs(ctx, auditID)...)...).Scan(&found, &disabled)
 	switch {
 	case err != nil:
 		return false, Translate(err)
-	case state == "":
+	case !found:
 		return false, errs.NotFoundf("no worker %.64q", workerRef)
 	}
-	return state == "disabled", nil
+	return disabled == 1, nil
 }
-
-// itoa keeps strconv imported for callers formatting log headers.
-var _ = strconv.Itoa

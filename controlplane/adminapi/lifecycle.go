@@ -1,0 +1,374 @@
+package adminapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/core/errs"
+)
+
+// The operator's run and worker actions (issue 10, ADR 0014):
+//
+//	POST /api/v1/tasks/{task}/runs                 run now (Idempotency-Key header or body idempotencyKey; rerunOf)
+//	POST /api/v1/runs/{run}/cancel                 202 when this request asked, 200 when already asked or finished
+//	GET  /api/v1/runs/{run}/log                    ?attempt=&stream=stdout|stderr&offset=&limit=&follow=1
+//	GET  /api/v1/runs/{run}/attempts/{n}/log       the same for attempt n
+//	POST /api/v1/workers/{worker}/disable          disable, revoke its credentials
+//
+// GET /api/v1/runs/{run} adds "waiting" (why a Run has not started) and
+// GET /api/v1/workers[/{worker}] add "session" (the newest session).
+// Writes to runs go through RunControl, a port on the runtime pool: the
+// admin role itself only reads runs.
+
+// RunControl is the runtime-role port (*postgres.RunOps).
+type RunControl interface {
+	CancelRun(ctx context.Context, runRef, actor string) (postgres.CancelOutcome, error)
+	RunNow(ctx context.Context, in postgres.RunNowInput) (postgres.RunNowResult, error)
+	WaitReason(ctx context.Context, runRef string) (postgres.WaitReason, bool, error)
+	ReadLog(ctx context.Context, runRef string, attempt int, stream string, offset, limit int64) (postgres.LogRange, error)
+	WorkerSession(ctx context.Context, workerRef string) (postgres.WorkerSession, bool, error)
+}
+
+var _ RunControl = (*postgres.RunOps)(nil)
+
+// WorkerControl disables workers (admin pool; postgres.DisableWorker).
+type WorkerControl func(ctx context.Context, workerRef string) (changed bool, err error)
+
+// RunView is a Run as the API shows it.
+type RunView struct {
+	postgres.RunRecord
+	// Created is set on run-now: whether this request admitted the Run.
+	Created *bool `json:"created,omitempty"`
+	// Waiting explains a Run that has not started (created, queued,
+	// retry_wait).
+	Waiting *postgres.WaitReason `json:"waiting,omitempty"`
+}
+
+// WorkerView is a worker with its newest session.
+type WorkerView struct {
+	postgres.WorkerRecord
+	Session *postgres.WorkerSession `json:"session,omitempty"`
+}
+
+// RunNowRequest is the optional body of run-now (the edge's shape).
+type RunNowRequest struct {
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	RerunOf        string `json:"rerunOf,omitempty"`
+}
+
+// maxIdempotencyKey bounds a client idempotency key.
+const maxIdempotencyKey = 128
+
+func (s *Server) lifecycleRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /api/v1/tasks/{task}/runs", s.runNow)
+	mux.HandleFunc("POST /api/v1/runs/{run}/cancel", s.cancelRun)
+	mux.HandleFunc("GET /api/v1/runs/{run}/log", s.readLog)
+	mux.HandleFunc("GET /api/v1/runs/{run}/attempts/{n}/log", s.readLog)
+	mux.HandleFunc("POST /api/v1/workers/{worker}/disable", s.disableWorker)
+}
+
+func (s *Server) runOps() (RunControl, error) {
+	if s.runs == nil {
+		return nil, errs.E(errs.Unavailable, "", "run control is not configured on this server")
+	}
+	return s.runs, nil
+}
+
+func actorID(r *http.Request) string {
+	if tok, ok := r.Context().Value(tokenKey{}).(postgres.APIToken); ok {
+		return tok.ID
+	}
+	return "unknown"
+}
+
+func (s *Server) runNow(w http.ResponseWriter, r *http.Request) {
+	ops, err := s.runOps()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var req RunNowRequest
+	if err := s.decodeOptionalBody(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	key, err := idempotencyKey(r.Header.Get("Idempotency-Key"), req.IdempotencyKey)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	task, err := s.b.GetTask(r.Context(), r.PathValue("task"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := ops.RunNow(r.Context(), postgres.RunNowInput{TaskID: task.ID, IdempotencyKey: key,
+		RerunOf: req.RerunOf, Actor: actorID(r)})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	run, err := s.b.GetRun(r.Context(), res.RunID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v := RunView{RunRecord: run, Created: &res.Created}
+	status := http.StatusOK
+	if res.Created {
+		status = http.StatusCreated
+		w.Header().Set("Location", "/api/v1/runs/"+run.ID)
+	}
+	writeJSON(w, status, v)
+}
+
+// idempotencyKey picks the header or the body key (required: one of them);
+// both present must agree.
+func idempotencyKey(header, body string) (string, error) {
+	field, key := "Idempotency-Key", header
+	switch {
+	case header != "" && body != "" && header != body:
+		return "", errs.Invalidf("idempotencyKey", "differs from the Idempotency-Key header")
+	case header == "":
+		field, key = "idempotencyKey", body
+	}
+	if key == "" {
+		return "", errs.Invalidf("Idempotency-Key", "required: a client key (header or body idempotencyKey)")
+	}
+	if len(key) > maxIdempotencyKey {
+		return "", errs.Invalidf(field, "must be at most %d bytes, got %d", maxIdempotencyKey, len(key))
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x21 || key[i] > 0x7e {
+			return "", errs.Invalidf(field, "must be printable ASCII without spaces")
+		}
+	}
+	return key, nil
+}
+
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
+	ops, err := s.runOps()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var none struct{}
+	if err := s.decodeOptionalBody(w, r, &none); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out, err := ops.CancelRun(r.Context(), r.PathValue("run"), actorID(r))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	run, err := s.b.GetRun(r.Context(), r.PathValue("run"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if out == postgres.CancelAccepted {
+		status = http.StatusAccepted
+	}
+	writeJSON(w, status, RunView{RunRecord: run})
+}
+
+// runView adds the wait explanation to a Run that has not started.
+func (s *Server) runView(ctx context.Context, run postgres.RunRecord) (RunView, error) {
+	v := RunView{RunRecord: run}
+	if s.runs == nil {
+		return v, nil
+	}
+	switch run.Status {
+	case "created", "queued", "retry_wait":
+		wr, ok, err := s.runs.WaitReason(ctx, run.ID)
+		if err != nil {
+			return v, err
+		}
+		if ok {
+			v.Waiting = &wr
+		}
+	}
+	return v, nil
+}
+
+func (s *Server) disableWorker(w http.ResponseWriter, r *http.Request) {
+	if s.disable == nil {
+		s.fail(w, r, errs.E(errs.Unavailable, "", "worker control is not configured on this server"))
+		return
+	}
+	var none struct{}
+	if err := s.decodeOptionalBody(w, r, &none); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if _, err := s.disable(r.Context(), r.PathValue("worker")); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v, err := s.workerView(r.Context(), r.PathValue("worker"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// workerView is the worker with its newest session.
+func (s *Server) workerView(ctx context.Context, ref string) (WorkerView, error) {
+	wk, err := s.b.GetWorker(ctx, ref)
+	if err != nil {
+		return WorkerView{}, err
+	}
+	return s.withSession(ctx, wk)
+}
+
+func (s *Server) withSession(ctx context.Context, wk postgres.WorkerRecord) (WorkerView, error) {
+	v := WorkerView{WorkerRecord: wk}
+	if s.runs == nil {
+		return v, nil
+	}
+	sess, ok, err := s.runs.WorkerSession(ctx, wk.ID)
+	if err != nil {
+		return v, err
+	}
+	if ok {
+		v.Session = &sess
+	}
+	return v, nil
+}
+
+// Log reads. The headers are the edge API's (edge/httpapi/logs.go):
+// X-Log-Offset, X-Log-Next-Offset, X-Log-Size, X-Log-Complete,
+// X-Log-Truncated; with follow=1 the body streams until the stream is
+// complete (the Attempt ended or its eof was recorded) or the client goes
+// away, and the final values arrive as trailers.
+const (
+	defaultLogLimit    = 64 << 10
+	followPoll         = 250 * time.Millisecond
+	followWriteTimeout = 30 * time.Second
+	// maxFollow bounds one follow request; a client resumes at
+	// X-Log-Next-Offset.
+	maxFollow = time.Hour
+)
+
+func (s *Server) readLog(w http.ResponseWriter, r *http.Request) {
+	ops, err := s.runOps()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	attempt := 0
+	if n := r.PathValue("n"); n != "" {
+		attempt, err = strconv.Atoi(n)
+		if err != nil || attempt < 1 || attempt > 16 {
+			s.fail(w, r, errs.Invalidf("attempt", "must be an attempt number 1..16, got %.16q", n))
+			return
+		}
+	} else if v := q.Get("attempt"); v != "" {
+		attempt, err = strconv.Atoi(v)
+		if err != nil || attempt < 1 || attempt > 16 {
+			s.fail(w, r, errs.Invalidf("attempt", "must be an attempt number 1..16, got %.16q", v))
+			return
+		}
+	}
+	stream := q.Get("stream")
+	if stream == "" {
+		stream = "stdout"
+	}
+	offset, err := queryInt64(r, "offset", 0)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	limit := int64(defaultLogLimit)
+	if q.Get("limit") != "" {
+		if limit, err = queryInt64(r, "limit", 1); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	follow := false
+	switch q.Get("follow") {
+	case "", "0", "false":
+	case "1", "true":
+		follow = true
+	default:
+		s.fail(w, r, errs.Invalidf("follow", "must be 1 or 0"))
+		return
+	}
+	c, err := ops.ReadLog(r.Context(), r.PathValue("run"), attempt, stream, offset, limit)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Log-Offset", strconv.FormatInt(c.Offset, 10))
+	h.Set("X-Log-Attempt", strconv.Itoa(c.Attempt))
+	if !follow {
+		setLogHeaders(h, c)
+		h.Set("Content-Length", strconv.Itoa(len(c.Data)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(c.Data)
+		return
+	}
+	s.followLog(w, r, ops, c, stream)
+}
+
+func setLogHeaders(h http.Header, c postgres.LogRange) {
+	h.Set("X-Log-Next-Offset", strconv.FormatInt(c.NextOffset, 10))
+	h.Set("X-Log-Size", strconv.FormatInt(c.Stored, 10))
+	h.Set("X-Log-Complete", strconv.FormatBool(c.Complete))
+	h.Set("X-Log-Truncated", strconv.FormatBool(c.Truncated))
+}
+
+// followLog streams from the first range until the stream is complete. The
+// poll paces reads of the database; it decides nothing.
+func (s *Server) followLog(w http.ResponseWriter, r *http.Request, ops RunControl, c postgres.LogRange, stream string) {
+	ctx, cancel := context.WithTimeout(r.Context(), maxFollow)
+	defer cancel()
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	h := w.Header()
+	h.Set("Trailer", "X-Log-Complete, X-Log-Next-Offset, X-Log-Truncated, X-Log-Size")
+	w.WriteHeader(http.StatusOK)
+	for {
+		if len(c.Data) > 0 {
+			_ = rc.SetWriteDeadline(time.Now().Add(followWriteTimeout))
+			if _, err := w.Write(c.Data); err != nil {
+				return
+			}
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+		if c.Complete {
+			setLogHeaders(h, c)
+			return
+		}
+		if len(c.Data) == 0 {
+			t := time.NewTimer(followPoll)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		next, err := ops.ReadLog(ctx, r.PathValue("run"), c.Attempt, stream, c.NextOffset, defaultLogLimit)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.WarnContext(ctx, "log follow ended early", "run", r.PathValue("run"), "err", err)
+			}
+			return
+		}
+		c = next
+	}
+}

@@ -1,0 +1,200 @@
+package adminapi_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/ql3/ql3/controlplane/adminapi"
+	"github.com/ql3/ql3/controlplane/postgres"
+)
+
+// req sends a request with extra headers and returns the response.
+func (f fixture) req(method, path, body string, hdr map[string]string) *http.Response {
+	f.t.Helper()
+	r, err := http.NewRequest(method, f.url+path, strings.NewReader(body))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	r.Header.Set("Authorization", "Bearer "+f.token)
+	if body != "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		r.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// TestRunNowCancelAndWhyItWaits: run-now with an Idempotency-Key (same key
+// → same Run, other body → 409), the queued Run explains why it waits (no
+// live session, then a placement mismatch by category), cancel answers 202
+// then 200 with one run.cancel_requested, and the admin role itself still
+// cannot write runs.
+func TestRunNowCancelAndWhyItWaits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	var task adminapi.Task
+	mustStatus(t, "project", f.call("POST", "/api/v1/projects", `{"name":"p"}`, nil), 201)
+	mustStatus(t, "task", f.call("POST", "/api/v1/tasks", `{"project":"p","name":"t","spec":{"kind":"qinglong/command@v1",
+		"shell":{"command":"echo hi"},"placement":{"required":{"os":"linux"}}}}`, &task), 201)
+
+	var eb adminapi.ErrorBody
+	mustStatus(t, "run-now without a key", f.call("POST", "/api/v1/tasks/"+task.ID+"/runs", nil, &eb), 400)
+	resp := f.req("POST", "/api/v1/tasks/"+task.ID+"/runs", "", map[string]string{"Idempotency-Key": "k-1"})
+	mustStatus(t, "run-now", resp.StatusCode, 201)
+	var first adminapi.RunView
+	decode(t, resp, &first)
+	if first.Created == nil || !*first.Created || first.Status != "queued" || resp.Header.Get("Location") != "/api/v1/runs/"+first.ID {
+		t.Fatalf("run-now %+v", first)
+	}
+	resp = f.req("POST", "/api/v1/tasks/"+task.ID+"/runs", "", map[string]string{"Idempotency-Key": "k-1"})
+	mustStatus(t, "run-now again", resp.StatusCode, 200)
+	var again adminapi.RunView
+	decode(t, resp, &again)
+	if again.ID != first.ID || again.Created == nil || *again.Created {
+		t.Fatalf("run-now again %+v", again)
+	}
+	resp = f.req("POST", "/api/v1/tasks/"+task.ID+"/runs", `{"rerunOf":"`+first.ID+`"}`, map[string]string{"Idempotency-Key": "k-1"})
+	mustStatus(t, "same key, other body", resp.StatusCode, 409)
+
+	var got adminapi.RunView
+	mustStatus(t, "get", f.call("GET", "/api/v1/runs/"+first.ID, nil, &got), 200)
+	if got.Waiting == nil || got.Waiting.Reason != postgres.WaitNoLiveSession || len(got.Attempts) != 1 {
+		t.Fatalf("waiting %+v", got)
+	}
+	// A live session on the wrong OS: the Run is unplaceable, by category.
+	su := f.db.Conn(t)
+	var w postgres.WorkerRecord
+	mustStatus(t, "register", f.call("POST", "/api/v1/workers", `{"name":"w1"}`, &w), 201)
+	if _, err := su.Exec(ctx, `INSERT INTO ql3.worker_sessions (session_id, worker_id, generation, status, capacity,
+		capabilities, capabilities_digest, heartbeat_at_ms, lease_expires_at_ms, opened_at_ms, updated_at_ms)
+		SELECT gen_random_uuid(), $1::uuid, 1, 'online', 2, '{"os":"windows","arch":"amd64"}', sha256('x'), n, n + 60000, n, n
+		FROM (SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS n) x`, w.ID); err != nil {
+		t.Fatal(err)
+	}
+	mustStatus(t, "get", f.call("GET", "/api/v1/runs/"+first.ID, nil, &got), 200)
+	if got.Waiting == nil || got.Waiting.Reason != postgres.WaitPlacement || got.Waiting.Mismatch["os"] != 1 {
+		t.Fatalf("waiting %+v", got.Waiting)
+	}
+	var wv adminapi.WorkerView
+	mustStatus(t, "worker", f.call("GET", "/api/v1/workers/w1", nil, &wv), 200)
+	if wv.Session == nil || wv.Session.Capacity != 2 || wv.Session.Expired || wv.Session.Status != "online" {
+		t.Fatalf("worker %+v", wv)
+	}
+
+	resp = f.req("POST", "/api/v1/runs/"+first.ID+"/cancel", "", nil)
+	mustStatus(t, "cancel", resp.StatusCode, 202)
+	resp = f.req("POST", "/api/v1/runs/"+first.ID+"/cancel", "", nil)
+	mustStatus(t, "cancel again", resp.StatusCode, 200)
+	var cancelled adminapi.RunView
+	decode(t, resp, &cancelled)
+	if cancelled.Status != "cancelled" {
+		t.Fatalf("cancelled %+v", cancelled)
+	}
+	var n int
+	if err := su.QueryRow(ctx, `SELECT count(*) FROM ql3.run_events WHERE run_id = $1 AND type = 'run.cancel_requested'`,
+		first.ID).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d cancel_requested events (%v)", n, err)
+	}
+	if err := su.QueryRow(ctx, `SELECT count(*) FROM ql3.audit_log WHERE action = 'run.cancel' AND subject_id = $1`,
+		first.ID).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("%d cancel audit lines (%v)", n, err)
+	}
+
+	// The admin role reads runs but cannot write them; the port can.
+	admin := f.db.Pool(t, postgres.RoleAdmin)
+	if _, err := admin.Exec(ctx, `UPDATE ql3.runs SET priority = 1 WHERE run_id = $1`, first.ID); postgres.SQLState(err) != "42501" {
+		t.Fatalf("admin UPDATE runs: %v", err)
+	}
+	if _, err := admin.Exec(ctx, `INSERT INTO ql3.run_events (run_id, sequence, project_id, type, created_at_ms)
+		VALUES ($1, 99, $2, 'run.bogus', 1)`, first.ID, task.ProjectID); postgres.SQLState(err) != "42501" {
+		t.Fatalf("admin INSERT run_events: %v", err)
+	}
+
+	mustStatus(t, "disable", f.call("POST", "/api/v1/workers/w1/disable", nil, &wv), 200)
+	if wv.Status != "disabled" {
+		t.Fatalf("disabled %+v", wv)
+	}
+}
+
+// TestLogReadAndFollowEndsAtCompletion: a range read carries the edge's
+// headers; a follow streams what arrives and ends once the Attempt ended.
+func TestLogReadAndFollowEndsAtCompletion(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	var task adminapi.Task
+	mustStatus(t, "project", f.call("POST", "/api/v1/projects", `{"name":"p"}`, nil), 201)
+	mustStatus(t, "task", f.call("POST", "/api/v1/tasks", `{"project":"p","name":"t","spec":`+echoSpec+`}`, &task), 201)
+	resp := f.req("POST", "/api/v1/tasks/"+task.ID+"/runs", "", map[string]string{"Idempotency-Key": "log"})
+	mustStatus(t, "run-now", resp.StatusCode, 201)
+	var run adminapi.RunView
+	decode(t, resp, &run)
+	su := f.db.Conn(t)
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := su.Exec(ctx, sql, args...); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	// The Attempt runs and has written "hello\n" (what dispatch's log
+	// upload stores).
+	exec(`UPDATE ql3.attempts SET status = 'running', started_at_ms = created_at_ms WHERE run_id = $1`, run.ID)
+	exec(`UPDATE ql3.runs SET status = 'running' WHERE run_id = $1`, run.ID)
+	exec(`INSERT INTO ql3.run_log_chunks (run_id, attempt, stream, offset_bytes, project_id, data, created_at_ms)
+		VALUES ($1, 1, 'stdout', 0, $2, convert_to('hello'||chr(10), 'UTF8'), 1)`, run.ID, task.ProjectID)
+	exec(`INSERT INTO ql3.run_log_streams (run_id, attempt, stream, project_id, length_bytes, stored_bytes, created_at_ms, updated_at_ms)
+		VALUES ($1, 1, 'stdout', $2, 6, 6, 1, 1)`, run.ID, task.ProjectID)
+
+	resp = f.req("GET", "/api/v1/runs/"+run.ID+"/log?offset=1&limit=3", "", nil)
+	mustStatus(t, "range", resp.StatusCode, 200)
+	body, _ := io.ReadAll(resp.Body)
+	h := resp.Header
+	if string(body) != "ell" || h.Get("X-Log-Offset") != "1" || h.Get("X-Log-Next-Offset") != "4" ||
+		h.Get("X-Log-Size") != "6" || h.Get("X-Log-Complete") != "false" || h.Get("X-Log-Truncated") != "false" {
+		t.Fatalf("range %q %v", body, h)
+	}
+	var eb adminapi.ErrorBody
+	mustStatus(t, "bad stream", f.call("GET", "/api/v1/runs/"+run.ID+"/log?stream=stdin", nil, &eb), 400)
+	if eb.Field != "stream" {
+		t.Fatalf("error %+v", eb)
+	}
+
+	resp = f.req("GET", "/api/v1/runs/"+run.ID+"/attempts/1/log?follow=1", "", nil)
+	mustStatus(t, "follow", resp.StatusCode, 200)
+	br := bufio.NewReader(resp.Body)
+	line, err := br.ReadString('\n')
+	if err != nil || line != "hello\n" {
+		t.Fatalf("first line %q %v", line, err)
+	}
+	// More output, then the Attempt ends: the follow delivers it and ends.
+	exec(`INSERT INTO ql3.run_log_chunks (run_id, attempt, stream, offset_bytes, project_id, data, created_at_ms)
+		VALUES ($1, 1, 'stdout', 6, $2, convert_to('bye'||chr(10), 'UTF8'), 1)`, run.ID, task.ProjectID)
+	exec(`UPDATE ql3.run_log_streams SET length_bytes = 10, stored_bytes = 10, closed = true WHERE run_id = $1`, run.ID)
+	exec(`UPDATE ql3.attempts SET status = 'succeeded', finished_at_ms = started_at_ms + 1 WHERE run_id = $1`, run.ID)
+	rest, err := io.ReadAll(br)
+	if err != nil || string(rest) != "bye\n" {
+		t.Fatalf("rest %q %v", rest, err)
+	}
+	if resp.Trailer.Get("X-Log-Complete") != "true" || resp.Trailer.Get("X-Log-Next-Offset") != "10" {
+		t.Fatalf("trailers %v", resp.Trailer)
+	}
+}
+
+func decode(t *testing.T, resp *http.Response, v any) {
+	t.Helper()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
