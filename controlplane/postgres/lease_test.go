@@ -424,3 +424,44 @@ func TestCompletionAgainstTheStoredLog(t *testing.T) {
 		t.Errorf("log after the completion: %v, want conflict", err)
 	}
 }
+
+// TestCancelIntentStopsAtTheStartBarrier: with a cancel intent the starting
+// ACK answers cancel and leaves the Attempt claimed; the worker's cancelled
+// completion ends Attempt and Run cancelled without a start.
+func TestCancelIntentStopsAtTheStartBarrier(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, postgres.DispatchOptions{CancelGraceMs: 2000})
+	r := e.queue(e.revision(testSpec()), 0)
+	h := e.take(e.worker(linuxCaps(), 1))
+	e.exec(`UPDATE ql3.runs SET cancel_requested_at_ms = 1, cancel_reason = 'user' WHERE run_id = $1`, r.run)
+	if c := e.mustAck(h, protocol.AckStarting); c.Action != protocol.LeaseCancel || c.CancelGraceMs != 2000 {
+		t.Fatalf("starting under a cancel intent: %+v, want cancel with grace 2000", c)
+	}
+	if rs, as := e.status(r.run); rs != "dispatching" || as != "claimed" {
+		t.Fatalf("the barrier was passed: run %s attempt %s", rs, as)
+	}
+	cancelled := protocol.Completion{V: protocol.Version, LeaseRef: h.ref(), Status: run.AttemptCancelled,
+		ErrorClass: run.ErrorCancelledByUser, FinishedAtMs: 2}
+	if d, err := e.complete(h, cancelled); err != nil || d != protocol.Recorded {
+		t.Fatalf("cancelled start = %s, %v", d, err)
+	}
+	if rs, as := e.status(r.run); rs != "cancelled" || as != "cancelled" {
+		t.Errorf("run %s attempt %s, want cancelled/cancelled", rs, as)
+	}
+}
+
+// TestHeartbeatPastTheDeadlineCancels: renewal answers cancel once the
+// attempt's durable deadline has passed, before any sweeper acts.
+func TestHeartbeatPastTheDeadlineCancels(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, postgres.DispatchOptions{})
+	r := e.queue(e.revision(testSpec()), 0)
+	w := e.worker(linuxCaps(), 1)
+	h := e.take(w)
+	e.mustAck(h, protocol.AckStarting)
+	e.exec(`UPDATE ql3.attempts SET deadline_at_ms = 1 WHERE attempt_id = $1`, r.attempt)
+	controls, err := e.d.RenewForHeartbeat(e.ctx, w.p, w.session.String(), w.generation, []string{h.o.AttemptID})
+	if err != nil || len(controls) != 1 || controls[0].Action != protocol.LeaseCancel {
+		t.Fatalf("renewal past the deadline: %+v %v, want cancel", controls, err)
+	}
+}
