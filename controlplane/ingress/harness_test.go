@@ -67,6 +67,7 @@ type env struct {
 	now    time.Time
 
 	crlNumber int64
+	srvCA     *devpki.CA
 
 	respMu    sync.Mutex
 	responses []response // every answer, for the leak check
@@ -130,7 +131,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	logs := &syncBuffer{}
 	auth := postgres.NewWorkerAuth(ing)
 	e := &env{t: t, db: db, pub: postgres.NewPublisher(admin, postgres.PublisherOptions{}), ca: ca, dir: dir, log: logs,
-		leases: &fakeLeases{}, now: now, files: files, crlNumber: 1}
+		leases: &fakeLeases{}, now: now, files: files, crlNumber: 1, srvCA: serverCA}
 	var leases ingress.LeasePort
 	switch {
 	case opts.dispatch:
@@ -439,3 +440,5 @@ func (e *env) everything() string {
 	}
 	return b.String()
 }
+
+func (e *env) serverCA(t testing.TB) *devpki.CA { return e.srvCA }

@@ -173,3 +173,40 @@ func (e *env) writeCRL(ca *devpki.CA, revoked ...*x509.Certificate) {
 		e.t.Fatal(err)
 	}
 }
+
+// A new server certificate is served from the next handshake without a
+// new trust generation; a key file others may write is refused.
+func TestServerCertificateReload(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{})
+	w := e.worker("w")
+	serverCA := e.serverCA(t)
+	next, err := serverCA.IssueServer(devpki.Leaf{CommonName: "ingress-2", Hosts: []string{"127.0.0.1", "localhost"}, Validity: devpki.For(e.now, time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := next.WriteFiles(e.dir, "server"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.Reload(); err != nil || e.srv.TrustGeneration() != 1 {
+		t.Fatalf("server certificate reload: %v, generation %d", err, e.srv.TrustGeneration())
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(serverCA.Cert)
+	conn, err := tls.Dial("tcp", e.srv.Addr(), &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: roots, ServerName: "localhost", Certificates: []tls.Certificate{w.cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := conn.ConnectionState().PeerCertificates[0]
+	conn.Close()
+	if served.SerialNumber.Cmp(next.Cert.SerialNumber) != 0 {
+		t.Fatalf("served %s, want the reloaded certificate", served.Subject.CommonName)
+	}
+	if err := os.Chmod(e.files.KeyFile, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.srv.Reload(); err == nil || !strings.Contains(err.Error(), "writable") {
+		t.Fatalf("a world-writable key was accepted: %v", err)
+	}
+	e.open(e.client(w.cert), w) // the running context still serves
+}
