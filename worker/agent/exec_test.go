@@ -119,7 +119,7 @@ func TestCancelControlStopsGroupAndReportsCancelled(t *testing.T) {
 		t.Fatal("the cancel was never sent")
 	}
 	waitGroupGone(t, pgid) // real processes end in real time
-	if !h.drive(time.Second, 200, func() bool { return h.srvRun("run-1").Completion != nil }) {
+	if !h.driveUntil(time.Second, func() bool { return h.srvRun("run-1").Completion != nil }) {
 		t.Fatal("no completion after the cancel")
 	}
 	r := h.srvRun("run-1")
@@ -186,4 +186,81 @@ func sessionOf(h *harness) (id string, gen int64, st string) {
 		id, gen, st = i, g, string(status)
 	})
 	return
+}
+
+// A crash right after the spawn was journaled: the restarted worker never
+// spawns the attempt again, terminates its marked survivors and drops the
+// record, leaving the lease to lapse.
+func TestRestartTerminatesSurvivorsAndNeverRespawns(t *testing.T) {
+	runner := newExecRunner(t)
+	h := newHarness(t, runner)
+	h.srv.AddRun("run-1", "sleep 300 & sleep 300; wait", 600_000)
+	h.start(func(step string) error {
+		if step == "entry.started:dirsync" {
+			return errCrash
+		}
+		return nil
+	})
+	h.drive(time.Second, 100, func() bool {
+		select {
+		case err := <-h.done:
+			h.done <- err
+			return true
+		default:
+			return false
+		}
+	})
+	if err, ok := h.exited(); !ok || !errors.Is(err, errCrash) {
+		t.Fatalf("want the simulated crash, got %v", err)
+	}
+	j, err := journal.Open(h.state, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _, _ := j.Entries()
+	j.Close()
+	if len(entries) != 1 || entries[0].State != journal.Started {
+		t.Fatalf("journal after the crash: %+v", entries)
+	}
+	ident, err := executor.ParseIdentity(entries[0].Process)
+	if err != nil || !groupAlive(ident.PGID) {
+		t.Fatalf("the attempt's group should have survived the crash (%v)", err)
+	}
+	before := len(h.requestsTo(protocol.PathLeaseAck))
+	h.start(nil)
+	if !h.driveUntil(time.Second, func() bool { return journalEmptyWhileRunning(h) }) {
+		t.Fatal("the interrupted record was not settled")
+	}
+	waitGroupGone(t, ident.PGID)
+	if n := len(h.requestsTo(protocol.PathLeaseAck)); n != before {
+		t.Fatalf("the restarted worker acked the attempt again (%d acks after the restart)", n-before)
+	}
+	if c := h.srvRun("run-1").Completions; c != 0 {
+		t.Fatalf("a completion was sent for an attempt interrupted by a restart (%d)", c)
+	}
+}
+
+// Another registration replaced the session: the worker stops what that
+// session ran (every lease revoked) and opens a new session by itself.
+func TestReplacedSessionFencesAndReopens(t *testing.T) {
+	h := newHarness(t, newExecRunner(t))
+	fenced := make(chan string, 8)
+	h.cfg.Hooks.Fenced = func(_, reason string) { fenced <- reason }
+	h.srv.AddRun("run-1", "sleep 300", 600_000)
+	h.start(nil)
+	pgid := h.startedGroup("run-1")
+	h.srv.ReplaceSession() // generation 2, not ours
+	if !h.drive(time.Second, 100, func() bool { return len(fenced) > 0 }) {
+		t.Fatal("the replaced session's attempt was not fenced")
+	}
+	waitGroupGone(t, pgid) // real processes end in real time
+	if !h.driveUntil(time.Second, func() bool {
+		_, gen, _ := sessionOf(h)
+		return gen == 3
+	}) {
+		t.Fatal("the worker did not open a new session after being replaced")
+	}
+	if reason := <-fenced; reason != "revoked" && reason != "session_replaced" {
+		t.Fatalf("fence reason %q", reason)
+	}
 }

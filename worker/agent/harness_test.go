@@ -276,3 +276,23 @@ func (r *fakeRunner) release(key string) {
 		p.end(run.AttemptSucceeded, "")
 	}
 }
+
+// driveUntil is drive for conditions that wait on real processes (a group
+// that dies, an executor that settles): it keeps stepping until cond holds
+// or 15 s of real time passed, however many steps that takes.
+func (h *harness) driveUntil(step time.Duration, cond func() bool) bool {
+	h.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		if h.drive(step, 50, cond) {
+			return true
+		}
+		select {
+		case err := <-h.done:
+			h.done <- err
+			return cond()
+		default:
+		}
+	}
+	return cond()
+}

@@ -44,11 +44,16 @@ func TestCredentialAndCertRotationWithoutRestart(t *testing.T) {
 		t.Fatal("no heartbeat after the rotation")
 	}
 	var after []fakeingress.Request
+	h.srv.With(func(s *fakeingress.Server) { after = append(after, s.Requests()[mark:]...) })
+	// The server sees the close when its read returns: an event in real
+	// time, waited for with a bound.
 	closed := false
-	h.srv.With(func(s *fakeingress.Server) {
-		after = append(after, s.Requests()[mark:]...)
-		closed = s.Closed(before.Conn)
-	})
+	for deadline := time.Now().Add(5 * time.Second); !closed && time.Now().Before(deadline); {
+		h.srv.With(func(s *fakeingress.Server) { closed = s.Closed(before.Conn) })
+		if !closed {
+			time.Sleep(time.Millisecond)
+		}
+	}
 	first := after[0]
 	if !strings.Contains(first.Credential, "ql3w_cred-b_") || first.CertSerial == before.CertSerial || first.Conn == before.Conn {
 		t.Fatalf("first request after the rotation: credential %q serial %s conn %s (before: serial %s conn %s)",

@@ -114,6 +114,21 @@ func New(t testing.TB, pki *PKI, clk clock.Clock) *Server {
 	return s
 }
 
+// ReplaceSession opens a newer generation as if another process of the
+// same worker had registered: the live session becomes replaced.
+func (s *Server) ReplaceSession() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.live != "" {
+		s.release(s.live, s.gen)
+	}
+	s.gen++
+	s.live = "s-" + strconv.FormatInt(s.gen, 10)
+	s.sessions[s.live] = s.gen
+	s.status = protocol.SessionOnline
+	s.sessExp = s.Clk.Now().Add(SessionLease)
+}
+
 // URL is the base URL.
 func (s *Server) URL() string { return s.TS.URL }
 
@@ -270,6 +285,20 @@ func (s *Server) route(path string, body []byte, now time.Time) (int, []byte, ma
 		h, err := protocol.DecodeSessionHeartbeat(body)
 		if err != nil {
 			return 400, errBody("invalid"), nil
+		}
+		if gen, known := s.sessions[h.SessionID]; known && gen == h.Generation && h.SessionID != s.live {
+			// Replaced by a newer generation: offline, every lease revoked.
+			var controls []protocol.LeaseControl
+			for _, id := range h.RunningAttemptIDs {
+				controls = append(controls, revoke(s.byAttempt(id), id))
+			}
+			st := protocol.SessionState{SessionID: h.SessionID, Generation: h.Generation, Status: protocol.SessionOffline,
+				HeartbeatIntervalMs: Heartbeat.Milliseconds(), LeaseExpiresAtMs: now.UnixMilli(), Replaced: true, Controls: controls}
+			out, err := st.Encode()
+			if err != nil {
+				s.T.Errorf("fake: encode replaced state: %v", err)
+			}
+			return 200, out, nil
 		}
 		if h.SessionID != s.live || h.Generation != s.gen {
 			return 409, errBody("conflict"), nil
