@@ -50,18 +50,27 @@ fuzz:
 bench:
 	cd core && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
-# Static worker builds for the routers and boards it ships to.
+# Static worker builds for the routers and boards it ships to, stripped
+# (-s -w) and without the HTTP/2 client (the ingress speaks HTTP/1.1 over
+# one kept-alive TLS 1.3 connection). Prints a size table and fails when a
+# binary exceeds WORKER_MAX_BYTES (7.5 MiB; goals: mipsle ≤ 7 MiB, arm v7
+# ≤ 6.5 MiB, ADR 0020).
+WORKER_MAX_BYTES ?= 7864320
+WORKER_TAGS      ?= nethttpomithttp2
 cross:
 	@mkdir -p dist
-	cd worker && for t in linux/amd64 linux/arm64 linux/arm/7 linux/arm/5 linux/mipsle/softfloat linux/mips/softfloat; do \
+	@cd worker && for t in linux/amd64 linux/arm64 linux/arm/7 linux/arm/5 linux/mipsle/softfloat linux/mips/softfloat; do \
 		os=$${t%%/*}; rest=$${t#*/}; arch=$${rest%%/*}; sub=$${rest#*/}; [ "$$sub" = "$$rest" ] && sub=""; \
 		out=../dist/ql3-worker-$$os-$$arch$${sub:+-$$sub}; \
 		case $$arch in arm) env="GOARM=$$sub";; mips|mipsle) env="GOMIPS=$$sub";; *) env="";; esac; \
-		echo "== $$out"; env CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $$env $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$out ./cmd/ql3-worker || exit 1; \
+		env CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $$env $(GO) build -trimpath -tags '$(WORKER_TAGS)' -ldflags '$(LDFLAGS)' -o $$out ./cmd/ql3-worker || exit 1; \
 	done
+	@printf '%-40s %12s %9s\n' binary bytes MiB; fail=0; \
+	for f in dist/ql3-worker-*; do \
+		n=$$(wc -c < $$f); printf '%-40s %12d %9.2f\n' $$(basename $$f) $$n $$(echo "$$n/1048576" | bc -l); \
+		if [ $$n -gt $(WORKER_MAX_BYTES) ]; then echo "  ^ larger than $(WORKER_MAX_BYTES) bytes"; fail=1; fi; \
+	done; exit $$fail
 
-# run builds only the edge: the control plane (pgx) and the worker are not
-# needed to start it, and a cold build of all three took minutes.
 run: build-edge
 	./bin/ql3-edge serve --data-dir $(DATA_DIR) --listen $(LISTEN)
 

@@ -190,3 +190,26 @@ func TestReopenSessionAfterOutage(t *testing.T) {
 		t.Fatalf("run-1 spawned %d times", n)
 	}
 }
+
+// 401 answers (a credential mid-rotation) refuse nothing about the
+// request: the completion is retried, never dropped.
+func TestUnauthorizedIsRetriedNeverDropsTheCompletion(t *testing.T) {
+	r := newFakeRunner("out\n")
+	h := newHarness(t, r)
+	h.srv.With(func(s *fakeingress.Server) {
+		s.Refuse401[protocol.PathLeaseComplete] = 3
+		s.Refuse401[protocol.PathLeaseLog] = 2
+	})
+	h.srv.AddRun("run-1", "true", 600_000)
+	h.start(nil)
+	if !h.drive(time.Second, 300, func() bool { return journalEmptyAfter(h, "run-1") }) {
+		t.Fatal("run never settled")
+	}
+	got := h.srvRun("run-1")
+	if string(got.Log) != "out\n" || got.Completion == nil || got.Completion.Status != "succeeded" {
+		t.Fatalf("log %q completion %+v", got.Log, got.Completion)
+	}
+	if n := len(h.requestsTo(protocol.PathLeaseComplete)); n != 4 {
+		t.Fatalf("%d completion requests, want 3 refused + 1", n)
+	}
+}

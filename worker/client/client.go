@@ -11,11 +11,14 @@
 // talking under the old one.
 //
 // Outcomes are split three ways, because the worker's journal depends on
-// it: a 2xx (Response), a definite refusal (*StatusError with a 4xx other
-// than 408/429), and an unknown outcome (*UnknownError: transport failure,
-// timeout, 408, 429, 5xx, an oversized or unreadable answer). An unknown
-// outcome may have been applied by the server; callers retry the identical
-// request.
+// it: a 2xx (Response), a definite refusal (*StatusError: a 4xx the
+// authority decided on the request itself — invalid, not found, conflict,
+// too large), and a retryable outcome (*UnknownError: transport failure,
+// timeout, 5xx, an oversized or unreadable answer, which may have been
+// applied; and 401/403/408/421/429, which were not, but which say nothing
+// about the request — a credential mid-rotation, trust that changed, a
+// rate limit). Callers retry the identical request and never drop a
+// journal record on a retryable outcome.
 package client
 
 import (
@@ -273,13 +276,27 @@ func (c *Client) Post(ctx context.Context, path string, body []byte, maxResp int
 			return Response{}, &UnknownError{Status: resp.StatusCode, Err: fmt.Errorf("answer is larger than %d bytes", maxResp)}
 		}
 		return Response{Status: resp.StatusCode, Body: data, Header: resp.Header}, nil
-	case resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
-		return Response{}, &UnknownError{Status: resp.StatusCode, Err: errors.New(http.StatusText(resp.StatusCode))}
+	case retryableStatus(resp.StatusCode):
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		if resp.StatusCode == http.StatusMisdirectedRequest {
+			// Verified under trust that has since changed: reconnect.
+			c.Close()
+		}
+		return Response{}, &UnknownError{Status: resp.StatusCode, Err: fmt.Errorf("%s (%s)", http.StatusText(resp.StatusCode), errorCode(data))}
 	default:
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		return Response{}, &StatusError{Status: resp.StatusCode, Code: errorCode(data)}
 	}
+}
+
+// retryableStatus: answers that refuse nothing about the request itself.
+func retryableStatus(code int) bool {
+	switch code {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusRequestTimeout,
+		http.StatusMisdirectedRequest, http.StatusTooManyRequests:
+		return true
+	}
+	return code >= 500
 }
 
 // scrub drops the URL from a transport error (it is always the same

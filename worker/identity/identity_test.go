@@ -75,7 +75,7 @@ func TestCredentialNeverPrinted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.ID != "cred-a" || strings.Contains(c.String(), "0123456789abcdef") || !strings.HasPrefix(c.Header(), "Bearer ql3w_cred-a_") {
+	if c.ID != "cred-a" || strings.Contains(c.String(), "0123456789abcdef") || !strings.HasPrefix(c.Header(), "Worker ql3w_cred-a_") {
 		t.Fatalf("id %q string %q", c.ID, c.String())
 	}
 }

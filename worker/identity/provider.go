@@ -32,8 +32,9 @@ func (c Credential) String() string { return "ql3w_" + c.ID + "_[redacted]" }
 // LogValue keeps the secret out of structured logs.
 func (c Credential) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
-// Header is the Authorization header value.
-func (c Credential) Header() string { return "Bearer " + c.text }
+// Header is the Authorization header value: the ingress's "Worker" scheme
+// (controlplane/ingress).
+func (c Credential) Header() string { return "Worker " + c.text }
 
 // ParseCredential checks the shape ql3w_<id>_<secret>: a non-empty id of
 // [A-Za-z0-9-] and a secret of 32..128 [A-Za-z0-9]; surrounding whitespace

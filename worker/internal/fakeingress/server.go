@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,12 +82,13 @@ type Server struct {
 	BlackHole  map[string]bool // path → hang up without answering
 	Fail503    map[string]int  // path → answer 503 this many more times (-1: forever)
 	DropAnswer map[string]int  // path → apply, then hang up, this many more times
+	Refuse401  map[string]int  // path → answer 401 this many more times
 }
 
 // New starts a TLS 1.3 mTLS fake ingress whose certificates come from pki.
 func New(t testing.TB, pki *PKI, clk clock.Clock) *Server {
 	s := &Server{T: t, Clk: clk, sessions: map[string]int64{}, closed: map[string]bool{},
-		BlackHole: map[string]bool{}, Fail503: map[string]int{}, DropAnswer: map[string]int{}}
+		BlackHole: map[string]bool{}, Fail503: map[string]int{}, DropAnswer: map[string]int{}, Refuse401: map[string]int{}}
 	certPEM, keyPEM := pki.Issue(t, "ingress", true, pki.CA.NotBefore)
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
@@ -178,6 +180,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if s.BlackHole[r.URL.Path] {
 		s.mu.Unlock()
 		hangUp(w)
+		return
+	}
+	if n := s.Refuse401[r.URL.Path]; n > 0 || !strings.HasPrefix(req.Credential, "Worker ql3w_") {
+		if n > 0 {
+			s.Refuse401[r.URL.Path] = n - 1
+		}
+		s.mu.Unlock()
+		http.Error(w, `{"code":"unauthorized","message":"worker authentication failed"}`, http.StatusUnauthorized)
 		return
 	}
 	if n := s.Fail503[r.URL.Path]; n != 0 {
