@@ -36,8 +36,12 @@ const (
 func (c *Coordinator) Recover(ctx context.Context) (RecoveryReport, error) {
 	var rep RecoveryReport
 	failures := 0
+	// Retention is not recovery: it runs with the cadence, so a retention
+	// backlog never delays startup.
+	opts := c.cfg.Sweep
+	opts.DisableRetention = true
 	for rep.Passes < maxRecoveryPasses {
-		r, err := postgres.Sweep(ctx, c.db, c.cfg.Sweep)
+		r, err := postgres.Sweep(ctx, c.db, opts)
 		rep.Sweep.Add(r)
 		c.countSweep(r)
 		if err != nil {

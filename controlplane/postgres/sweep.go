@@ -56,6 +56,14 @@ type SweepOptions struct {
 	// SIGTERM → SIGKILL grace, by which time it has fenced itself. Default
 	// 10 s, at most 5 min.
 	CancelGrace time.Duration
+	// LogRetention, RunRetention and AuditRetention are the ages past which
+	// retention deletes the log chunks of finished Runs, finished Runs with
+	// everything of theirs, and audit rows (ADR 0016): defaults 7, 30 and
+	// 90 days; 1 h..10 years.
+	LogRetention, RunRetention, AuditRetention time.Duration
+	// DisableRetention skips the retention step (tests of the lifecycle
+	// alone; an operator who keeps everything uses MaxRetention instead).
+	DisableRetention bool
 }
 
 func (o SweepOptions) withDefaults() SweepOptions {
@@ -70,6 +78,15 @@ func (o SweepOptions) withDefaults() SweepOptions {
 	}
 	if o.CancelGrace == 0 {
 		o.CancelGrace = DefaultCancelGrace
+	}
+	if o.LogRetention == 0 {
+		o.LogRetention = DefaultLogRetention
+	}
+	if o.RunRetention == 0 {
+		o.RunRetention = DefaultRunRetention
+	}
+	if o.AuditRetention == 0 {
+		o.AuditRetention = DefaultAuditRetention
 	}
 	return o
 }
@@ -88,6 +105,17 @@ func (o SweepOptions) Validate() error {
 	case o.CancelGrace < 0 || o.CancelGrace > MaxCancelGrace || o.CancelGrace%time.Millisecond != 0:
 		return errs.Invalidf("cancelGrace", "must be whole milliseconds in 0..%v, got %v", MaxCancelGrace, o.CancelGrace)
 	}
+	for _, r := range []struct {
+		field string
+		d     time.Duration
+	}{{"logRetention", o.LogRetention}, {"runRetention", o.RunRetention}, {"auditRetention", o.AuditRetention}} {
+		if err := validRetention(r.field, r.d); err != nil {
+			return err
+		}
+	}
+	if o.LogRetention > o.RunRetention {
+		return errs.Invalidf("logRetention", "must not exceed runRetention (%v), got %v", o.RunRetention, o.LogRetention)
+	}
 	return nil
 }
 
@@ -104,6 +132,7 @@ type SweepReport struct {
 	Replaced      int // cancel intents set on older active Runs by a held one
 	TimedOut      int // cancel intents set by a passed durable deadline
 	Locked        int // candidates skipped: locked by another replica or a worker callback
+	Retention     RetentionReport
 	More          bool
 }
 
@@ -125,6 +154,9 @@ func (r *SweepReport) Add(o SweepReport) {
 	r.Replaced += o.Replaced
 	r.TimedOut += o.TimedOut
 	r.Locked += o.Locked
+	r.Retention.LogChunks += o.Retention.LogChunks
+	r.Retention.Runs += o.Retention.Runs
+	r.Retention.AuditRows += o.Retention.AuditRows
 	r.More = r.More || o.More
 }
 
@@ -158,7 +190,7 @@ var (
 	}
 )
 
-// Sweep runs one bounded pass over every kind, in order. It stops at the
+// Sweep runs one bounded pass over every kind, in order, then retention. It stops at the
 // first error (the caller reports it and skips that round's scheduling);
 // what committed before stays committed and is counted.
 func Sweep(ctx context.Context, db Acquirer, opts SweepOptions) (SweepReport, error) {
@@ -179,7 +211,13 @@ func Sweep(ctx context.Context, db Acquirer, opts SweepOptions) (SweepReport, er
 			return rep, err
 		}
 	}
-	return rep, nil
+	if opts.DisableRetention {
+		return rep, nil
+	}
+	ret, more, err := sweepRetention(ctx, db, opts)
+	rep.Retention = ret
+	rep.More = rep.More || more
+	return rep, err
 }
 
 func sweepLeases(ctx context.Context, db Acquirer, o SweepOptions) (SweepReport, error) {

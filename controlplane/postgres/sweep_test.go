@@ -5,10 +5,12 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/core/errs"
 )
 
 // TestSweeperReleasesExpiredUnstarted: an unstarted lease that expired puts
@@ -322,5 +324,63 @@ func TestRecoveryResolvesEveryState(t *testing.T) {
 				t.Fatalf("second pass changed %+v", rep)
 			}
 		})
+	}
+}
+
+// TestRetentionDeletesOldFinishedRuns: retention deletes the log chunks of
+// finished Runs past the log age, finished Runs past the run age with all
+// their rows, and old audit rows; recent and unfinished Runs, and a Run a
+// kept rerun points at, stay.
+func TestRetentionDeletesOldFinishedRuns(t *testing.T) {
+	f := newLifeFixture(t)
+	day := int64(24 * 3600 * 1000)
+	old, _ := f.run(t, lifeRun{status: "succeeded", attempt: "succeeded", lease: "completed"})
+	logOnly, _ := f.run(t, lifeRun{status: "failed", attempt: "failed"})
+	recent, _ := f.run(t, lifeRun{status: "succeeded", attempt: "succeeded"})
+	running, _ := f.run(t, lifeRun{status: "running", attempt: "running", lease: "live"})
+	referenced, _ := f.run(t, lifeRun{status: "succeeded", attempt: "succeeded"})
+	for _, id := range []any{old, logOnly, recent, running, referenced} {
+		f.exec(t, `INSERT INTO ql3.run_log_chunks (run_id, attempt, stream, offset_bytes, project_id, data, created_at_ms)
+			SELECT run_id, 1, 'stdout', 0, project_id, '\x41', `+nowSQL+` - $2::bigint FROM ql3.runs WHERE run_id = $1`, id, 8*day)
+		f.exec(t, `INSERT INTO ql3.run_events (run_id, sequence, project_id, type, created_at_ms)
+			SELECT run_id, 1, project_id, 'run.created', 1 FROM ql3.runs WHERE run_id = $1`, id)
+	}
+	f.exec(t, `UPDATE ql3.runs SET finished_at_ms = `+nowSQL+` - $2::bigint WHERE run_id = ANY($1::uuid[])`,
+		[]any{old, referenced}, 31*day)
+	f.exec(t, `UPDATE ql3.runs SET finished_at_ms = `+nowSQL+` - $2::bigint WHERE run_id = $1`, logOnly, 8*day)
+	rerun, _ := f.run(t, lifeRun{status: "succeeded", attempt: "succeeded"})
+	f.exec(t, `UPDATE ql3.runs SET origin = 'rerun', rerun_of_run_id = $2 WHERE run_id = $1`, rerun, referenced)
+	f.exec(t, `INSERT INTO ql3.audit_log (audit_id, at_ms, actor_kind, action, outcome)
+		VALUES (gen_random_uuid(), `+nowSQL+` - $1::bigint, 'system', 'test.old', 'ok'),
+		       (gen_random_uuid(), `+nowSQL+`, 'system', 'test.new', 'ok')`, 91*day)
+
+	rep := f.sweep(t)
+	if rep.Retention.Runs != 1 || rep.Retention.AuditRows != 1 || rep.Retention.LogChunks < 3 {
+		t.Fatalf("retention %+v", rep.Retention)
+	}
+	if n := f.count(t, `SELECT count(*) FROM ql3.runs WHERE run_id = $1`, old); n != 0 {
+		t.Fatal("old finished run kept")
+	}
+	for table, want := range map[string]int64{"attempts": 0, "run_events": 0, "run_leases": 0, "run_log_chunks": 0} {
+		if n := f.count(t, `SELECT count(*) FROM ql3.`+table+` WHERE run_id = $1`, old); n != want {
+			t.Fatalf("%d %s rows of the deleted run", n, table)
+		}
+	}
+	for _, id := range []any{logOnly, recent, running, referenced} {
+		if n := f.count(t, `SELECT count(*) FROM ql3.runs WHERE run_id = $1`, id); n != 1 {
+			t.Fatalf("run %v deleted", id)
+		}
+	}
+	if n := f.count(t, `SELECT count(*) FROM ql3.run_log_chunks WHERE run_id = ANY($1::uuid[])`, []any{logOnly, referenced}); n != 0 {
+		t.Fatalf("%d old log chunks of finished runs kept", n)
+	}
+	if n := f.count(t, `SELECT count(*) FROM ql3.run_log_chunks WHERE run_id = $1`, running); n != 1 {
+		t.Fatal("log of an unfinished run deleted")
+	}
+	if n := f.count(t, `SELECT count(*) FROM ql3.audit_log WHERE action LIKE 'test.%'`); n != 1 {
+		t.Fatalf("%d test audit rows left, want 1", n)
+	}
+	if err := (postgres.SweepOptions{LogRetention: 40 * 24 * time.Hour}).Validate(); errs.Field(err) != "logRetention" {
+		t.Fatalf("log retention beyond run retention: %v", err)
 	}
 }
