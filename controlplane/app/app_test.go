@@ -299,4 +299,44 @@ func TestEndToEnd(t *testing.T) {
 	if queued != 1 {
 		t.Fatalf("%d queued Runs of a forbid task, want 1", queued)
 	}
+
+	// The operator's run commands (issue 10): run-now is idempotent per
+	// key and, under forbid with a queued Run, admitted as skipped; show
+	// explains why the queued one waits; cancel stops it; logs of a Run
+	// that never ran print nothing; worker show has no session yet.
+	out, err = runCmd(t, cenv, "run", "now", "--task", task.ID, "--idempotency-key", "e2e-1")
+	var now adminapi.RunView
+	if err != nil || json.Unmarshal([]byte(out), &now) != nil || now.Created == nil || !*now.Created || now.Status != "cancelled" {
+		t.Fatalf("run now: %q %v", out, err)
+	}
+	out, err = runCmd(t, cenv, "run", "now", "--task", task.ID, "--idempotency-key", "e2e-1")
+	var nowAgain adminapi.RunView
+	if err != nil || json.Unmarshal([]byte(out), &nowAgain) != nil || nowAgain.ID != now.ID || *nowAgain.Created {
+		t.Fatalf("run now again: %q %v", out, err)
+	}
+	var queuedID string
+	for _, r := range runs.Items {
+		if r.Status == "queued" {
+			queuedID = r.ID
+		}
+	}
+	out, err = runCmd(t, cenv, "run", "show", "--id", queuedID)
+	if err != nil || !strings.Contains(out, `"reason": "no_live_session"`) {
+		t.Fatalf("run show: %q %v", out, err)
+	}
+	if out, err = runCmd(t, cenv, "run", "logs", "--id", queuedID); err != nil || out != "" {
+		t.Fatalf("run logs: %q %v", out, err)
+	}
+	if out, err = runCmd(t, cenv, "run", "cancel", "--id", queuedID); err != nil || !strings.Contains(out, `"status": "cancelled"`) {
+		t.Fatalf("run cancel: %q %v", out, err)
+	}
+	if out, err = runCmd(t, cenv, "run", "logs", "-f", "--id", queuedID); err != nil || out != "" {
+		t.Fatalf("run logs -f of a cancelled run: %q %v", out, err)
+	}
+	if out, err = runCmd(t, cenv, "run", "list", "--task", task.ID, "--status", "cancelled", "--limit", "5"); err != nil || !strings.Contains(out, queuedID) {
+		t.Fatalf("run list: %q %v", out, err)
+	}
+	if out, err = runCmd(t, cenv, "worker", "show", "--id", "edge-1"); err != nil || strings.Contains(out, `"session"`) {
+		t.Fatalf("worker show: %q %v", out, err)
+	}
 }

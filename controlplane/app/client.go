@@ -34,6 +34,7 @@ type cmdArgs struct {
 	expectedRevision                            int64
 	disabled                                    bool
 	ttl                                         time.Duration
+	run                                         runArgs // run commands (runcmd.go)
 }
 
 // clientTimeout bounds one admin API request.

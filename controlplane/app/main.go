@@ -91,7 +91,11 @@ func commands() map[string]command {
 		}
 		cmds[name] = c
 	}
-	for name, c := range clientCommands() {
+	client := clientCommands()
+	for name, c := range lifecycleCommands() {
+		client[name] = c
+	}
+	for name, c := range client {
 		if c.scope == 0 {
 			c.scope = forClient
 		}
