@@ -102,8 +102,11 @@ type Request struct {
 	TaskName     string
 	ScheduledFor time.Time
 	Spec         Spec
-	// Output receives stdout and stderr interleaved. Its Write must not
-	// block for long; errors are ignored (the pipe is drained regardless).
+	// Output receives stdout and stderr merged, in the order the attempt
+	// wrote them (one pipe for both), from one goroutine, in chunks of at
+	// most 32 KiB. Its Write must not block for long; errors are ignored
+	// (the pipe is drained regardless). Nothing is buffered here: wrap the
+	// sink (a log file, a spool) in a CapWriter for the size cap.
 	Output io.Writer
 }
 
