@@ -45,8 +45,11 @@ func logsCmd(ctx context.Context, env Env, args []string) error {
 	if !*follow {
 		return printLog(ctx, env.Stdout, c, r.ID, n, cf)
 	}
+	// offset is how much of attempt n was printed: following the same
+	// attempt again (it ended before the Run did) continues from there.
+	var offset int64
 	for {
-		if err := followLog(ctx, env.Stdout, c, r.ID, n); err != nil {
+		if offset, err = followLog(ctx, env.Stdout, c, r.ID, n, offset); err != nil {
 			return err
 		}
 		if *attempt != 0 {
@@ -67,7 +70,7 @@ func logsCmd(ctx context.Context, env Env, args []string) error {
 			}
 			continue
 		}
-		n = r.AttemptCount
+		n, offset = r.AttemptCount, 0
 		fmt.Fprintf(env.Stderr, "--- attempt %d ---\n", n)
 	}
 }
@@ -110,36 +113,36 @@ func printLog(ctx context.Context, w io.Writer, c *Client, runID string, n int, 
 	}
 }
 
-// followLog streams one attempt's log until the server reports it complete.
-// A stream that breaks off (server restart) resumes from the last byte.
-func followLog(ctx context.Context, w io.Writer, c *Client, runID string, n int) error {
-	var offset int64
+// followLog streams one attempt's log from offset until the server reports
+// it complete and returns the offset reached. A stream that breaks off
+// (server restart) resumes from the last byte.
+func followLog(ctx context.Context, w io.Writer, c *Client, runID string, n int, offset int64) (int64, error) {
 	for tries := 0; ; tries++ {
 		q := url.Values{"offset": {strconv.FormatInt(offset, 10)}, "follow": {"1"}}
 		resp, err := c.send(ctx, request{method: http.MethodGet, path: logPath(runID, n), query: q})
 		if err != nil {
-			return err
+			return offset, err
 		}
 		got, cerr := io.Copy(w, resp.Body)
 		resp.Body.Close()
 		offset += got
 		if cerr == nil && resp.Trailer.Get("X-Log-Complete") == "true" {
-			return nil
+			return offset, nil
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return offset, ctx.Err()
 		}
 		if tries >= 3 && got == 0 {
 			if cerr != nil {
-				return fmt.Errorf("following the log of run %s attempt %d: %w", runID, n, cerr)
+				return offset, fmt.Errorf("following the log of run %s attempt %d: %w", runID, n, cerr)
 			}
-			return fmt.Errorf("following the log of run %s attempt %d: the stream ended before the log was complete", runID, n)
+			return offset, fmt.Errorf("following the log of run %s attempt %d: the stream ended before the log was complete", runID, n)
 		}
 		if got > 0 {
 			tries = 0
 		}
 		if err := sleepCtx(ctx, waitPoll); err != nil {
-			return err
+			return offset, err
 		}
 	}
 }
