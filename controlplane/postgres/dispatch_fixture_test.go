@@ -26,7 +26,7 @@ import (
 // the ingress or admission would write (sessions, queued Runs) are seeded
 // as the superuser; everything under test runs on the runtime role.
 type dispatchEnv struct {
-	t        *testing.T
+	t        testing.TB
 	ctx      context.Context
 	db       *pgtest.DB
 	su       *pgx.Conn
@@ -41,7 +41,7 @@ type dispatchEnv struct {
 
 const dbNow = `(extract(epoch FROM clock_timestamp()) * 1000)::bigint`
 
-func newDispatchEnv(t *testing.T, opts postgres.DispatchOptions) *dispatchEnv {
+func newDispatchEnv(t testing.TB, opts postgres.DispatchOptions) *dispatchEnv {
 	t.Helper()
 	e := &dispatchEnv{t: t, ctx: context.Background(), db: pgtest.NewDB(t)}
 	e.su = e.db.Conn(t)
@@ -188,7 +188,7 @@ func (e *dispatchEnv) replace(w *dispatchWorker) {
 		FROM ql3.worker_sessions, (SELECT `+dbNow+` AS n) x WHERE session_id = $2`, w.session, old, w.generation)
 }
 
-func newToken(t *testing.T) fence.LeaseToken {
+func newToken(t testing.TB) fence.LeaseToken {
 	t.Helper()
 	tok, err := fence.NewLeaseToken(rand.Reader)
 	if err != nil {
@@ -198,7 +198,7 @@ func newToken(t *testing.T) fence.LeaseToken {
 }
 
 // pullReq is a fresh pull of w (new offer id, new token).
-func (w *dispatchWorker) pullReq(t *testing.T) protocol.OfferPullRequest {
+func (w *dispatchWorker) pullReq(t testing.TB) protocol.OfferPullRequest {
 	return protocol.OfferPullRequest{V: protocol.Version, SessionID: w.session.String(), Generation: w.generation,
 		OfferID: uuid.Must(uuid.NewV7()).String(), LeaseToken: newToken(t)}
 }
