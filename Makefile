@@ -67,7 +67,7 @@ cross:
 	done
 	@printf '%-40s %12s %9s\n' binary bytes MiB; fail=0; \
 	for f in dist/ql3-worker-*; do \
-		n=$$(wc -c < $$f); printf '%-40s %12d %9.2f\n' $$(basename $$f) $$n $$(echo "$$n/1048576" | bc -l); \
+		n=$$(wc -c < $$f); printf '%-40s %12d %9.2f\n' $$(basename $$f) $$n $$(awk "BEGIN{print $$n/1048576}"); \
 		if [ $$n -gt $(WORKER_MAX_BYTES) ]; then echo "  ^ larger than $(WORKER_MAX_BYTES) bytes"; fail=1; fi; \
 	done; exit $$fail
 

@@ -337,7 +337,10 @@ func (a *Agent) upload(ctx context.Context, at *attempt, final bool) bool {
 	if at.eofDone || at.logsGaveUp {
 		return true
 	}
-	for range chunksPerTick {
+	for i := range chunksPerTick {
+		if i > 0 && a.sess != nil && !a.cfg.Clock.Now().Before(a.sess.nextBeat) {
+			return false // the heartbeat goes first; the upload resumes next pass
+		}
 		size, _ := at.sp.state()
 		n := int(min(int64(len(a.buf)), size-at.uploaded))
 		n = max(n, 0)

@@ -28,9 +28,10 @@ const (
 	pullBackoffBase    = time.Second
 	maxLogBytes        = 1 << 30
 	maxIdlePause       = 60 * time.Second
-	// chunksPerTick bounds log upload per cadence so heartbeats keep their
-	// pace on a slow link (8 × 32 KiB).
-	chunksPerTick = 8
+	// chunksPerTick bounds log upload per pass (64 × 32 KiB = 2 MiB); a
+	// pass also yields as soon as a heartbeat is due, so renewals keep
+	// their pace on a slow link.
+	chunksPerTick = 64
 )
 
 // Config is what the agent needs; app builds it from flags, QL3_* and the

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -96,6 +97,13 @@ func run(version string, cfg Config, set Settings, log *slog.Logger) error {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 
+	// A router has 64–256 MiB for everything: unless the operator set
+	// GOMEMLIMIT, the router profile asks the GC to keep the Go heap near
+	// routerMemoryLimit (a soft limit: a larger live heap still works, the
+	// GC just runs more often). Measured in scripts/bench/worker.sh.
+	if os.Getenv("GOMEMLIMIT") == "" && (cfg.Profile == "" || cfg.Profile == "router") {
+		debug.SetMemoryLimit(routerMemoryLimit)
+	}
 	ident, err := identity.NewProvider(identity.Paths{
 		Credential: cfg.CredentialFile, Cert: cfg.CertFile, Key: cfg.KeyFile, CABundle: cfg.CAFile,
 	}, log)
@@ -162,6 +170,9 @@ func run(version string, cfg Config, set Settings, log *slog.Logger) error {
 	}
 	return err
 }
+
+// routerMemoryLimit is the router profile's default soft memory limit.
+const routerMemoryLimit = 6 << 20
 
 // agentVersion is printable ASCII ≤ 64 bytes for SessionOpen.
 func agentVersion(v string) string {

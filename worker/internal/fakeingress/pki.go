@@ -17,9 +17,18 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"testing"
 	"time"
 )
+
+// TB is the part of testing.TB the fake uses, so the benchmark's fake
+// server binary can provide it too.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Errorf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+}
 
 // PKI is a test CA with a server and client certificates.
 type PKI struct {
@@ -30,7 +39,7 @@ type PKI struct {
 }
 
 // NewPKI makes a P-256 CA valid from notBefore for a day.
-func NewPKI(t testing.TB, notBefore time.Time) *PKI {
+func NewPKI(t TB, notBefore time.Time) *PKI {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -51,7 +60,7 @@ func NewPKI(t testing.TB, notBefore time.Time) *PKI {
 
 // Issue returns a PEM certificate and key for cn (server when server is
 // true: 127.0.0.1 and localhost as names).
-func (p *PKI) Issue(t testing.TB, cn string, server bool, notBefore time.Time) (certPEM, keyPEM []byte) {
+func (p *PKI) Issue(t TB, cn string, server bool, notBefore time.Time) (certPEM, keyPEM []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -89,7 +98,7 @@ type IdentityFiles struct {
 }
 
 // WriteIdentity writes credential, a new client certificate and the CA.
-func (p *PKI) WriteIdentity(t testing.TB, credential string) IdentityFiles {
+func (p *PKI) WriteIdentity(t TB, credential string) IdentityFiles {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "identity")
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -107,7 +116,7 @@ func (p *PKI) WriteIdentity(t testing.TB, credential string) IdentityFiles {
 
 // Replace writes data to path atomically (temp + rename), as a rotation
 // agent would.
-func Replace(t testing.TB, path string, data []byte, mode os.FileMode) {
+func Replace(t TB, path string, data []byte, mode os.FileMode) {
 	t.Helper()
 	tmp := path + ".new"
 	if err := os.WriteFile(tmp, data, mode); err != nil {

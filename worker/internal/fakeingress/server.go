@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/ql3/ql3/core/canonjson"
@@ -65,7 +64,7 @@ type Request struct {
 
 // Server is the fake ingress.
 type Server struct {
-	T   testing.TB
+	T   TB
 	Clk clock.Clock
 	TS  *httptest.Server
 
@@ -79,14 +78,16 @@ type Server struct {
 	requests []Request
 	closed   map[string]bool // connections closed (remote addr)
 	// Knobs.
-	BlackHole  map[string]bool // path → hang up without answering
-	Fail503    map[string]int  // path → answer 503 this many more times (-1: forever)
-	DropAnswer map[string]int  // path → apply, then hang up, this many more times
-	Refuse401  map[string]int  // path → answer 401 this many more times
+	BlackHole   map[string]bool                            // path → hang up without answering
+	Fail503     map[string]int                             // path → answer 503 this many more times (-1: forever)
+	HeartbeatMs int64                                      // interval the fake asks for; 0 → Heartbeat
+	Log         func(path string, status int, body []byte) // called per answered request (benchmarks)
+	DropAnswer  map[string]int                             // path → apply, then hang up, this many more times
+	Refuse401   map[string]int                             // path → answer 401 this many more times
 }
 
 // New starts a TLS 1.3 mTLS fake ingress whose certificates come from pki.
-func New(t testing.TB, pki *PKI, clk clock.Clock) *Server {
+func New(t TB, pki *PKI, clk clock.Clock) *Server {
 	s := &Server{T: t, Clk: clk, sessions: map[string]int64{}, closed: map[string]bool{},
 		BlackHole: map[string]bool{}, Fail503: map[string]int{}, DropAnswer: map[string]int{}, Refuse401: map[string]int{}}
 	certPEM, keyPEM := pki.Issue(t, "ingress", true, pki.CA.NotBefore)
@@ -200,6 +201,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sweep(now)
 	status, out, hdr := s.route(r.URL.Path, body, now)
+	if s.Log != nil {
+		s.Log(r.URL.Path, status, body)
+	}
 	drop := false
 	if n := s.DropAnswer[r.URL.Path]; n > 0 {
 		s.DropAnswer[r.URL.Path] = n - 1
@@ -268,7 +272,7 @@ func (s *Server) release(id string, gen int64) {
 
 func (s *Server) state(now time.Time, controls []protocol.LeaseControl) []byte {
 	st := protocol.SessionState{SessionID: s.live, Generation: s.gen, Status: s.status,
-		HeartbeatIntervalMs: Heartbeat.Milliseconds(), LeaseExpiresAtMs: s.sessExp.UnixMilli(), Controls: controls}
+		HeartbeatIntervalMs: s.heartbeatMs(), LeaseExpiresAtMs: s.sessExp.UnixMilli(), Controls: controls}
 	out, err := st.Encode()
 	if err != nil {
 		s.T.Errorf("fake: encode state: %v", err)
@@ -489,6 +493,13 @@ func (s *Server) offer(r *Run) []byte {
 
 // JSON is a debugging helper.
 func JSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+func (s *Server) heartbeatMs() int64 {
+	if s.HeartbeatMs > 0 {
+		return s.HeartbeatMs
+	}
+	return Heartbeat.Milliseconds()
+}
 
 // revoke builds the "this session no longer holds that lease" control.
 func revoke(r *Run, id string) protocol.LeaseControl {
