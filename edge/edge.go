@@ -219,8 +219,9 @@ type RunFilter struct {
 	TaskID    string
 	TriggerID string
 	Statuses  []run.RunStatus
-	Limit     int    // 0 → DefaultPageSize; max MaxPageSize
-	Cursor    string // NextCursor of the previous page
+	Origin    RunOrigin // "" → any
+	Limit     int       // 0 → DefaultPageSize; max MaxPageSize
+	Cursor    string    // NextCursor of the previous page
 }
 
 // RunPage is one page of ListRuns.

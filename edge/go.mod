@@ -40,3 +40,8 @@ replace github.com/ql3/ql3/scripts => ../scripts
 require github.com/ql3/ql3/worker v0.0.0
 
 replace github.com/ql3/ql3/worker => ../worker
+
+// The web panel's assets, sessions and schedule preview (stdlib + core).
+require github.com/ql3/ql3/panel v0.0.0
+
+replace github.com/ql3/ql3/panel => ../panel

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/panel"
 )
 
 // statusRecorder remembers the status for the access log and forwards
@@ -67,7 +68,7 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 			writeError(rec, r, s.log, err)
 			return
 		}
-		if !isOpenPath(r.URL.Path) {
+		if !isOpenPath(r.URL.Path) && !s.sessionAllows(r) {
 			if err := s.auth.check(r); err != nil {
 				rec.Header().Set("WWW-Authenticate", `Bearer realm="ql3-edge"`)
 				writeError(rec, r, s.log, err)
@@ -104,10 +105,11 @@ func (s *Server) requestPolicy(r *http.Request) error {
 	return nil
 }
 
-// isOpenPath lists what needs no credential: health probes and the static
-// panel page (which itself only calls the read API).
+// isOpenPath lists what needs no credential: health probes, the panel's
+// static files (they hold no data; the API calls they make do) and the
+// session endpoints (sign-in checks the token itself).
 func isOpenPath(p string) bool {
-	return p == "/healthz" || p == "/readyz" || p == "/"
+	return p == "/healthz" || p == "/readyz" || panel.IsAssetPath(p) || p == panel.SessionPath
 }
 
 func (s *Server) now() time.Time { return s.clock() }

@@ -1,26 +1,43 @@
 package httpapi
 
 import (
-	_ "embed"
+	"context"
+	"crypto/subtle"
 	"net/http"
+
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/panel"
 )
 
-// panelHTML is the read-only web panel: one static page that lists tasks
-// and recent runs through the JSON API. It holds no data itself, so serving
-// it needs no credential; the API calls it makes follow the Auth rules (on a
-// loopback listener reads need no token; elsewhere the page asks for one and
-// keeps it in the tab's sessionStorage only).
-//
-//go:embed panel/index.html
-var panelHTML []byte
+// The web panel (module panel, ADR 0026): its page and files at / and
+// /panel/, the session endpoints (sign in with the admin token → an
+// HttpOnly SameSite=Strict cookie, ADR 0027) and the schedule preview.
+func (s *Server) panelRoutes(mux *http.ServeMux) {
+	panel.Routes(mux)
+	api := &panel.SessionAPI{Sessions: s.sessions, Server: "ql3-edge", AuthDisabled: s.auth.Disabled,
+		Verify: func(_ context.Context, token string) (string, error) {
+			if len(token) > maxTokenLength {
+				return "", errs.E(errs.Unauthorized, "token", "invalid token")
+			}
+			d := DigestToken(token)
+			if subtle.ConstantTimeCompare(d[:], s.auth.Digest[:]) != 1 {
+				return "", errs.E(errs.Unauthorized, "token", "invalid token")
+			}
+			return "", nil // the edge has one admin token: the session itself is the proof
+		}}
+	api.Routes(mux)
+	mux.HandleFunc("GET "+panel.PreviewPath, panel.PreviewHandler(s.now))
+}
 
-func (s *Server) panel(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(panelHTML)
+// sessionAllows reports whether the request is authorized by a panel
+// session cookie: no Authorization header (a presented token is always
+// checked), a live session, and a change only from this origin's page.
+func (s *Server) sessionAllows(r *http.Request) bool {
+	if r.Header.Get("Authorization") != "" {
+		return false
+	}
+	if _, ok := s.sessions.Lookup(r); !ok {
+		return false
+	}
+	return panel.CookieMayAuthorize(r)
 }

@@ -32,6 +32,13 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		}
 		f.TaskID = t.ID
 	}
+	switch o := edge.RunOrigin(q.Get("origin")); o {
+	case "", edge.OriginSchedule, edge.OriginManual:
+		f.Origin = o
+	default:
+		writeError(w, r, s.log, errs.Invalidf("origin", "must be %s or %s, got %.32q", edge.OriginSchedule, edge.OriginManual, string(o)))
+		return
+	}
 	if v := q.Get("status"); v != "" {
 		for _, part := range strings.Split(v, ",") {
 			st, err := run.ParseRunStatus(strings.TrimSpace(part))

@@ -4,6 +4,11 @@
 // Routes (all under /api/v1 except health and the panel):
 //
 //	GET    /healthz, /readyz
+//	GET    /, /panel/app.js, /panel/app.css            the web panel (module panel)
+//	GET    /api/v1/session                             {signedIn, server, authRequired}
+//	POST   /api/v1/session                             sign in {token} → HttpOnly session cookie
+//	DELETE /api/v1/session                             sign out
+//	GET    /api/v1/schedule/preview                    (?expression=&timeZone=&count=&afterMs=)
 //	GET    /api/v1/tasks                                list (?limit=&cursor=&deleted=1)
 //	POST   /api/v1/tasks                                create (spec + optional triggers)
 //	GET    /api/v1/tasks/{task}                         one task with its triggers
@@ -17,7 +22,7 @@
 //	PUT    /api/v1/tasks/{task}/triggers/{trigger}      update (expectedRevision) → new revision
 //	DELETE /api/v1/tasks/{task}/triggers/{trigger}
 //	POST   /api/v1/tasks/{task}/runs                    run now (Idempotency-Key header or body)
-//	GET    /api/v1/runs                                 list (?task=&trigger=&status=a,b&limit=&cursor=)
+//	GET    /api/v1/runs                                 list (?task=&trigger=&status=a,b&origin=&limit=&cursor=)
 //	GET    /api/v1/runs/{run}                           one run with its attempts
 //	GET    /api/v1/runs/{run}/events                    (?after=&limit=)
 //	POST   /api/v1/runs/{run}/cancel
@@ -37,6 +42,7 @@ import (
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/clock"
 	"github.com/ql3/ql3/edge/logstore"
+	"github.com/ql3/ql3/panel"
 )
 
 // Config wires a Server.
@@ -51,6 +57,8 @@ type Config struct {
 	// DefaultGraceMs is the misfire grace of triggers created or updated
 	// without one; 0 means schedule.DefaultEdgeGraceMs.
 	DefaultGraceMs int64
+	// Sessions holds the panel's browser sessions; nil means a fresh table.
+	Sessions *panel.Sessions
 	// Ready reports whether the process can serve (store open, scheduler
 	// and runner started); nil means always ready.
 	Ready func(ctx context.Context) error
@@ -58,16 +66,17 @@ type Config struct {
 
 // Server is the HTTP handler of the API.
 type Server struct {
-	store   edge.Store
-	logs    *logstore.Store
-	auth    Auth
-	log     *slog.Logger
-	clock   func() time.Time
-	maxBody int
-	version string
-	ready   func(ctx context.Context) error
-	grace   int64
-	handler http.Handler
+	store    edge.Store
+	logs     *logstore.Store
+	auth     Auth
+	log      *slog.Logger
+	clock    func() time.Time
+	maxBody  int
+	version  string
+	ready    func(ctx context.Context) error
+	grace    int64
+	sessions *panel.Sessions
+	handler  http.Handler
 }
 
 // New returns the API handler.
@@ -84,6 +93,10 @@ func New(cfg Config) *Server {
 		c = clock.Real{}
 	}
 	s.clock = c.Now
+	s.sessions = cfg.Sessions
+	if s.sessions == nil {
+		s.sessions = panel.NewSessions(0, 0, s.clock)
+	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
@@ -99,7 +112,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.HandleFunc("GET /{$}", s.panel)
+	s.panelRoutes(mux)
 
 	mux.HandleFunc("GET /api/v1/tasks", s.listTasks)
 	mux.HandleFunc("POST /api/v1/tasks", s.createTask)

@@ -39,6 +39,10 @@ func (s *Store) ListRuns(ctx context.Context, f edge.RunFilter) (edge.RunPage, e
 		where = append(where, "r.trigger_id = ?")
 		args = append(args, f.TriggerID)
 	}
+	if f.Origin != "" {
+		where = append(where, "r.origin = ?")
+		args = append(args, string(f.Origin))
+	}
 	if len(f.Statuses) > maxStatusFilters {
 		return edge.RunPage{}, errs.Invalidf("status", "at most %d statuses, got %d", maxStatusFilters, len(f.Statuses))
 	}

@@ -1,0 +1,61 @@
+// Package panel is the web panel both ql3-edge and ql3-control serve: one
+// set of embedded assets (a static page, a stylesheet and a few KiB of
+// vanilla JavaScript driving the JSON API), the browser session that turns
+// the admin token into an HttpOnly cookie, and the schedule preview
+// endpoint. It links the standard library and core only, so the edge does
+// not link pgx and the control plane does not link SQLite (ADR 0026).
+package panel
+
+import (
+	"embed"
+	"net/http"
+	"strings"
+)
+
+// The assets: index.html (the page), app.js, app.css.
+//
+//go:embed assets/index.html assets/app.js assets/app.css
+var assets embed.FS
+
+// CSP is the Content-Security-Policy of every panel response: script and
+// style from the server's own origin only (no inline code, no eval), API
+// calls to the same origin, no frames, no plugins, no foreign forms.
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// IsAssetPath reports whether p is served by Assets (and so needs no
+// credential: the page holds no data, the API calls it makes do).
+func IsAssetPath(p string) bool {
+	return p == "/" || strings.HasPrefix(p, "/panel/")
+}
+
+// Routes registers the page at "GET /{$}" and its files at
+// "GET /panel/{file}" on mux.
+func Routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /{$}", serveFile("assets/index.html", "text/html; charset=utf-8"))
+	mux.HandleFunc("GET /panel/app.js", serveFile("assets/app.js", "text/javascript; charset=utf-8"))
+	mux.HandleFunc("GET /panel/app.css", serveFile("assets/app.css", "text/css; charset=utf-8"))
+}
+
+func serveFile(name, contentType string) http.HandlerFunc {
+	body, err := assets.ReadFile(name)
+	if err != nil {
+		panic("panel: missing embedded asset " + name) // a build error, caught by every test
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		SecurityHeaders(w.Header())
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
+	}
+}
+
+// SecurityHeaders sets the headers every panel response carries.
+func SecurityHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", CSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+}
