@@ -1,47 +1,133 @@
 #!/usr/bin/env bash
 # Runs every Go fuzz target in the workspace for the given time each
-# (default 5s). `make test` uses a short time as a smoke run; `make fuzz`
-# a long one. Prints executions per target at the end.
+# (default 3s). `make test` uses a short time as a smoke run; `make fuzz` a
+# long one. Ends with a table of executions per target and fails (exit 1,
+# the failing target's output printed in full) if any target failed.
+#
+# Each package's fuzz-instrumented test binary is built once and runs its
+# targets one after another; packages run concurrently, FUZZ_JOBS at a time
+# (default: the number of CPUs, at most 4), each target with one fuzzing
+# worker, so the smoke never asks for more CPUs than there are.
+# Minimisation of new inputs is bounded by count (FUZZ_MINIMIZE, default
+# 100x): with Go's default (60 s per input) a 5 s smoke spent its whole
+# budget minimising — FuzzDecodeOffer ran 7 executions (issue #13).
+# The corpus found goes to the same cache `go test -fuzz` uses.
+# FUZZ_ONLY=<regexp> limits the run to matching packages (e.g. core/spec).
 set -euo pipefail
-fuzztime=${1:-5s}
+fuzztime=${1:-3s}
+minimize=${FUZZ_MINIMIZE:-100x}
+cpus=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+jobs=${FUZZ_JOBS:-$((cpus < 4 ? cpus : 4))}
 root=$(cd "$(dirname "$0")/.." && pwd)
-summary=()
+go=${GO:-go}
+work=$(mktemp -d "${TMPDIR:-/tmp}/ql3-fuzz.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+fuzzcache="$($go env GOCACHE)/fuzz"
 
-fuzz_once() {
-	go test -run '^$' -fuzz "^${1}\$" -fuzztime "$fuzztime" "$2" 2>&1
-}
-
+# Go 1.26's fuzz coordinator can report "context deadline exceeded" at the
+# -fuzztime boundary when a worker is busy (golang/go#75804, fixed in
+# 1.27): no input failed and nothing is written. Only that exact shape is
+# retried, once; a real failure always writes a reproducer ("Failing input
+# written") and fails at once.
 deadline_flake() {
-	grep -q 'context deadline exceeded' <<<"$1" &&
-		! grep -qE 'Failing input written|panic:|failure while testing seed corpus|_test\.go:[0-9]+:' <<<"$1"
+	grep -q 'context deadline exceeded' "$1" &&
+		! grep -qE 'Failing input written|panic:|failure while testing seed corpus|_test\.go:[0-9]+:' "$1"
 }
-for mod in core worker edge controlplane; do
-	[ -d "$root/$mod" ] || continue
+
+# fuzz_package <module> <package dir> <targets...>: build once, run each
+# target; one result line per target in $work/results.
+fuzz_package() {
+	set +e # runs in the background: every outcome must reach $work/results
+	local mod=$1 pkg=$2
+	shift 2
+	local name=${mod}/${pkg#./}
+	name=${name%/.}
+	local id=${name//\//_}
+	local bin="$work/$id.test"
 	cd "$root/$mod"
-	# package dir + target name for each "func FuzzXxx(" in a _test.go file
-	while IFS= read -r line; do
-		file=${line%%:*}
-		target=$(sed -E 's/.*func (Fuzz[A-Za-z0-9_]+)\(.*/\1/' <<<"$line")
-		pkg=./$(dirname "$file")
-		pkg=${pkg%/.}
-		echo "== fuzz $mod/${pkg#./} $target ($fuzztime)"
-		if ! out=$(fuzz_once "$target" "$pkg"); then
-			# Go 1.26's fuzz coordinator can report "context deadline exceeded"
-			# at the -fuzztime boundary when a worker is busy (golang/go#75804,
-			# fixed in 1.27): no input failed and nothing is written. Only
-			# that exact shape is retried, once; a real failure always writes
-			# a reproducer ("Failing input written") and fails at once.
-			if deadline_flake "$out"; then
-				echo "   (fuzz coordinator deadline race, golang/go#75804: retrying $target once)"
-				out=$(fuzz_once "$target" "$pkg") || { echo "$out"; exit 1; }
+	local importpath
+	if ! importpath=$($go list -f '{{.ImportPath}}' "$pkg" 2>"$work/$id.build") ||
+		! $go test -c -fuzz . -o "$bin" "$pkg" >>"$work/$id.build" 2>&1; then
+		for target in "$@"; do
+			echo "$name $target - build-failed $work/$id.build" >>"$work/results"
+		done
+		return
+	fi
+	cd "$root/$mod/$pkg"
+	for target in "$@"; do
+		local log="$work/$id.$target.log" status=ok
+		local run=("$bin" -test.run '^$' -test.fuzz "^${target}\$" -test.fuzztime "$fuzztime"
+			-test.fuzzminimizetime "$minimize" -test.parallel 1 -test.paniconexit0 -test.fuzzcachedir "$fuzzcache/$importpath")
+		if ! "${run[@]}" >"$log" 2>&1; then
+			if deadline_flake "$log"; then
+				echo "   (fuzz coordinator deadline race, golang/go#75804: retrying $name $target once)" >>"$log.retry"
+				"${run[@]}" >"$log" 2>&1 || status=FAIL
 			else
-				echo "$out"
-				exit 1
+				status=FAIL
 			fi
 		fi
-		execs=$(grep -oE 'execs: [0-9]+' <<<"$out" | tail -1 | awk '{print $2}')
-		summary+=("$mod/${pkg#./} $target execs=${execs:-?}")
-	done < <(grep -rE --include='*_test.go' -n '^func Fuzz[A-Za-z0-9_]+\(' . | sed -E 's/^\.\///' | sort)
+		local execs
+		execs=$(grep -oE 'execs: [0-9]+' "$log" | tail -1 | awk '{print $2}') || true
+		echo "$name $target ${execs:-0} $status $log" >>"$work/results"
+	done
+}
+
+# Discover targets: "module package target" per func FuzzXxx in a _test.go.
+: >"$work/targets"
+for mod in core worker edge controlplane; do
+	[ -d "$root/$mod" ] || continue
+	(cd "$root/$mod" && grep -rE --include='*_test.go' -n '^func Fuzz[A-Za-z0-9_]+\(' . |
+		sed -E 's/^\.\///' |
+		while IFS= read -r line; do
+			file=${line%%:*}
+			target=$(sed -E 's/.*func (Fuzz[A-Za-z0-9_]+)\(.*/\1/' <<<"$line")
+			echo "$mod ./$(dirname "$file") $target"
+		done) >>"$work/targets"
 done
-echo "== fuzz summary"
-printf '%s\n' "${summary[@]}"
+sort -o "$work/targets" "$work/targets"
+if [ -n "${FUZZ_ONLY:-}" ]; then # e.g. FUZZ_ONLY=core/protocol: packages whose module/dir matches
+	awk -v re="$FUZZ_ONLY" '{p = $1 "/" substr($2, 3); sub(/\/\.?$/, "", p)} p ~ re' "$work/targets" >"$work/only"
+	mv "$work/only" "$work/targets"
+fi
+ntargets=$(wc -l <"$work/targets")
+echo "== fuzz: $ntargets targets, $fuzztime each, minimisation $minimize, $jobs packages at a time"
+
+: >"$work/results"
+running=0
+while read -r mod pkg; do
+	mapfile -t targets < <(awk -v m="$mod" -v p="$pkg" '$1 == m && $2 == p {print $3}' "$work/targets")
+	fuzz_package "$mod" "$pkg" "${targets[@]}" &
+	running=$((running + 1))
+	if [ "$running" -ge "$jobs" ]; then
+		wait -n || true # failures are in $work/results; a missing result is caught below
+		running=$((running - 1))
+	fi
+done < <(awk '{print $1, $2}' "$work/targets" | uniq)
+wait || true
+
+failed=0
+echo "== fuzz summary (executions in $fuzztime per target)"
+printf '%-28s %-34s %12s  %s\n' PACKAGE TARGET EXECS RESULT
+sort "$work/results" | while read -r name target execs status log; do
+	note=
+	[ "$status" = ok ] && [ "$execs" = 0 ] && note="  (no executions: the smoke did not fuzz this target)"
+	printf '%-28s %-34s %12s  %s%s\n' "$name" "$target" "$execs" "$status" "$note"
+done
+while read -r name target execs status log; do
+	if [ "$status" != ok ]; then
+		failed=1
+		echo
+		echo "== $status: $name $target"
+		cat "$log"
+	fi
+done < <(sort "$work/results")
+cat "$work"/*.retry 2>/dev/null || true
+if [ "$(wc -l <"$work/results")" -ne "$ntargets" ]; then
+	echo "fuzz: $(wc -l <"$work/results") results for $ntargets targets"
+	failed=1
+fi
+if [ "$failed" -ne 0 ]; then
+	echo "FAIL: fuzz smoke"
+	exit 1
+fi
+echo "ok: $ntargets fuzz targets"
