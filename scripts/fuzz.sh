@@ -74,7 +74,9 @@ fuzz_package() {
 
 # Discover targets: "module package target" per func FuzzXxx in a _test.go.
 : >"$work/targets"
-for mod in core worker edge controlplane; do
+# Every module of go.work, so a new module's targets join without an edit.
+mapfile -t modules < <(cd "$root" && $go work edit -json | grep -oE '"DiskPath": "[^"]+"' | sed -E 's/.*"\.\/([^"]+)"/\1/')
+for mod in "${modules[@]}"; do
 	[ -d "$root/$mod" ] || continue
 	(cd "$root/$mod" && grep -rE --include='*_test.go' -n '^func Fuzz[A-Za-z0-9_]+\(' . |
 		sed -E 's/^\.\///' |
@@ -82,7 +84,7 @@ for mod in core worker edge controlplane; do
 			file=${line%%:*}
 			target=$(sed -E 's/.*func (Fuzz[A-Za-z0-9_]+)\(.*/\1/' <<<"$line")
 			echo "$mod ./$(dirname "$file") $target"
-		done) >>"$work/targets"
+		done) >>"$work/targets" || true # a module without targets: grep finds nothing
 done
 sort -o "$work/targets" "$work/targets"
 if [ -n "${FUZZ_ONLY:-}" ]; then # e.g. FUZZ_ONLY=core/protocol: packages whose module/dir matches
@@ -90,6 +92,10 @@ if [ -n "${FUZZ_ONLY:-}" ]; then # e.g. FUZZ_ONLY=core/protocol: packages whose 
 	mv "$work/only" "$work/targets"
 fi
 ntargets=$(wc -l <"$work/targets")
+if [ "$ntargets" -eq 0 ]; then
+	echo "FAIL: fuzz: no targets found${FUZZ_ONLY:+ matching $FUZZ_ONLY}"
+	exit 1
+fi
 echo "== fuzz: $ntargets targets, $fuzztime each, minimisation $minimize, $jobs packages at a time"
 
 : >"$work/results"
