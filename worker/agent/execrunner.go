@@ -84,13 +84,10 @@ func (p execProcess) Stop(reason StopReason) {
 	p.h.Stop(run.AttemptLost, run.ErrorWorkerLost, "stopped by the worker: its lease is gone")
 }
 
-// Kill sends SIGKILL to the group at once (the second signal), then lets
-// the executor settle it.
+// Kill SIGKILLs the group and its marked descendants at once (the second
+// signal).
 func (p execProcess) Kill() {
-	if pg := p.h.Identity().PGID; pg > 0 {
-		_ = syscall.Kill(-pg, syscall.SIGKILL)
-	}
-	p.h.Stop(run.AttemptLost, run.ErrorWorkerLost, "killed: the worker was told to exit")
+	p.h.Kill(run.AttemptLost, run.ErrorWorkerLost, "killed: the worker was told to exit")
 }
 
 func (p execProcess) Result() Outcome {
