@@ -73,7 +73,13 @@ func main() {
 	warmup := flag.Duration("warmup", 5*time.Second, "excluded from the measurement at the start of a case")
 	baseline := flag.Float64("baseline-tps", 0, "pgbench TPS to report ratios against")
 	cpuProfile := flag.String("cpuprofile", "", "write the coordinators' CPU profile (Go side) to this file")
+	report := flag.String("report", "table", "table (markdown) or counts (one line per case: Runs admitted and serialization retries, as the coordinators counted them)")
 	flag.Parse()
+	if *report != "table" && *report != "counts" {
+		fmt.Fprintln(os.Stderr, "admissionbench: -report must be table or counts")
+		os.Exit(2)
+	}
+	countsOnly = *report == "counts"
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil {
@@ -121,12 +127,21 @@ func run(dsn, runtimeDSN string, triggers int, casesFlag string, window, warmup 
 	if err := seed(ctx, su, dsn, seedN); err != nil {
 		return err
 	}
-	fmt.Printf("| mode | budget | replicas | triggers | admitted/s | ratio to pgbench | retries/admission | fire lag p50 ms | p99 ms | missed | duplicates |\n")
-	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	if !countsOnly {
+		fmt.Printf("| mode | budget | replicas | triggers | admitted/s | ratio to pgbench | retries/admission | fire lag p50 ms | p99 ms | missed | duplicates |\n")
+		fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	}
 	for _, c := range cases {
 		r, err := runCase(ctx, su, runtimeDSN, c, window, warmup)
 		if err != nil {
 			return err
+		}
+		if r.duplicates != 0 {
+			return fmt.Errorf("case %+v: %d duplicate occurrences", c, r.duplicates)
+		}
+		if countsOnly {
+			fmt.Printf("%d %d\n", r.admitted, r.retries)
+			continue
 		}
 		ratio := "-"
 		if baseline > 0 {
@@ -187,8 +202,11 @@ func seed(ctx context.Context, su *pgx.Conn, dsn string, n int) error {
 
 type caseResult struct {
 	rate, p50, p99, retriesPerAdmission float64
-	missed, duplicates                  int64
+	missed, duplicates, admitted, retries int64
 }
+
+// countsOnly: -report counts.
+var countsOnly bool
 
 func reset(ctx context.Context, su *pgx.Conn, triggers int) error {
 	for _, stmt := range []string{
@@ -262,14 +280,17 @@ func runCase(ctx context.Context, su *pgx.Conn, runtimeDSN string, c benchCase, 
 		}
 	}
 	time.Sleep(window)
+	// The window ends before the coordinators stop: what Stop costs (it
+	// drains a round; it once also waited 2 s per idle LISTEN connection)
+	// is not admission time, and Runs created after end are not counted.
+	var end int64
+	if err := su.QueryRow(ctx, `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint`).Scan(&end); err != nil {
+		return r, err
+	}
 	for _, co := range coords {
 		if err := co.Stop(ctx); err != nil {
 			return r, err
 		}
-	}
-	var end int64
-	if err := su.QueryRow(ctx, `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint`).Scan(&end); err != nil {
-		return r, err
 	}
 	from := start + warmup.Milliseconds()
 	var n int64
@@ -295,6 +316,7 @@ func runCase(ctx context.Context, su *pgx.Conn, runtimeDSN string, c benchCase, 
 		retries += m.SerializationRetries.Load()
 		r.missed += m.Missed.Load()
 	}
+	r.admitted, r.retries = admitted, retries
 	if admitted > 0 {
 		r.retriesPerAdmission = float64(retries) / float64(admitted)
 	}
