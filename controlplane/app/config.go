@@ -115,7 +115,7 @@ func (c *Config) settings() []setting {
 		{flag: "ingress-max-conns", usage: "worker ingress PostgreSQL connections (1..16)", integer: &c.IngressMaxConns, scope: forServe},
 		{flag: "ingress-in-flight", usage: "worker ingress requests served at once (1..1024)", integer: &c.IngressInFlight, scope: forServe},
 		{flag: "credential-reconcile-ms", usage: "how often superseded worker credentials are revoked (ms, 1000..60000)", integer: &c.CredentialReconcileMs, scope: forServe},
-		{flag: "default-grace-ms", usage: "misfire grace of triggers published without one (ms)", integer: &c.DefaultGraceMs, scope: forServe},
+		{flag: "default-grace-ms", usage: "misfire grace of triggers published without one: how late an occurrence may fire before its misfire policy applies (ms, 0..300000; time under a dead replica's claim is not counted, ADR 0002)", integer: &c.DefaultGraceMs, scope: forServe},
 		{flag: "scheduler-budget", usage: "schedules one scheduler round claims and admits (1..256; raise it for large same-second bursts)", integer: &c.SchedulerBudget, scope: forServe},
 		{flag: "scheduler-lease-ms", usage: "claim lease of the scheduler (ms, 1000..60000)", integer: &c.SchedulerLeaseMs, scope: forServe},
 		{flag: "log-level", usage: "debug, info, warn or error", str: &c.LogLevel, scope: forAll},

@@ -81,6 +81,27 @@ func TestCommandHelpListsOnlyItsFlags(t *testing.T) {
 	}
 }
 
+// TestServeHelpShowsTheSchedulerDefaults: the cluster's misfire grace, the
+// claim lease and the budget are printed with their defaults (issue 16).
+func TestServeHelpShowsTheSchedulerDefaults(t *testing.T) {
+	help := helpOf(t, "serve")
+	for _, flagName := range []string{"default-grace-ms", "scheduler-lease-ms", "scheduler-budget"} {
+		i := strings.Index(help, "--"+flagName+" int\n")
+		if i < 0 {
+			t.Fatalf("serve help lacks --%s:\n%s", flagName, help)
+		}
+		line, _, _ := strings.Cut(help[i+len(flagName)+7:], "\n")
+		want := map[string]string{"default-grace-ms": "default 30000;", "scheduler-lease-ms": "default 30000;",
+			"scheduler-budget": "default 16;"}[flagName]
+		if !strings.Contains(line, want) {
+			t.Errorf("--%s: %q lacks %q", flagName, line, want)
+		}
+	}
+	if !strings.Contains(help, "misfire policy applies") {
+		t.Errorf("--default-grace-ms does not say what the grace is:\n%s", help)
+	}
+}
+
 // TestFlagOfAnotherCommandRefused: a serve-only flag is an error on a
 // client command, naming the flag with its double dash.
 func TestFlagOfAnotherCommandRefused(t *testing.T) {

@@ -546,7 +546,7 @@ func AdmissionFor(c ClaimedSchedule, d schedule.Decision) (Admission, error) {
 	case schedule.Fire:
 		ad.Kind, ad.ScheduledForMs = AdmitFire, d.ScheduledForMs
 		var err error
-		if ad.RunID, err = newSchedID(); err != nil {
+		if ad.RunID, err = laneRunID(c.Fence.Owner, c.AcquiredAtMs); err != nil {
 			return ad, err
 		}
 		if ad.AttemptID, err = newSchedID(); err != nil {

@@ -77,7 +77,7 @@ done
 "$bin/psql" -X -q -h "$dir/sock" -U postgres -v ON_ERROR_STOP=1 -d postgres -c 'CREATE DATABASE ql3bench'
 
 echo "# ql3 serialization failures — $(date -u +%Y-%m-%dT%H:%MZ), nproc=$(nproc), $("$bin/postgres" --version), $(git -C "$root" rev-parse --short HEAD)"
-echo "# batched admission, budget $BUDGET, $TRIGGERS every-second triggers, window $WINDOW per replica count (first 5 s excluded from Runs)"
+echo "# batched admission, budget $BUDGET, $TRIGGERS every-second triggers (concurrency allow), window $WINDOW per replica count; Runs and retries as the coordinators counted them over the window${SETUP_SQL:+; setup: $SETUP_SQL}"
 echo
 echo "| replicas | Runs (whole case) | retries | retries per 10k Runs | server 40001 errors | per 10k Runs | 'no transaction in progress' warnings |"
 echo "|---|---|---|---|---|---|---|"
@@ -87,7 +87,7 @@ for n in $REPLICAS; do
 	before=$(wc -l <"$dir/log/postgres.log")
 	out=$("$dir/admissionbench" -dsn "host=$dir/sock user=postgres dbname=ql3bench sslmode=disable" \
 		-runtime-dsn "host=$dir/sock user=ql3_runtime dbname=ql3bench sslmode=disable" \
-		-triggers "$TRIGGERS" -cases "batched:$BUDGET:$n" -window "$WINDOW" -report counts)
+		-triggers "$TRIGGERS" -cases "batched:$BUDGET:$n" -window "$WINDOW" -report counts ${SETUP_SQL:+-setup-sql "$SETUP_SQL"})
 	new=$(tail -n +"$((before + 1))" "$dir/log/postgres.log")
 	ser=$(grep -c 'could not serialize access' <<<"$new" || true)
 	warn=$(grep -c 'there is no transaction in progress' <<<"$new" || true)
@@ -96,5 +96,5 @@ for n in $REPLICAS; do
 		printf "| %d | %d | %d | %.1f | %d | %.1f | %d |\n", n, runs, r, runs ? r * 10000 / runs : 0, s, runs ? s * 10000 / runs : 0, w }'
 done
 if [ -n "${SHOW_PIVOTS:-}" ]; then
-	grep -A2 'could not serialize access' "$dir/log/postgres.log" | head -n 60
+	grep -A3 "could not serialize access" "$dir/log/postgres.log" | cut -c1-300 | head -n 80
 fi
