@@ -105,7 +105,7 @@ for _ in $(seq 1 100); do
 	grep -q 'admin API listening' "$dir/a.log" && grep -q 'admin API listening' "$dir/b.log" && break
 	sleep 0.1
 done
-addr=$(sed -n 's/.*admin API listening.*addr=\([^ ]*\).*/\1/p' "$dir/b.log" | head -n1)
+addr=$(grep 'admin API listening' "$dir/b.log" | jq -r '.addr' | head -n1)
 [ -n "$addr" ] || { cat "$dir/a.log" "$dir/b.log" >&2; die "replicas did not start"; }
 export QL3_SERVER="http://$addr"
 QL3_TOKEN=$("$ctl" token create --name chaos | tail -n1 | awk '{print $NF}')
@@ -124,11 +124,11 @@ echo "# ql3 takeover chaos — $(date -u +%Y-%m-%dT%H:%MZ), $(git -C "$src" rev-
 # Let the fleet run, then catch replica A holding claims.
 sleep 5
 held=0
+"${psql[@]}" -c "CREATE TABLE public.held AS SELECT trigger_id, next_fire_at_ms, claim_version
+	FROM ql3.trigger_schedules WHERE false"
 for try in $(seq 1 2000); do
 	kill -STOP "$apid"
 	stopped=1
-	"${psql[@]}" -c "CREATE TABLE IF NOT EXISTS public.held AS SELECT trigger_id, next_fire_at_ms, claim_version
-		FROM ql3.trigger_schedules WHERE false"
 	held=$("${psql[@]}" -c "WITH h AS (INSERT INTO public.held SELECT trigger_id, next_fire_at_ms, claim_version
 		FROM ql3.trigger_schedules WHERE claim_owner LIKE '%-$apid-%' AND claim_token IS NOT NULL
 		AND next_fire_at_ms IS NOT NULL RETURNING 1) SELECT count(*) FROM h")
@@ -161,5 +161,5 @@ apid="" bpid=""
 	echo "whole run: $total Runs, duplicate occurrences: $dups"
 }
 for r in a b; do
-	echo "replica $r: $(grep -o 'counters=.*' "$dir/$r.log" | tail -n1)"
+	echo "replica $r: $(grep 'cluster scheduler stopped' "$dir/$r.log" | jq -r '.counters' | tail -n1)"
 done
