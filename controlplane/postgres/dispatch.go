@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/core/canonjson"
@@ -88,6 +89,7 @@ func (o DispatchOptions) normalize() (DispatchOptions, error) {
 type DispatchDB interface {
 	DB
 	Acquirer
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // Dispatcher serves offer pulls and the per-attempt lifecycle on the

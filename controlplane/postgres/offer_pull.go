@@ -13,27 +13,31 @@ import (
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/placement/matcher"
 	"github.com/ql3/ql3/core/protocol"
 	"github.com/ql3/ql3/core/run"
 )
 
-// Offer pull (ADR-0108, ADR 0009). One transaction on the runtime role:
+// Offer pull (ADR-0108, ADR 0009), on the runtime role:
 //
-//  1. one round trip: the session's exclusive advisory lock (ADR 0010:
-//     free capacity is decided under it, so it is never oversold), the
-//     session with its live-lease count and the database time, the lease
-//     this (session, offerId) already holds if the request is a replay, and
-//     the first candidate page;
+//  1. one round trip, no transaction, no lock: the session with its
+//     live-lease count and the database time, the lease this (session,
+//     offerId) already holds if the request is a replay, the token check
+//     and the first candidate page;
 //  2. placement of each candidate's pinned revision against the session's
 //     capabilities, in Go (compiled revisions and prepared capabilities are
-//     cached: both are immutable);
-//  3. a claim per eligible candidate until one succeeds or the claim tries
-//     are spent: compare-and-set the Run (FOR UPDATE SKIP LOCKED, so
-//     concurrent pulls never wait on each other's candidates) and the
-//     Attempt, release an expired unstarted lease, insert the lease and the
-//     run.dispatched event; commit.
+//     cached: both are immutable); further pages while none is eligible;
+//  3. per eligible candidate, until one succeeds or the claim tries are
+//     spent, a claim transaction of two round trips: the session's
+//     exclusive advisory lock with the session re-read (ADR 0010: free
+//     capacity is decided under it, so it is never oversold), then the
+//     claim statement with COMMIT — the Run compare-and-set (FOR UPDATE
+//     SKIP LOCKED, so concurrent pulls never wait on each other's
+//     candidates), the Attempt, an expired unstarted lease released, the
+//     lease and the events.
 //
-// An idle pull (nothing runnable) writes nothing: locks and reads only.
+// An idle pull (nothing runnable) is therefore one round trip that writes
+// nothing and takes no lock.
 
 // DispatchStats counts what pulls did, for metrics and tests.
 type DispatchStats struct {
@@ -176,6 +180,13 @@ type candidate struct {
 
 // Pull implements ingress.LeasePort: at most one offer for the principal's
 // session, or the identical offer again for an exact replay.
+//
+// An idle pull is one round trip without a transaction or a lock: the
+// session, the replay lookup, the token check and the first candidate page
+// go as one pipeline (one implicit read-only transaction). Only when a
+// page holds an eligible candidate does the claim transaction start, which
+// takes the session's exclusive lock and re-reads the session and its live
+// leases before deciding capacity (ADR 0009).
 func (d *Dispatcher) Pull(ctx context.Context, p ingress.Principal, req protocol.OfferPullRequest) (*protocol.Offer, time.Duration, error) {
 	if err := req.Validate(); err != nil {
 		return nil, 0, err
@@ -190,30 +201,7 @@ func (d *Dispatcher) Pull(ctx context.Context, p ingress.Principal, req protocol
 	}
 	d.stats.pulls.Add(1)
 	digest := req.LeaseToken.Digest()
-	var offer *protocol.Offer
-	err = d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
-		offer = nil
-		s, err := d.readPullSession(ctx, tx, sessionID, req.OfferID, digest)
-		if err != nil {
-			return err
-		}
-		if err := s.check(workerID, req.Generation); err != nil {
-			return err
-		}
-		if s.replay != nil {
-			offer, err = d.rebuildOffer(ctx, tx, s.replay, workerID, sessionID, req, digest)
-			return err
-		}
-		if s.tokenReused {
-			// A token is one offer's capability: never bind it twice.
-			return errs.E(errs.Conflict, "leaseToken", "this lease token is bound to another offer")
-		}
-		if s.status != "online" || s.liveLeases >= s.capacity {
-			return nil // draining, or no free slot: nothing for now
-		}
-		offer, err = d.claimOne(ctx, tx, s, workerID, sessionID, req, digest)
-		return err
-	})
+	offer, err := d.pull(ctx, workerID, sessionID, req, digest)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -224,31 +212,120 @@ func (d *Dispatcher) Pull(ctx context.Context, p ingress.Principal, req protocol
 	return offer, 0, nil
 }
 
-func (d *Dispatcher) readPullSession(ctx context.Context, tx *dtx, sessionID uuid.UUID, offerID string,
+func (d *Dispatcher) pull(ctx context.Context, workerID, sessionID uuid.UUID, req protocol.OfferPullRequest,
+	digest [sha256.Size]byte) (*protocol.Offer, error) {
+	s, err := d.readPullSession(ctx, sessionID, req.OfferID, digest)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.check(workerID, req.Generation); err != nil {
+		return nil, err
+	}
+	if s.replay != nil {
+		return d.rebuildOffer(ctx, d.db, s.replay, workerID, sessionID, req, digest)
+	}
+	if s.tokenReused {
+		// A token is one offer's capability: never bind it twice.
+		return nil, errs.E(errs.Conflict, "leaseToken", "this lease token is bound to another offer")
+	}
+	if !s.hasFreeSlot() {
+		return nil, nil // draining, or no free slot: nothing for now
+	}
+	var capsDigest canonjson.Digest
+	copy(capsDigest[:], s.capsDigest)
+	prepared, err := d.preparedCaps(capsDigest, []byte(s.capsJSON))
+	if err != nil {
+		return nil, err
+	}
+	w := &pageWalk{d: d, prepared: prepared}
+	if err := w.first(ctx, d.db, s.firstCands); err != nil {
+		return nil, err
+	}
+	for len(w.eligible) == 0 {
+		if !w.more() {
+			return nil, nil
+		}
+		if err := w.next(ctx, d.db); err != nil {
+			return nil, err
+		}
+	}
+	return w.claim(ctx, workerID, sessionID, req, digest)
+}
+
+// errNoSlot stops a walk: under the lock the session had no free slot (or
+// was no longer online).
+var errNoSlot = errs.E(errs.Unavailable, "", "no free slot")
+
+// claimLocked is one claim transaction, two round trips: BEGIN, the plan
+// settings, the session's exclusive lock and the session re-read (free
+// capacity is decided under the lock, ADR 0010), then the claim statement
+// with COMMIT. A candidate that moved on commits nothing and returns nil.
+func (d *Dispatcher) claimLocked(ctx context.Context, c candidate, workerID, sessionID uuid.UUID,
+	req protocol.OfferPullRequest, digest [sha256.Size]byte) (*protocol.Offer, error) {
+	var offer *protocol.Offer
+	err := d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
+		offer = nil
+		b := &pgx.Batch{}
+		b.Queue(sqlLockExclusive, LockClassSession, LockObjectKey(sessionID))
+		b.Queue(sqlPullSession, sessionID)
+		br, err := tx.begin(ctx, b)
+		if err != nil {
+			return errorf(err, "postgres: begin claim")
+		}
+		locked := &pullSession{}
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return errorf(err, "postgres: session lock")
+		}
+		if err := locked.scanSession(br.QueryRow()); err != nil {
+			_ = br.Close()
+			return err
+		}
+		if err := br.Close(); err != nil {
+			return errorf(err, "postgres: claim batch")
+		}
+		if err := locked.check(workerID, req.Generation); err != nil {
+			return err
+		}
+		if !locked.hasFreeSlot() {
+			return errNoSlot
+		}
+		offer, err = d.claim(ctx, tx, c, workerID, sessionID, req, digest)
+		return err
+	})
+	return offer, err
+}
+
+func (s *pullSession) hasFreeSlot() bool { return s.status == "online" && s.liveLeases < s.capacity }
+
+func (s *pullSession) scanSession(row pgx.Row) error {
+	err := row.Scan(&s.workerID, &s.generation, &s.status, &s.capacity, &s.capsJSON, &s.capsDigest,
+		&s.leaseExpires, &s.nowMs, &s.liveLeases)
+	switch {
+	case err == pgx.ErrNoRows:
+		s.exists = false
+		return nil
+	case err != nil:
+		return errorf(err, "postgres: read session")
+	}
+	s.exists = true
+	return nil
+}
+
+// readPullSession is the first round trip of a pull, outside any
+// transaction: session, replay lookup, first page, token check.
+func (d *Dispatcher) readPullSession(ctx context.Context, sessionID uuid.UUID, offerID string,
 	digest [sha256.Size]byte) (*pullSession, error) {
 	b := &pgx.Batch{}
-	b.Queue(sqlLockExclusive, LockClassSession, LockObjectKey(sessionID))
 	b.Queue(sqlPullSession, sessionID)
 	b.Queue(sqlReplayLease, sessionID, offerID)
 	b.Queue(sqlCandidates, int32(1001), int64(0), uuid.UUID{}, int32(d.opts.PullPageRows+1))
 	b.Queue(sqlTokenReused, sessionID, offerID, digest[:])
-	br, err := tx.begin(ctx, b)
-	if err != nil {
-		return nil, errorf(err, "postgres: begin pull")
-	}
+	br := d.db.SendBatch(ctx, b)
 	defer func() { _ = br.Close() }()
 	s := &pullSession{}
-	if _, err := br.Exec(); err != nil {
-		return nil, errorf(err, "postgres: session lock")
-	}
-	err = br.QueryRow().Scan(&s.workerID, &s.generation, &s.status, &s.capacity, &s.capsJSON, &s.capsDigest,
-		&s.leaseExpires, &s.nowMs, &s.liveLeases)
-	switch {
-	case err == pgx.ErrNoRows:
-	case err != nil:
-		return nil, errorf(err, "postgres: read session")
-	default:
-		s.exists = true
+	if err := s.scanSession(br.QueryRow()); err != nil {
+		return nil, err
 	}
 	rf, err := scanReplay(br.QueryRow())
 	if err != nil {
@@ -303,69 +380,101 @@ func (s *pullSession) check(workerID uuid.UUID, generation int64) error {
 	return nil
 }
 
-// claimOne walks candidate pages and claims the first eligible one.
-func (d *Dispatcher) claimOne(ctx context.Context, tx *dtx, s *pullSession, workerID, sessionID uuid.UUID,
-	req protocol.OfferPullRequest, digest [sha256.Size]byte) (*protocol.Offer, error) {
-	var capsDigest canonjson.Digest
-	copy(capsDigest[:], s.capsDigest)
-	prepared, err := d.preparedCaps(capsDigest, []byte(s.capsJSON))
+// pageWalk walks candidate pages within the pull's bounds: pages × rows
+// read, claim tries spent.
+type pageWalk struct {
+	d        *Dispatcher
+	prepared *matcher.Prepared
+	page     []candidate // the current page, without its limit+1 row
+	eligible []candidate // the current page's eligible candidates, in claim order
+	full     bool        // the current page had its limit+1 row
+	pageNo   int
+	tries    int
+}
+
+func (w *pageWalk) first(ctx context.Context, q querier, rows []candidate) error {
+	w.pageNo = 1
+	return w.load(ctx, q, rows)
+}
+
+// more reports whether another page may be read.
+func (w *pageWalk) more() bool { return w.full && w.pageNo < w.d.opts.PullPages }
+
+func (w *pageWalk) next(ctx context.Context, q querier) error {
+	last := w.page[len(w.page)-1]
+	rows, err := q.Query(ctx, sqlCandidates, last.priority, last.createdAtMs, last.runID, int32(w.d.opts.PullPageRows+1))
 	if err != nil {
-		return nil, err
+		return errorf(err, "postgres: read candidates")
 	}
-	page, tries := s.firstCands, 0
-	for pageNo := 1; ; pageNo++ {
-		d.stats.pages.Add(1)
-		full := len(page) > d.opts.PullPageRows
-		if full {
-			page = page[:d.opts.PullPageRows]
-			d.stats.truncated.Add(1)
+	page, err := collectCandidates(rows)
+	if err != nil {
+		return err
+	}
+	w.pageNo++
+	return w.load(ctx, q, page)
+}
+
+// load takes one page: trims the limit+1 row and keeps the candidates whose
+// pinned placement the session satisfies, a higher preferred score first
+// within one priority, then FIFO (ADR 0009; the sort is stable).
+func (w *pageWalk) load(ctx context.Context, q querier, page []candidate) error {
+	d := w.d
+	d.stats.pages.Add(1)
+	w.full = len(page) > d.opts.PullPageRows
+	if w.full {
+		page = page[:d.opts.PullPageRows]
+		d.stats.truncated.Add(1)
+	}
+	d.stats.candidates.Add(int64(len(page)))
+	w.page, w.eligible = page, nil
+	for _, c := range page {
+		rev, err := d.revision(ctx, q, c.revisionID)
+		if err != nil {
+			return err
 		}
-		d.stats.candidates.Add(int64(len(page)))
-		eligible := page[:0:0]
-		for _, c := range page {
-			rev, err := d.revision(ctx, tx, c.revisionID)
-			if err != nil {
-				return nil, err
+		if rev.match != nil {
+			res := rev.match.MatchPrepared(w.prepared)
+			if !res.OK {
+				d.stats.ineligible.Add(1)
+				continue
 			}
-			if rev.match != nil {
-				res := rev.match.MatchPrepared(prepared)
-				if !res.OK {
-					d.stats.ineligible.Add(1)
-					continue
-				}
-				c.score = res.Score
-			}
-			eligible = append(eligible, c)
+			c.score = res.Score
 		}
-		// Within one priority a higher placement score goes first, then
-		// FIFO (ADR 0009); the sort is stable, so equal scores keep the
-		// candidate order.
-		slices.SortStableFunc(eligible, func(a, b candidate) int {
-			if a.priority != b.priority {
-				return int(b.priority) - int(a.priority)
-			}
-			return b.score - a.score
-		})
-		for _, c := range eligible {
-			if tries >= d.opts.PullClaims {
+		w.eligible = append(w.eligible, c)
+	}
+	slices.SortStableFunc(w.eligible, func(a, b candidate) int {
+		if a.priority != b.priority {
+			return int(b.priority) - int(a.priority)
+		}
+		return b.score - a.score
+	})
+	return nil
+}
+
+// claim tries the eligible candidates of the current page, then of the
+// next pages (read outside any transaction), one claim transaction each,
+// until one succeeds or the tries or pages are spent.
+func (w *pageWalk) claim(ctx context.Context, workerID, sessionID uuid.UUID,
+	req protocol.OfferPullRequest, digest [sha256.Size]byte) (*protocol.Offer, error) {
+	for {
+		for _, c := range w.eligible {
+			if w.tries >= w.d.opts.PullClaims {
 				return nil, nil
 			}
-			tries++
-			offer, err := d.claim(ctx, tx, c, workerID, sessionID, req, digest)
+			w.tries++
+			offer, err := w.d.claimLocked(ctx, c, workerID, sessionID, req, digest)
+			if err == errNoSlot {
+				return nil, nil
+			}
 			if err != nil || offer != nil {
 				return offer, err
 			}
-			d.stats.claimMisses.Add(1)
+			w.d.stats.claimMisses.Add(1)
 		}
-		if !full || pageNo >= d.opts.PullPages {
+		if !w.more() {
 			return nil, nil
 		}
-		last := page[len(page)-1]
-		rows, err := tx.Query(ctx, sqlCandidates, last.priority, last.createdAtMs, last.runID, int32(d.opts.PullPageRows+1))
-		if err != nil {
-			return nil, errorf(err, "postgres: read candidates")
-		}
-		if page, err = collectCandidates(rows); err != nil {
+		if err := w.next(ctx, w.d.db); err != nil {
 			return nil, err
 		}
 	}
@@ -392,17 +501,25 @@ func (d *Dispatcher) claim(ctx context.Context, tx *dtx, c candidate, workerID, 
 	}
 	var fromStatus string
 	var leaseGen, expires, events int64
-	err = tx.QueryRow(ctx, sqlClaim, c.runID, c.runVersion, c.attemptID, workerID, sessionID, req.Generation,
+	moved := false
+	err = tx.commitWith(ctx, func(r pgx.Row) error {
+		err := r.Scan(&fromStatus, &leaseGen, &expires, &events)
+		switch {
+		case err == pgx.ErrNoRows:
+			moved = true // the candidate moved on; COMMIT ends a transaction that wrote nothing
+			return nil
+		case err == nil && events < 1:
+			return errs.E(errs.Internal, "", "claim wrote no event")
+		}
+		return err
+	}, sqlClaim, c.runID, c.runVersion, c.attemptID, workerID, sessionID, req.Generation,
 		req.OfferID, c.attemptVersion, leaseID, c.attemptNumber, digest[:], int64(UnstartedLeaseMs),
-		released, dispatched).Scan(&fromStatus, &leaseGen, &expires, &events)
-	if err == pgx.ErrNoRows {
-		return nil, nil
-	}
+		released, dispatched)
 	if err != nil {
 		return nil, errorf(err, "postgres: claim")
 	}
-	if events < 1 {
-		return nil, errs.E(errs.Internal, "", "claim wrote no event")
+	if moved {
+		return nil, nil
 	}
 	d.stats.offers.Add(1)
 	return buildOffer(rev, offerFacts{runID: c.runID, attemptID: c.attemptID, attemptNumber: int(c.attemptNumber),
