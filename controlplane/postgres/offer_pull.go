@@ -268,6 +268,8 @@ func (d *Dispatcher) claimLocked(ctx context.Context, c candidate, workerID, ses
 		b := &pgx.Batch{}
 		b.Queue(sqlLockExclusive, LockClassSession, LockObjectKey(sessionID))
 		b.Queue(sqlPullSession, sessionID)
+		b.Queue(sqlReplayLease, sessionID, req.OfferID)
+		b.Queue(sqlTokenReused, sessionID, req.OfferID, digest[:])
 		br, err := tx.begin(ctx, b)
 		if err != nil {
 			return errorf(err, "postgres: begin claim")
@@ -281,11 +283,29 @@ func (d *Dispatcher) claimLocked(ctx context.Context, c candidate, workerID, ses
 			_ = br.Close()
 			return err
 		}
+		// The same request may have claimed meanwhile (a retry racing
+		// the original): under the lock it is a replay, never a second
+		// lease.
+		if locked.replay, err = scanReplay(br.QueryRow()); err != nil {
+			_ = br.Close()
+			return err
+		}
+		if err := br.QueryRow().Scan(&locked.tokenReused); err != nil {
+			_ = br.Close()
+			return errorf(err, "postgres: token check")
+		}
 		if err := br.Close(); err != nil {
 			return errorf(err, "postgres: claim batch")
 		}
 		if err := locked.check(workerID, req.Generation); err != nil {
 			return err
+		}
+		if locked.replay != nil {
+			offer, err = d.rebuildOffer(ctx, tx, locked.replay, workerID, sessionID, req, digest)
+			return err
+		}
+		if locked.tokenReused {
+			return errs.E(errs.Conflict, "leaseToken", "this lease token is bound to another offer")
 		}
 		if !locked.hasFreeSlot() {
 			return errNoSlot

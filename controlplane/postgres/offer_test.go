@@ -375,3 +375,38 @@ func TestExpiredUnstartedLeaseIsOfferedAgain(t *testing.T) {
 	}
 	e.mustAck(second, protocol.AckStarting)
 }
+
+// TestConcurrentIdenticalPullsMakeOneLease: the same pull sent twice at
+// once (a retry racing the original) makes one lease; both get the offer.
+func TestConcurrentIdenticalPullsMakeOneLease(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, postgres.DispatchOptions{})
+	rev := e.revision(testSpec())
+	for range 4 {
+		e.queue(rev, 0)
+	}
+	w := e.worker(linuxCaps(), 4)
+	req := w.pullReq(t)
+	var wg sync.WaitGroup
+	offers := make([]*protocol.Offer, 8)
+	for i := range offers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o, _, err := e.d.Pull(e.ctx, w.p, req)
+			if err != nil {
+				t.Errorf("pull %d: %v", i, err)
+			}
+			offers[i] = o
+		}()
+	}
+	wg.Wait()
+	for i, o := range offers {
+		if o == nil || o.RunID != offers[0].RunID || o.LeaseExpiresAtMs != offers[0].LeaseExpiresAtMs {
+			t.Errorf("pull %d got %+v, want the one offer", i, o)
+		}
+	}
+	if n := e.scalar(`SELECT count(*) FROM ql3.run_leases`); n != 1 {
+		t.Errorf("%d leases, want 1", n)
+	}
+}
