@@ -80,3 +80,11 @@ i=0; while [ "$(count "$WORK/logs/requests.log" /v1/leases/complete)" -lt 1 ]; d
 awk '$2 == "/v1/leases/log" && $3 == 200 { if (!f) f=$1; l=$1; n++ } $2 == "/v1/leases/complete" {c=$1}
 	END { dt=(l-f)/1000; printf "%d log chunks in %.2f s: %.1f MiB/s; completion %d ms after the last chunk\n", n, dt, (dt>0 ? 16/dt : 0), c-l }' "$WORK/logs/requests.log"
 echo "worker after the upload: $(rss "$WPID")"
+kill "$WPID"; wait "$WPID" 2>/dev/null || true
+
+echo "== 5. log upload (4 MiB = the spool cap, router profile with its 6 MiB soft memory limit)"
+start_pair rlogs router -run "big=head -c 4194304 /dev/zero | tr '\\000' y"
+i=0; while [ "$(count "$WORK/rlogs/requests.log" /v1/leases/complete)" -lt 1 ]; do i=$((i+1)); [ $i -gt 2400 ] && { echo "no completion within 120 s"; tail "$WORK/rlogs/worker.err"; exit 1; }; sleep 0.05; done
+awk '$2 == "/v1/leases/log" && $3 == 200 { if (!f) f=$1; l=$1; n++ }
+	END { dt=(l-f)/1000; printf "%d log chunks in %.2f s: %.1f MiB/s\n", n, dt, (dt>0 ? 4/dt : 0) }' "$WORK/rlogs/requests.log"
+echo "worker after the upload: $(rss "$WPID")"

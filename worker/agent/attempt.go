@@ -390,6 +390,7 @@ func (a *Agent) upload(ctx context.Context, at *attempt, final bool) bool {
 			return true
 		}
 	}
+	a.poke() // the pass budget ran out with output left: come back at once
 	return false
 }
 
