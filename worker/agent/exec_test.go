@@ -264,3 +264,40 @@ func TestReplacedSessionFencesAndReopens(t *testing.T) {
 		t.Fatalf("fence reason %q", reason)
 	}
 }
+
+// The authority's cancel also ends what left the group: a setsid child and
+// a double-forked one (the executor's subreaper and marker search, ADR
+// 0017), reached through the worker.
+func TestCancelKillsSetsidAndDoubleForkedChildren(t *testing.T) {
+	h := newHarness(t, newExecRunner(t))
+	h.srv.AddRun("run-1", "setsid sleep 300 & (sleep 300 &) ; sleep 300 & wait", 600_000)
+	h.start(nil)
+	pgid := h.startedGroup("run-1")
+	// Wait (real time, bounded) until all three sleeps carry the markers.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		procs, err := executor.FindProcesses("run-1", 1, executor.Identity{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(procs) >= 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("found %d marked processes, want the shell and three sleeps", len(procs))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	h.srv.With(func(s *fakeingress.Server) { s.Runs()[0].Cancel = true })
+	if !h.drive(time.Second, 60, func() bool { return h.srvRun("run-1").CancelSent }) {
+		t.Fatal("the cancel was never sent")
+	}
+	waitGroupGone(t, pgid)
+	if !h.driveUntil(time.Second, func() bool { return h.srvRun("run-1").Completion != nil }) {
+		t.Fatal("no completion after the cancel")
+	}
+	procs, err := executor.FindProcesses("run-1", 1, executor.Identity{})
+	if err != nil || len(procs) != 0 {
+		t.Fatalf("after the cancel %d marked processes are alive (%v)", len(procs), err)
+	}
+}
