@@ -301,11 +301,14 @@ func runCase(ctx context.Context, su *pgx.Conn, runtimeDSN string, c benchCase, 
 	if err := su.QueryRow(ctx, `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint`).Scan(&end); err != nil {
 		return r, err
 	}
+	stopStart := time.Now()
 	for _, co := range coords {
 		if err := co.Stop(ctx); err != nil {
 			return r, err
 		}
 	}
+	fmt.Fprintf(os.Stderr, "case %s:%d:%d:%d: stopping %d coordinators took %v (not in the window)\n",
+		c.mode, c.budget, c.replicas, c.triggers, len(coords), time.Since(stopStart).Round(time.Millisecond))
 	from := start + warmup.Milliseconds()
 	var n int64
 	var p50, p99 *float64
