@@ -397,7 +397,17 @@ func (a *Agent) upload(ctx context.Context, at *attempt, final bool) bool {
 // deliver uploads the rest of the log, then the completion; the entry is
 // dropped on the receipt.
 func (a *Agent) deliver(ctx context.Context, at *attempt) error {
-	if at.sp != nil && !a.upload(ctx, at, true) {
+	if at.sp == nil {
+		// Nothing was spawned (cancelled at the start barrier, a start
+		// failure): an empty stream still ends with its eof, so every
+		// completion follows a closed log.
+		sp, err := openSpool(a.j.SpoolPath(at.e.OfferID), a.cfg.LogBytes, nil)
+		if err != nil {
+			return jerr(err)
+		}
+		at.sp = sp
+	}
+	if !a.upload(ctx, at, true) {
 		return nil
 	}
 	resp, _, err := a.post(ctx, protocol.PathLeaseComplete, at.e.Completion, protocol.DefaultBodyBytes)

@@ -301,3 +301,21 @@ func TestCancelKillsSetsidAndDoubleForkedChildren(t *testing.T) {
 		t.Fatalf("after the cancel %d marked processes are alive (%v)", len(procs), err)
 	}
 }
+
+// A spawn that provably never happened (a missing working directory) is
+// a failed/executor_start completion, after an empty, closed log.
+func TestStartFailureIsExecutorStart(t *testing.T) {
+	h := newHarness(t, newExecRunner(t))
+	h.srv.AddRunSpec("run-1", `{"kind":"qinglong/command@v1","argv":{"file":"/bin/true"},"workingDirectory":"/nonexistent/ql3-test","timeoutMs":60000}`)
+	h.start(nil)
+	if !h.driveUntil(time.Second, func() bool { return h.srvRun("run-1").Completion != nil }) {
+		t.Fatal("no completion")
+	}
+	r := h.srvRun("run-1")
+	if r.Completion.Status != "failed" || r.Completion.ErrorClass != "executor_start" || r.Completion.ExitCode != nil {
+		t.Fatalf("completion %+v", r.Completion)
+	}
+	if r.CompletedEarly || !r.LogClosed || len(r.Log) != 0 {
+		t.Fatalf("log %q closed %v early %v", r.Log, r.LogClosed, r.CompletedEarly)
+	}
+}

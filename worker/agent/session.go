@@ -188,6 +188,9 @@ func (a *Agent) applyControl(at *attempt, c protocol.LeaseControl, h client.Head
 			at.cancelled = true
 		}
 	case protocol.LeaseRevoke:
+		if at.e.State == journal.Finished {
+			return // already ended; its completion is still delivered (late or refused)
+		}
 		a.fenceAttempt(at, "revoked")
 	}
 }

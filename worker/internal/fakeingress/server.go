@@ -139,6 +139,12 @@ func (s *Server) URL() string { return s.TS.URL }
 func (s *Server) AddRun(id, script string, timeoutMs int64) *Run {
 	s.T.Helper()
 	raw := fmt.Sprintf(`{"kind":"qinglong/command@v1","shell":{"command":%q},"timeoutMs":%d}`, script, timeoutMs)
+	return s.AddRunSpec(id, raw)
+}
+
+// AddRunSpec queues a run of a raw qinglong/command@v1 spec.
+func (s *Server) AddRunSpec(id, raw string) *Run {
+	s.T.Helper()
 	sp, err := spec.Decode([]byte(raw))
 	if err != nil {
 		s.T.Fatal(err)
