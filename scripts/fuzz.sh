@@ -4,10 +4,11 @@
 # long one. Ends with a table of executions per target and fails (exit 1,
 # the failing target's output printed in full) if any target failed.
 #
-# Each package's fuzz-instrumented test binary is built once and runs its
-# targets one after another; packages run concurrently, FUZZ_JOBS at a time
-# (default: the number of CPUs, at most 4), each target with one fuzzing
-# worker, so the smoke never asks for more CPUs than there are.
+# Each package's fuzz-instrumented test binary is built once (packages one
+# after another, so shared dependencies are compiled once) and runs its
+# targets one after another as soon as it is ready; packages fuzz
+# concurrently, FUZZ_JOBS at a time (default: the number of CPUs, at most 4),
+# each target with one fuzzing worker.
 # Minimisation of new inputs is bounded by count (FUZZ_MINIMIZE, default
 # 100x): with Go's default (60 s per input) a 5 s smoke spent its whole
 # budget minimising — FuzzDecodeOffer ran 7 executions (issue #13).
@@ -34,29 +35,50 @@ deadline_flake() {
 		! grep -qE 'Failing input written|panic:|failure while testing seed corpus|_test\.go:[0-9]+:' "$1"
 }
 
-# fuzz_package <module> <package dir> <targets...>: build once, run each
-# target; one result line per target in $work/results.
+pkgname() { # module and package dir → "module/dir" as printed
+	local name=${1}/${2#./}
+	echo "${name%/.}"
+}
+
+# build_packages: build the fuzz-instrumented test binary of every package,
+# one after another (each go command uses every CPU; two at once would
+# compile the shared dependencies twice on a cold cache), printing
+# "<module> <package dir> <import path or -> " as each is ready.
+build_packages() {
+	set +e
+	local mod pkg name importpath
+	while read -r mod pkg; do
+		name=$(pkgname "$mod" "$pkg")
+		cd "$root/$mod" || { echo "$mod $pkg -"; continue; }
+		if importpath=$($go list -f '{{.ImportPath}}' "$pkg" 2>"$work/${name//\//_}.build") &&
+			$go test -c -fuzz . -o "$work/${name//\//_}.test" "$pkg" >>"$work/${name//\//_}.build" 2>&1; then
+			echo "$mod $pkg $importpath"
+		else
+			echo "$mod $pkg -"
+		fi
+	done < <(awk '{print $1, $2}' "$work/targets" | uniq)
+}
+
+# fuzz_package <module> <package dir> <import path or -> <targets...>: run
+# each target from the package's binary; one result line per target in
+# $work/results.
 fuzz_package() {
 	set +e # runs in the background: every outcome must reach $work/results
-	local mod=$1 pkg=$2
-	shift 2
-	local name=${mod}/${pkg#./}
-	name=${name%/.}
-	local id=${name//\//_}
-	local bin="$work/$id.test"
-	cd "$root/$mod"
-	local importpath
-	if ! importpath=$($go list -f '{{.ImportPath}}' "$pkg" 2>"$work/$id.build") ||
-		! $go test -c -fuzz . -o "$bin" "$pkg" >>"$work/$id.build" 2>&1; then
+	local mod=$1 pkg=$2 importpath=$3
+	shift 3
+	local name id
+	name=$(pkgname "$mod" "$pkg")
+	id=${name//\//_}
+	if [ "$importpath" = - ]; then
 		for target in "$@"; do
 			echo "$name $target - build-failed $work/$id.build" >>"$work/results"
 		done
 		return
 	fi
-	cd "$root/$mod/$pkg"
+	cd "$root/$mod/$pkg" || return
 	for target in "$@"; do
 		local log="$work/$id.$target.log" status=ok
-		local run=("$bin" -test.run '^$' -test.fuzz "^${target}\$" -test.fuzztime "$fuzztime"
+		local run=("$work/$id.test" -test.run '^$' -test.fuzz "^${target}\$" -test.fuzztime "$fuzztime"
 			-test.fuzzminimizetime "$minimize" -test.parallel 1 -test.paniconexit0 -test.fuzzcachedir "$fuzzcache/$importpath")
 		if ! "${run[@]}" >"$log" 2>&1; then
 			if deadline_flake "$log"; then
@@ -100,15 +122,16 @@ echo "== fuzz: $ntargets targets, $fuzztime each, minimisation $minimize, $jobs 
 
 : >"$work/results"
 running=0
-while read -r mod pkg; do
+# Fuzz each package as soon as its binary is built, $jobs packages at a time.
+while read -r mod pkg importpath; do
 	mapfile -t targets < <(awk -v m="$mod" -v p="$pkg" '$1 == m && $2 == p {print $3}' "$work/targets")
-	fuzz_package "$mod" "$pkg" "${targets[@]}" &
+	fuzz_package "$mod" "$pkg" "$importpath" "${targets[@]}" &
 	running=$((running + 1))
 	if [ "$running" -ge "$jobs" ]; then
 		wait -n || true # failures are in $work/results; a missing result is caught below
 		running=$((running - 1))
 	fi
-done < <(awk '{print $1, $2}' "$work/targets" | uniq)
+done < <(build_packages)
 wait || true
 
 failed=0
