@@ -319,3 +319,30 @@ func TestStartFailureIsExecutorStart(t *testing.T) {
 		t.Fatalf("log %q closed %v early %v", r.Log, r.LogClosed, r.CompletedEarly)
 	}
 }
+
+// A cancel whose grace is shorter than the executor's SIGKILLs on the
+// authority's schedule: here the task ignores SIGTERM and the executor's
+// own grace is an hour, so only the shortened grace can end it.
+func TestCancelGraceShorterThanExecutorsKills(t *testing.T) {
+	e, err := executor.New(executor.Config{WorkRoot: t.TempDir(), MaxConcurrent: 2, KillGrace: time.Hour, Clock: clock.Real{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Wait)
+	h := newHarness(t, agent.ExecRunner{E: e})
+	h.srv.AddRun("run-1", "trap '' TERM; while :; do sleep 1; done", 600_000)
+	h.start(nil)
+	pgid := h.startedGroup("run-1")
+	h.srv.With(func(s *fakeingress.Server) { s.Runs()[0].Cancel, s.Runs()[0].CancelNow = true, true })
+	if !h.drive(time.Second, 60, func() bool { return h.srvRun("run-1").CancelSent }) {
+		t.Fatal("the cancel was never sent")
+	}
+	h.drive(time.Second, 2, func() bool { return false }) // the kill timer is due at once
+	waitGroupGone(t, pgid)
+	if !h.driveUntil(time.Second, func() bool { return h.srvRun("run-1").Completion != nil }) {
+		t.Fatal("no completion")
+	}
+	if c := h.srvRun("run-1").Completion; c.Status != "cancelled" || c.Signal != "SIGKILL" {
+		t.Fatalf("completion %s signal %q, want cancelled by SIGKILL", c.Status, c.Signal)
+	}
+}

@@ -24,6 +24,7 @@ type fenceItem struct {
 	at   time.Time
 	proc Process
 	log  func()
+	kill bool // a cancel's shortened grace: SIGKILL now, not a fence
 }
 
 func newFencer(clk clock.Clock, notify func()) *fencer {
@@ -37,9 +38,19 @@ func (f *fencer) set(id string, at time.Time, proc Process, log func()) {
 	f.kick()
 }
 
+// killAt SIGKILLs proc at at (a cancel whose grace is shorter than the
+// executor's); it is not a fence and reports nothing.
+func (f *fencer) killAt(id string, at time.Time, proc Process) {
+	f.mu.Lock()
+	f.items[id+"#kill"] = fenceItem{at: at, proc: proc, log: func() {}, kill: true}
+	f.mu.Unlock()
+	f.kick()
+}
+
 func (f *fencer) remove(id string) {
 	f.mu.Lock()
 	delete(f.items, id)
+	delete(f.items, id+"#kill")
 	f.mu.Unlock()
 	f.kick()
 }
@@ -70,10 +81,14 @@ func (f *fencer) check(now time.Time) time.Time {
 	fired := false
 	for id, it := range f.items {
 		if !now.Before(it.at) {
+			delete(f.items, id)
+			if it.kill {
+				it.proc.Kill()
+				continue
+			}
 			it.log()
 			it.proc.Stop(StopFence)
 			f.fired = append(f.fired, id)
-			delete(f.items, id)
 			fired = true
 			continue
 		}

@@ -182,8 +182,13 @@ func (a *Agent) applyControl(at *attempt, c protocol.LeaseControl, h client.Head
 		a.armFence(at)
 		if at.proc != nil && !at.cancelled {
 			at.cancelled = true
-			a.log.Info("cancel requested by the authority", "attempt", at.offer.AttemptID)
+			a.log.Info("cancel requested by the authority", "attempt", at.offer.AttemptID, "graceMs", c.CancelGraceMs)
 			at.proc.Stop(StopCancel)
+			// The executor's grace is the longest a cancel waits; a shorter
+			// one from the authority SIGKILLs earlier.
+			if grace := time.Duration(c.CancelGraceMs) * time.Millisecond; grace < a.cfg.KillGrace {
+				a.fence.killAt(at.e.OfferID, a.cfg.Clock.Now().Add(grace), at.proc)
+			}
 		} else if at.proc == nil && at.e.State == journal.Accepted {
 			at.cancelled = true
 		}

@@ -44,6 +44,7 @@ type Run struct {
 	Cancel         bool
 	Silent         bool // heartbeats renew nothing for it and say nothing about it
 	CancelSent     bool // a cancel control was answered
+	CancelNow      bool // the cancel asks for no grace (cancelGraceMs 0)
 	Log            []byte
 	LogClosed      bool
 	Completion     *protocol.Completion
@@ -425,6 +426,9 @@ func (s *Server) control(r *Run) protocol.LeaseControl {
 		LeaseVersion: 1, Action: protocol.LeaseExtend, LeaseExpiresAtMs: r.Expiry.UnixMilli()}
 	if r.Cancel {
 		c.Action, c.CancelGraceMs = protocol.LeaseCancel, 1000
+		if r.CancelNow {
+			c.CancelGraceMs = 0
+		}
 		r.CancelSent = true
 	}
 	return c
