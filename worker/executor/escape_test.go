@@ -84,6 +84,15 @@ func TestTimeoutKillsEscapedDescendants(t *testing.T) {
 		t.Fatalf("result = %+v", res)
 	}
 	assertAllGone(t, ids)
+	// The reaper forgets them once gone: its memory does not grow per attempt.
+	reapAdopted()
+	reaper.mu.Lock()
+	defer reaper.mu.Unlock()
+	for name, id := range ids {
+		if _, ok := reaper.adopted[id.PID]; ok {
+			t.Errorf("%s (pid %d) still remembered by the reaper", name, id.PID)
+		}
+	}
 }
 
 func TestCancelKillsEscapedDescendants(t *testing.T) {

@@ -245,7 +245,11 @@ const environRetries = 10
 func reapAdopted() int {
 	reaper.mu.Lock()
 	defer reaper.mu.Unlock()
-	if !reaper.active || !anyChildWaitable() {
+	if !reaper.active {
+		return 0
+	}
+	if !anyChildWaitable() {
+		pruneAdopted()
 		return 0
 	}
 	procs, err := snapshot()
@@ -333,6 +337,17 @@ func ownChildren() ([]int, bool) {
 		}
 	}
 	return out, len(tasks) > 0
+}
+
+// pruneAdopted forgets adopted processes that are gone or whose pid names
+// another process now (one stat read each; the set is what the attempts'
+// scans found, small). Caller holds reaper.mu.
+func pruneAdopted() {
+	for pid, t := range reaper.adopted {
+		if st, err := readProcStat(pid); err != nil || st.StartTicks != t {
+			delete(reaper.adopted, pid)
+		}
+	}
 }
 
 // anyChildWaitable peeks, without reaping anything (WNOWAIT), whether

@@ -110,6 +110,14 @@ func TestReaperNeverStealsAnOsExecChild(t *testing.T) {
 		t.Fatalf("with pidfds: reaped %d, unmarked reaped %v; want 1, true", n, reaped(unmarked))
 	}
 
+	// Adopted entries of processes that are gone are forgotten.
+	reaper.mu.Lock()
+	_, stale := reaper.adopted[marked.PID]
+	reaper.mu.Unlock()
+	if stale {
+		t.Fatalf("reaped orphan %d still remembered as adopted", marked.PID)
+	}
+
 	err := direct.Wait()
 	var exitErr *exec.ExitError
 	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 7 {
