@@ -30,7 +30,8 @@ type Handle struct {
 	done   chan struct{}
 	result Result
 
-	seen map[int]Identity // processes of the attempt found so far; supervise only
+	timeout Timer            // armed by Start when the spec has a timeout
+	seen    map[int]Identity // processes of the attempt found so far; supervise only
 }
 
 type stopRequest struct {

@@ -50,6 +50,11 @@ func (e *Executor) Start(slot *Slot, req Request) (*Handle, error) {
 		slot.Release()
 		return nil, err
 	}
+	// Arm the timeout before Start returns: whoever observes the attempt as
+	// started (and steps a fake clock) finds its timer in place.
+	if to := req.Spec.Timeout; to > 0 {
+		h.timeout = e.cfg.Clock.NewTimer(to)
+	}
 	e.wg.Add(2)
 	go h.supervise()
 	return h, nil
@@ -153,10 +158,9 @@ func (h *Handle) supervise() {
 
 	clk := h.e.cfg.Clock
 	var timeoutC, killC <-chan time.Time
-	if to := h.req.Spec.Timeout; to > 0 {
-		t := clk.NewTimer(to)
-		defer t.Stop()
-		timeoutC = t.C()
+	if h.timeout != nil {
+		defer h.timeout.Stop()
+		timeoutC = h.timeout.C()
 	}
 	stopCh, killNowC := h.stopCh, h.killCh
 	var acted *stopRequest // the stop we signalled the group for, before the leader exited
@@ -195,19 +199,21 @@ loop:
 		}
 	}
 	// The leader has exited but is not reaped: its pid (= the group id)
-	// cannot be reused yet, so this reaches only the attempt's own leftovers.
+	// cannot be reused yet, so this reaches only the attempt's own leftovers:
+	// its group, then its marked descendants wherever they went (unless a
+	// cheap check proves there can be none: the common case, no /proc
+	// scan). All of it before the leader is reaped: after that, its pid may
+	// name another attempt's group.
 	h.signalGroup(syscall.SIGKILL)
+	if !h.nothingLeft() {
+		h.awaitAttemptGone(h.signalAttempt(syscall.SIGKILL))
+	}
 	if waitErr != nil {
 		h.e.cfg.Logger.Warn("waiting for attempt leader failed", "run", h.req.RunID, "attempt", h.req.Attempt, "err", waitErr)
 	}
 	state, _ := h.cmd.Process.Wait()
 	removeLeader(h.ident.PID)
 	finishedAt := clk.Now()
-	// Then its marked descendants wherever they went, unless a cheap check
-	// proves there can be none (the common case: no /proc scan).
-	if !h.nothingLeft() {
-		h.awaitAttemptGone(h.signalAttempt(syscall.SIGKILL))
-	}
 	reapAdopted()
 
 	select {
@@ -323,17 +329,16 @@ func (h *Handle) awaitAttemptGone(left []Identity) {
 }
 
 // nothingLeft reports, without a /proc scan, that no process of the
-// attempt can be alive: its group is empty and this process has no child
-// but attempt leaders. After the leader's death every live process of the
-// attempt outside its group has an ancestor that is a child of ours (we
-// are its subreaper) and is not a leader, so with no such child there is
-// nothing to find. Anything else, or no /proc/<pid>/task/<tid>/children
-// (CONFIG_PROC_CHILDREN, often off on routers), means "scan".
+// attempt can be alive: this process has no child but attempt leaders
+// (this attempt's, dead and unreaped, among them). Once the leader is dead,
+// every live process of the attempt — in its group or not — descends from
+// a child of ours that is not a leader: its parent chain either reaches
+// us through processes of the attempt, or was cut by a death and
+// re-parented to us (we are its subreaper). No such child, nothing to find.
+// Without /proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN, often
+// off on routers) the answer is "scan".
 func (h *Handle) nothingLeft() bool {
 	if !reaper.active {
-		return false
-	}
-	if err := syscall.Kill(-h.ident.PGID, 0); !errors.Is(err, syscall.ESRCH) {
 		return false
 	}
 	children, ok := listOwnChildren()
