@@ -27,14 +27,13 @@ import (
 //  2. placement of each candidate's pinned revision against the session's
 //     capabilities, in Go (compiled revisions and prepared capabilities are
 //     cached: both are immutable); further pages while none is eligible;
-//  3. per eligible candidate, until one succeeds or the claim tries are
-//     spent, a claim transaction of two round trips: the session's
-//     exclusive advisory lock with the session re-read (ADR 0010: free
-//     capacity is decided under it, so it is never oversold), then the
-//     claim statement with COMMIT — the Run compare-and-set (FOR UPDATE
-//     SKIP LOCKED, so concurrent pulls never wait on each other's
-//     candidates), the Attempt, an expired unstarted lease released, the
-//     lease and the events.
+//  3. when a page holds an eligible candidate, the claim transaction: the
+//     session's exclusive advisory lock with the session re-read (ADR 0010:
+//     free capacity is decided under it, so it is never oversold), then one
+//     claim statement per try until one succeeds or the tries are spent —
+//     the Run compare-and-set (FOR UPDATE SKIP LOCKED, so concurrent pulls
+//     never wait on each other's candidates), the Attempt, an expired
+//     unstarted lease released, the lease and the events — and COMMIT.
 //
 // An idle pull (nothing runnable) is therefore one round trip that writes
 // nothing and takes no lock.
@@ -249,22 +248,21 @@ func (d *Dispatcher) pull(ctx context.Context, workerID, sessionID uuid.UUID, re
 			return nil, err
 		}
 	}
-	return w.claim(ctx, workerID, sessionID, req, digest)
+	return d.claimLocked(ctx, w, workerID, sessionID, req, digest)
 }
 
-// errNoSlot stops a walk: under the lock the session had no free slot (or
-// was no longer online).
-var errNoSlot = errs.E(errs.Unavailable, "", "no free slot")
-
-// claimLocked is one claim transaction, two round trips: BEGIN, the plan
-// settings, the session's exclusive lock and the session re-read (free
-// capacity is decided under the lock, ADR 0010), then the claim statement
-// with COMMIT. A candidate that moved on commits nothing and returns nil.
-func (d *Dispatcher) claimLocked(ctx context.Context, c candidate, workerID, sessionID uuid.UUID,
+// claimLocked is the claim transaction: BEGIN, the plan settings, the
+// session's exclusive lock and the session re-read (free capacity is
+// decided under the lock, ADR 0010) in one round trip, then one claim
+// statement per try (a candidate that moved on costs one round trip and
+// writes nothing; further pages are read in the same transaction), COMMIT.
+func (d *Dispatcher) claimLocked(ctx context.Context, w *pageWalk, workerID, sessionID uuid.UUID,
 	req protocol.OfferPullRequest, digest [sha256.Size]byte) (*protocol.Offer, error) {
 	var offer *protocol.Offer
+	start := *w
 	err := d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
 		offer = nil
+		*w = start // a retried transaction walks again from the same page
 		b := &pgx.Batch{}
 		b.Queue(sqlLockExclusive, LockClassSession, LockObjectKey(sessionID))
 		b.Queue(sqlPullSession, sessionID)
@@ -308,9 +306,9 @@ func (d *Dispatcher) claimLocked(ctx context.Context, c candidate, workerID, ses
 			return errs.E(errs.Conflict, "leaseToken", "this lease token is bound to another offer")
 		}
 		if !locked.hasFreeSlot() {
-			return errNoSlot
+			return nil
 		}
-		offer, err = d.claim(ctx, tx, c, workerID, sessionID, req, digest)
+		offer, err = w.claim(ctx, tx, workerID, sessionID, req, digest)
 		return err
 	})
 	return offer, err
@@ -472,9 +470,8 @@ func (w *pageWalk) load(ctx context.Context, q querier, page []candidate) error 
 }
 
 // claim tries the eligible candidates of the current page, then of the
-// next pages (read outside any transaction), one claim transaction each,
-// until one succeeds or the tries or pages are spent.
-func (w *pageWalk) claim(ctx context.Context, workerID, sessionID uuid.UUID,
+// next pages, until one claim succeeds or the tries or pages are spent.
+func (w *pageWalk) claim(ctx context.Context, tx *dtx, workerID, sessionID uuid.UUID,
 	req protocol.OfferPullRequest, digest [sha256.Size]byte) (*protocol.Offer, error) {
 	for {
 		for _, c := range w.eligible {
@@ -482,10 +479,7 @@ func (w *pageWalk) claim(ctx context.Context, workerID, sessionID uuid.UUID,
 				return nil, nil
 			}
 			w.tries++
-			offer, err := w.d.claimLocked(ctx, c, workerID, sessionID, req, digest)
-			if err == errNoSlot {
-				return nil, nil
-			}
+			offer, err := w.d.claim(ctx, tx, c, workerID, sessionID, req, digest)
 			if err != nil || offer != nil {
 				return offer, err
 			}
@@ -494,7 +488,7 @@ func (w *pageWalk) claim(ctx context.Context, workerID, sessionID uuid.UUID,
 		if !w.more() {
 			return nil, nil
 		}
-		if err := w.next(ctx, w.d.db); err != nil {
+		if err := w.next(ctx, tx); err != nil {
 			return nil, err
 		}
 	}
@@ -521,25 +515,17 @@ func (d *Dispatcher) claim(ctx context.Context, tx *dtx, c candidate, workerID, 
 	}
 	var fromStatus string
 	var leaseGen, expires, events int64
-	moved := false
-	err = tx.commitWith(ctx, func(r pgx.Row) error {
-		err := r.Scan(&fromStatus, &leaseGen, &expires, &events)
-		switch {
-		case err == pgx.ErrNoRows:
-			moved = true // the candidate moved on; COMMIT ends a transaction that wrote nothing
-			return nil
-		case err == nil && events < 1:
-			return errs.E(errs.Internal, "", "claim wrote no event")
-		}
-		return err
-	}, sqlClaim, c.runID, c.runVersion, c.attemptID, workerID, sessionID, req.Generation,
+	err = tx.QueryRow(ctx, sqlClaim, c.runID, c.runVersion, c.attemptID, workerID, sessionID, req.Generation,
 		req.OfferID, c.attemptVersion, leaseID, c.attemptNumber, digest[:], int64(UnstartedLeaseMs),
-		released, dispatched)
+		released, dispatched).Scan(&fromStatus, &leaseGen, &expires, &events)
+	if err == pgx.ErrNoRows {
+		return nil, nil // the candidate moved on
+	}
 	if err != nil {
 		return nil, errorf(err, "postgres: claim")
 	}
-	if moved {
-		return nil, nil
+	if events < 1 {
+		return nil, errs.E(errs.Internal, "", "claim wrote no event")
 	}
 	d.stats.offers.Add(1)
 	return buildOffer(rev, offerFacts{runID: c.runID, attemptID: c.attemptID, attemptNumber: int(c.attemptNumber),
