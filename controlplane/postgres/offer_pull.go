@@ -28,8 +28,9 @@ import (
 //     capabilities, in Go (compiled revisions and prepared capabilities are
 //     cached: both are immutable); further pages while none is eligible;
 //  3. when a page holds an eligible candidate, the claim transaction: the
-//     session's exclusive advisory lock with the session re-read (ADR 0010:
-//     free capacity is decided under it, so it is never oversold), then one
+//     session's exclusive advisory lock with the session and the first page
+//     re-read (ADR 0010: free capacity is decided under it, so it is never
+//     oversold), then one
 //     claim statement per try until one succeeds or the tries are spent —
 //     the Run compare-and-set (FOR UPDATE SKIP LOCKED, so concurrent pulls
 //     never wait on each other's candidates), the Attempt, an expired
@@ -248,7 +249,7 @@ func (d *Dispatcher) pull(ctx context.Context, workerID, sessionID uuid.UUID, re
 			return nil, err
 		}
 	}
-	return d.claimLocked(ctx, w, workerID, sessionID, req, digest)
+	return d.claimLocked(ctx, prepared, workerID, sessionID, req, digest)
 }
 
 // claimLocked is the claim transaction: BEGIN, the plan settings, the
@@ -256,18 +257,19 @@ func (d *Dispatcher) pull(ctx context.Context, workerID, sessionID uuid.UUID, re
 // decided under the lock, ADR 0010) in one round trip, then one claim
 // statement per try (a candidate that moved on costs one round trip and
 // writes nothing; further pages are read in the same transaction), COMMIT.
-func (d *Dispatcher) claimLocked(ctx context.Context, w *pageWalk, workerID, sessionID uuid.UUID,
+func (d *Dispatcher) claimLocked(ctx context.Context, prepared *matcher.Prepared, workerID, sessionID uuid.UUID,
 	req protocol.OfferPullRequest, digest [sha256.Size]byte) (*protocol.Offer, error) {
 	var offer *protocol.Offer
-	start := *w
 	err := d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
 		offer = nil
-		*w = start // a retried transaction walks again from the same page
 		b := &pgx.Batch{}
 		b.Queue(sqlLockExclusive, LockClassSession, LockObjectKey(sessionID))
 		b.Queue(sqlPullSession, sessionID)
 		b.Queue(sqlReplayLease, sessionID, req.OfferID)
 		b.Queue(sqlTokenReused, sessionID, req.OfferID, digest[:])
+		// The first page again, fresh: the unlocked one is only the
+		// idle check, and under contention its head is already taken.
+		b.Queue(sqlCandidates, int32(1001), int64(0), uuid.UUID{}, int32(d.opts.PullPageRows+1))
 		br, err := tx.begin(ctx, b)
 		if err != nil {
 			return errorf(err, "postgres: begin claim")
@@ -292,6 +294,16 @@ func (d *Dispatcher) claimLocked(ctx context.Context, w *pageWalk, workerID, ses
 			_ = br.Close()
 			return errorf(err, "postgres: token check")
 		}
+		rows, err := br.Query()
+		if err != nil {
+			_ = br.Close()
+			return errorf(err, "postgres: read candidates")
+		}
+		fresh, err := collectCandidates(rows)
+		if err != nil {
+			_ = br.Close()
+			return err
+		}
 		if err := br.Close(); err != nil {
 			return errorf(err, "postgres: claim batch")
 		}
@@ -307,6 +319,10 @@ func (d *Dispatcher) claimLocked(ctx context.Context, w *pageWalk, workerID, ses
 		}
 		if !locked.hasFreeSlot() {
 			return nil
+		}
+		w := &pageWalk{d: d, prepared: prepared}
+		if err := w.first(ctx, tx, fresh); err != nil {
+			return err
 		}
 		offer, err = w.claim(ctx, tx, workerID, sessionID, req, digest)
 		return err
