@@ -4,8 +4,6 @@
 package app
 
 import (
-	"bytes"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -15,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/worker/agent"
 	"github.com/ql3/ql3/worker/client"
 	"github.com/ql3/ql3/worker/journal"
@@ -64,13 +63,11 @@ func (c *Config) LoadFile(path string) error {
 		return fmt.Errorf("config: file is %d bytes, limit is %d", len(data), maxConfigFileBytes)
 	}
 	var f Config
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	// Strict like the other binaries' config files: unknown or duplicate
+	// keys (case-insensitively) and trailing data are refused by name.
+	lim := canonjson.Limits{MaxBytes: maxConfigFileBytes, MaxDepth: 2, MaxEntries: 64, MaxString: 4096}
+	if err := canonjson.DecodeStrict(data, lim, &f); err != nil {
 		return fmt.Errorf("config file %s: %w", path, err)
-	}
-	if dec.More() {
-		return fmt.Errorf("config file %s: trailing data after the object", path)
 	}
 	c.overlay(f)
 	return nil

@@ -71,6 +71,10 @@ func TestConfigRefusals(t *testing.T) {
 	if err := c.LoadFile(path); err == nil || !strings.Contains(err.Error(), "profil") {
 		t.Fatalf("unknown field: %v", err)
 	}
+	_ = os.WriteFile(path, []byte(`{"profile":"node","Profile":"router"}`), 0o600)
+	if err := c.LoadFile(path); err == nil {
+		t.Fatal("duplicate keys accepted")
+	}
 	for name, mut := range map[string]func(*Config){
 		"profile":          func(c *Config) { c.Profile = "desktop" },
 		"ingressUrl":       func(c *Config) { c.IngressURL = "" },
