@@ -33,7 +33,7 @@ func startMain(t *testing.T, script string) (*fakeingress.Server, chan int, *syn
 	t.Helper()
 	pki := fakeingress.NewPKI(t, time.Now().Add(-time.Hour))
 	srv := fakeingress.New(t, pki, clock.Real{})
-	srv.AddRun("run-1", script, 600_000)
+	srv.AddRun("app-signal-run", script, 600_000)
 	f := pki.WriteIdentity(t, fakeingress.Credential("cred-a"))
 	state := t.TempDir() + "/state"
 	args := []string{"--ingress-url", srv.URL(), "--credential-file", f.Credential, "--cert-file", f.Cert,
