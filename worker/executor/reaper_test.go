@@ -230,3 +230,20 @@ func BenchmarkExecTrue(b *testing.B) {
 		}
 	}
 }
+
+// FuzzFdinfoPid: any fdinfo text parses without panicking, and a pid is
+// reported only when a "Pid:" line holds a positive number.
+func FuzzFdinfoPid(f *testing.F) {
+	f.Add([]byte("pos:\t0\nflags:\t02000002\nPid:\t4242\nNSpid:\t4242\n"))
+	f.Add([]byte("Pid:\t-1\n"))
+	f.Add([]byte("Pid:"))
+	f.Fuzz(func(t *testing.T, info []byte) {
+		pid, ok := fdinfoPid(info)
+		if ok && (pid <= 0 || !strings.Contains(string(info), "Pid:")) {
+			t.Fatalf("fdinfoPid(%q) = %d, true", info, pid)
+		}
+		if ok && !strings.Contains(string(info), strconv.Itoa(pid)) {
+			t.Fatalf("fdinfoPid(%q) = %d: not in the text", info, pid)
+		}
+	})
+}
