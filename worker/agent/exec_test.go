@@ -3,6 +3,10 @@ package agent_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -345,4 +349,101 @@ func TestCancelGraceShorterThanExecutorsKills(t *testing.T) {
 	if c := h.srvRun("exec-run-1").Completion; c.Status != "cancelled" || c.Signal != "SIGKILL" {
 		t.Fatalf("completion %s signal %q, want cancelled by SIGKILL", c.Status, c.Signal)
 	}
+}
+
+// countingRunner counts Start calls per attempt in front of the real
+// executor.
+type countingRunner struct {
+	agent.Runner
+	mu     sync.Mutex
+	starts map[string]int
+}
+
+func (c *countingRunner) Start(l agent.Launch) (agent.Process, error) {
+	c.mu.Lock()
+	c.starts[l.RunID+"/"+strconv.Itoa(l.Attempt)]++
+	c.mu.Unlock()
+	return c.Runner.Start(l)
+}
+
+// The crash loop again with real processes: 30 crashes at random journal
+// steps (seeded); no attempt is started twice, and no marked process of
+// any run is left when everything settled.
+func TestJournalCrashesWithRealExecutor(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 20261201))
+	runner := &countingRunner{Runner: newExecRunner(t), starts: map[string]int{}}
+	h := newHarness(t, runner)
+	var ids []string
+	add := func(n int) {
+		for range n {
+			id := fmt.Sprintf("rx-%03d", len(ids))
+			ids = append(ids, id)
+			h.srv.AddRun(id, "echo "+id, 60_000)
+		}
+	}
+	settled := func() bool {
+		ok := true
+		h.srv.With(func(s *fakeingress.Server) {
+			for _, x := range s.Runs() {
+				ok = ok && (x.State == "done" || x.State == "lost")
+			}
+		})
+		return ok
+	}
+	exitedOrSettled := func() bool {
+		select {
+		case err := <-h.done:
+			h.done <- err
+			return true
+		default:
+		}
+		return settled()
+	}
+	add(3)
+	for crashes := 0; crashes < 30; {
+		target := 1 + rng.IntN(25)
+		n := 0
+		h.start(func(step string) error {
+			n++
+			if n == target {
+				return errCrash
+			}
+			return nil
+		})
+		h.driveUntil(time.Second, exitedOrSettled)
+		if err, exited := h.exited(); exited {
+			if !errors.Is(err, errCrash) {
+				t.Fatalf("agent exited with %v", err)
+			}
+			crashes++
+			continue
+		}
+		if err := h.stop(); err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("agent stopped with %v", err)
+		}
+		add(2)
+	}
+	h.start(nil)
+	if !h.driveUntil(time.Second, func() bool { return settled() && journalEmptyWhileRunning(h) }) {
+		t.Fatal("runs did not settle after the crashes")
+	}
+	h.stop()
+	runner.mu.Lock()
+	defer runner.mu.Unlock()
+	done := 0
+	for _, id := range ids {
+		if n := runner.starts[id+"/1"]; n > 1 {
+			t.Errorf("%s started %d times", id, n)
+		}
+		if procs, err := executor.FindProcesses(id, 1, executor.Identity{}); err != nil || len(procs) > 0 {
+			t.Errorf("%s: %d marked processes left (%v)", id, len(procs), err)
+		}
+		if r := h.srvRun(id); r.State == "done" {
+			done++
+			if string(r.Log) != id+"\n" {
+				t.Errorf("%s: log %q", id, r.Log)
+			}
+		}
+	}
+	t.Logf("30 crashes, %d runs, %d done with their logs", len(ids), done)
 }
