@@ -123,3 +123,22 @@ func TestTornPairKeepsLastGood(t *testing.T) {
 		t.Fatal("an unchanged set must not count as a change")
 	}
 }
+
+func FuzzParseCredential(f *testing.F) {
+	f.Add([]byte(fakeingress.Credential("cred-a")))
+	f.Add([]byte("ql3w__"))
+	f.Add([]byte("ql3c_x_0123456789abcdef0123456789abcdef"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := identity.ParseCredential(data)
+		if err != nil {
+			if strings.Contains(err.Error(), string(data)) && len(data) > 8 {
+				t.Fatalf("the error echoes the input: %v", err)
+			}
+			return
+		}
+		_, secret, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(string(data)), "ql3w_"), "_")
+		if c.ID == "" || len(secret) < 32 || strings.Contains(c.String(), secret) {
+			t.Fatalf("accepted %q as id %q (string %q)", data, c.ID, c.String())
+		}
+	})
+}
