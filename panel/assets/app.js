@@ -22,14 +22,20 @@
     for (const c of kids.flat()) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : String(c));
     return e;
   }
-  function when(ms) { return ms ? new Date(ms).toLocaleString() : "—"; }
+  function when(ms, zone) {
+    if (!ms) return "—";
+    try { return new Date(ms).toLocaleString(undefined, zone ? { timeZone: zone, timeZoneName: "short" } : {}); }
+    catch (e) { return new Date(ms).toLocaleString(); }
+  }
   function status(st) { return h("span", { class: "status st-" + st, text: st }); }
   function td(label, ...kids) { return h("td", { "data-label": label }, ...kids); }
   function clearTimers() {
     S.timers.forEach(clearInterval); S.timers = [];
     if (S.follow) { S.follow.abort(); S.follow = null; }
   }
-  function render(...nodes) { main().replaceChildren(...nodes); }
+  // put replaces el's children, leaving out absent (null) parts.
+  function put(el, ...nodes) { el.replaceChildren(...nodes.flat().filter((x) => x !== null && x !== undefined)); }
+  function render(...nodes) { put(main(), ...nodes); }
 
   // ---- API ---------------------------------------------------------------
   class APIError extends Error {
@@ -63,7 +69,7 @@
     h("p", { class: "notice", text: msg || "" }),
     h("label", { for: "token", text: "Admin token" }), tok, err,
     h("p", { class: "muted", text: "The token is exchanged for a session cookie the page cannot read; it is not stored in the browser." }),
-    h("button", { class: "primary", type: "submit", text: "Sign in" }));
+    h("button", { class: "primary", type: "submit", id: "signin-submit", text: "Sign in" }));
     render(form);
     tok.focus();
   }
@@ -106,13 +112,13 @@
     const details = await Promise.all(list.items.map((t) => api("GET", "/api/v1/tasks/" + encodeURIComponent(t.id))));
     const rows = details.map((t) => {
       const trig = t.triggers || [];
-      const next = trig.filter((x) => x.enabled && x.nextFireAtMs).map((x) => x.nextFireAtMs).sort((a, b) => a - b)[0];
+      const next = trig.filter((x) => x.enabled && x.nextFireAtMs).sort((a, b) => a.nextFireAtMs - b.nextFireAtMs)[0];
       const lr = last[t.id];
       return h("tr", { "data-task": t.name },
         td("Task", h("a", { href: "#/tasks/" + encodeURIComponent(t.id) + "/edit", text: t.name }), h("div", { class: "muted mono", text: command(t.spec) })),
         td("Enabled", t.enabled ? "yes" : "no"),
         td("Schedule", trig.length ? trig.map((x) => h("div", {}, h("code", { text: x.expression }), " ", h("span", { class: "muted", text: x.timeZone + (x.enabled ? "" : " (off)") }))) : h("span", { class: "muted", text: "manual only" })),
-        td("Next fire", next ? when(next) : "—"),
+        td("Next fire", next ? when(next.nextFireAtMs, next.timeZone) : "—"),
         td("Last run", lr ? h("a", { href: "#/runs/" + lr.id }, status(lr.status)) : "—"),
         td("Actions", h("div", { class: "bar" },
           h("button", { type: "button", class: "run-now", onclick: () => runNow(t) , text: "Run now" }),
@@ -191,19 +197,20 @@
       const zone = I({ value: tr ? tr.timeZone : (Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC"), list: "zones", autocomplete: "off", class: "zone" });
       const misfire = h("select", {}, ["skip", "fire_once"].map((x) => h("option", { value: x, text: x, selected: tr && tr.misfire === x })));
       const enabled = h("input", { type: "checkbox", checked: !tr || tr.enabled });
+      const from = I({ placeholder: "now", class: "from", inputmode: "numeric", autocomplete: "off", "aria-label": "preview from date (YYYY-MM-DD)" });
       const preview = h("ol", { class: "preview", "aria-label": "next fire times" });
       const pvErr = h("div", { class: "muted" });
       const row = { tr, expr, zone, misfire, enabled, removed: false };
       let timer = 0;
-      const update = () => { clearTimeout(timer); timer = setTimeout(() => previewInto(expr.value, zone.value, preview, pvErr), 250); };
-      expr.addEventListener("input", update); zone.addEventListener("input", update);
+      const update = () => { clearTimeout(timer); timer = setTimeout(() => previewInto(expr.value, zone.value, from.value, preview, pvErr), 250); };
+      expr.addEventListener("input", update); zone.addEventListener("input", update); from.addEventListener("input", update);
       const box = h("div", { class: "trigger", "data-trigger": i },
         h("div", { class: "grid" },
           field("Cron expression", "triggers[" + i + "].expression", expr, "5 or 6 fields, or @daily, @hourly, …"),
           field("Time zone", "triggers[" + i + "].timeZone", zone),
           field("If a fire is missed", "triggers[" + i + "].misfire", misfire)),
         h("label", {}, enabled, " enabled"),
-        h("div", { class: "muted", text: "Next fire times:" }), preview, pvErr,
+        h("div", { class: "muted" }, "Next fire times after ", from, " (YYYY-MM-DD, empty: now):"), preview, pvErr,
         h("button", { type: "button", class: "danger", text: "Remove trigger", onclick: () => { row.removed = true; box.hidden = true; } }));
       trigRows.push(row); trigBox.append(box);
       if (tr) update();
@@ -239,7 +246,11 @@
       }
       const spec = { kind: "qinglong/command@v1", timeoutMs: Math.round(Number(timeout.value) * 1000),
         retry: { maxAttempts: Number(attempts.value), backoffBaseMs: Math.round(Number(backoff.value) * 1000) }, concurrency: conc.value };
-      if (sp.retry) { spec.retry.backoffMaxMs = sp.retry.backoffMaxMs; spec.retry.retryOnLost = sp.retry.retryOnLost; }
+      // The cap of the doubling delay is not on the form: keep the task's,
+      // never below the first delay (default 1 h, at most 24 h).
+      const base = spec.retry.backoffBaseMs;
+      spec.retry.backoffMaxMs = Math.min(86400000, Math.max(base, sp.retry ? sp.retry.backoffMaxMs : 3600000));
+      if (sp.retry) spec.retry.retryOnLost = sp.retry.retryOnLost;
       if (sp.placement) spec.placement = sp.placement;
       if (kind.value === "shell") spec.shell = { command: cmd.value, shell: shell.value };
       else spec.argv = { file: file.value, args: args.value.split("\n").filter((x) => x !== "") };
@@ -297,11 +308,17 @@
       }
     }
   }
-  async function previewInto(expr, zone, list, err) {
+  async function previewInto(expr, zone, from, list, err) {
     err.textContent = "";
     if (!expr.trim()) { list.replaceChildren(); return; }
+    let afterMs = "";
+    if (from.trim()) {
+      const t = Date.parse(from.trim() + "T00:00:00Z");
+      if (isNaN(t)) { list.replaceChildren(); err.textContent = "Preview: the date must be YYYY-MM-DD"; return; }
+      afterMs = String(t);
+    }
     try {
-      const p = await api("GET", "/api/v1/schedule/preview" + q({ expression: expr, timeZone: zone, count: "8" }));
+      const p = await api("GET", "/api/v1/schedule/preview" + q({ expression: expr, timeZone: zone, count: "8", afterMs }));
       list.replaceChildren(...p.fires.map((f) => h("li", { "data-mark": f.mark || "" },
         h("span", { class: "mono", text: f.local.replace("T", " ") }), " " + f.weekday + " " + f.zone,
         f.mark ? h("span", { class: "mark", text: f.mark === "gap" ? "DST gap" : "DST repeat" }) : null,
@@ -366,7 +383,7 @@
         " (live sessions " + r.waiting.liveSessions + ", eligible " + r.waiting.eligibleSessions + ", free slots " + r.waiting.freeSlots + ")",
         r.waiting.placementMismatch ? " — placement mismatch: " + Object.entries(r.waiting.placementMismatch).map(([k, v]) => k + " " + v).join(", ") : "",
         r.waiting.notBeforeMs ? " — not before " + when(r.waiting.notBeforeMs) : "") : null;
-      head.replaceChildren(h("dl", { class: "kv" },
+      put(head, h("dl", { class: "kv" },
         h("dt", { text: "Task" }), h("dd", {}, h("a", { href: "#/tasks/" + r.taskId + "/edit", text: task.name })),
         h("dt", { text: "Status" }), h("dd", { id: "run-status" }, status(r.status)),
         h("dt", { text: "Origin" }), h("dd", { text: r.origin }),
