@@ -65,6 +65,7 @@ type Config struct {
 	SchedulerBudget  int64  `json:"schedulerBudget,omitempty"`  // QL3_SCHEDULER_BUDGET, --scheduler-budget: claims per round (1..256)
 	SchedulerLeaseMs int64  `json:"schedulerLeaseMs,omitempty"` // QL3_SCHEDULER_LEASE_MS, --scheduler-lease-ms: claim lease (1000..60000)
 	LogLevel         string `json:"logLevel,omitempty"`         // QL3_LOG_LEVEL: debug|info|warn|error
+	LogFormat        string `json:"logFormat,omitempty"`        // QL3_LOG_FORMAT, --log-format: json (default) or text
 
 	// Client subcommands.
 	Server    string `json:"server,omitempty"`    // QL3_SERVER, --server: admin API base URL
@@ -76,7 +77,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Listen: DefaultListen, MaxConns: DefaultMaxConns, DefaultGraceMs: postgres.PublishDefaultGraceMs,
 		SchedulerBudget: postgres.DefaultClaimBudget, SchedulerLeaseMs: postgres.DefaultClaimLease.Milliseconds(),
-		LogLevel: "info", Server: DefaultServer,
+		LogLevel: "info", LogFormat: "json", Server: DefaultServer,
 		IngressListen: DefaultIngressListen, IngressMaxConns: DefaultIngressMaxConns, IngressInFlight: ingress.DefaultMaxInFlight,
 		CredentialReconcileMs: DefaultCredentialReconcileMs}
 }
@@ -119,6 +120,7 @@ func (c *Config) settings() []setting {
 		{flag: "scheduler-budget", usage: "schedules one scheduler round claims and admits (1..256; raise it for large same-second bursts)", integer: &c.SchedulerBudget, scope: forServe},
 		{flag: "scheduler-lease-ms", usage: "claim lease of the scheduler (ms, 1000..60000)", integer: &c.SchedulerLeaseMs, scope: forServe},
 		{flag: "log-level", usage: "debug, info, warn or error", str: &c.LogLevel, scope: forAll},
+		{flag: "log-format", usage: "json (default: one object per line, for collectors) or text (slog key=value lines)", str: &c.LogFormat, scope: forAll},
 		{flag: "insecure", usage: "allow API tokens over plain HTTP beyond loopback (serve: listen there without TLS; client: send the token to a non-loopback http:// server)", boolean: &c.Insecure, scope: forServe | forClient},
 		{flag: "server", usage: "admin API base URL for client commands", str: &c.Server, scope: forClient},
 		{flag: "token-file", usage: "file holding the API token for client commands (QL3_TOKEN wins)", str: &c.TokenFile, scope: forClient},

@@ -208,7 +208,15 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := level.UnmarshalText([]byte(m.Config.LogLevel)); err != nil {
 		return errs.Invalidf("log-level", "must be debug, info, warn or error, got %.16q", m.Config.LogLevel)
 	}
-	m.log = slog.New(slog.NewJSONHandler(m.Stderr, &slog.HandlerOptions{Level: level}))
+	opts := &slog.HandlerOptions{Level: level}
+	switch strings.ToLower(m.Config.LogFormat) {
+	case "", "json":
+		m.log = slog.New(slog.NewJSONHandler(m.Stderr, opts))
+	case "text":
+		m.log = slog.New(slog.NewTextHandler(m.Stderr, opts))
+	default:
+		return errs.Invalidf("log-format", "must be text or json, got %.16q", m.Config.LogFormat)
+	}
 	return m.cmd.run(m, ctx)
 }
 

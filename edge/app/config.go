@@ -45,6 +45,7 @@ type Config struct {
 	LogMaxTotalBytes  int64  `json:"logMaxTotalBytes,omitempty"`  // QL3_LOG_MAX_TOTAL_BYTES
 	LogRetentionHours int64  `json:"logRetentionHours,omitempty"` // QL3_LOG_RETENTION_HOURS: finished runs and their logs
 	LogLevel          string `json:"logLevel,omitempty"`          // QL3_LOG_LEVEL: debug|info|warn|error
+	LogFormat         string `json:"logFormat,omitempty"`         // QL3_LOG_FORMAT: text|json
 
 	// Client.
 	Addr      string `json:"addr,omitempty"`      // QL3_ADDR: server to talk to
@@ -63,6 +64,7 @@ func DefaultConfig() Config {
 		LogMaxTotalBytes:  DefaultLogMaxTotalBytes,
 		LogRetentionHours: DefaultLogRetentionHours,
 		LogLevel:          "info",
+		LogFormat:         "text",
 		Addr:              DefaultListen,
 	}
 }
@@ -131,6 +133,7 @@ func (c *Config) overlay(o Config) {
 	setI(&c.LogMaxTotalBytes, o.LogMaxTotalBytes)
 	setI(&c.LogRetentionHours, o.LogRetentionHours)
 	setS(&c.LogLevel, o.LogLevel)
+	setS(&c.LogFormat, o.LogFormat)
 	setS(&c.Addr, o.Addr)
 	setS(&c.TokenFile, o.TokenFile)
 }
@@ -138,7 +141,7 @@ func (c *Config) overlay(o Config) {
 // ApplyEnv overlays QL3_* variables read through getenv.
 func (c *Config) ApplyEnv(getenv func(string) string) error {
 	str := map[string]*string{
-		"QL3_LISTEN": &c.Listen, "QL3_DATA_DIR": &c.DataDir, "QL3_LOG_LEVEL": &c.LogLevel,
+		"QL3_LISTEN": &c.Listen, "QL3_DATA_DIR": &c.DataDir, "QL3_LOG_LEVEL": &c.LogLevel, "QL3_LOG_FORMAT": &c.LogFormat,
 		"QL3_ADDR": &c.Addr, "QL3_TOKEN_FILE": &c.TokenFile,
 		"QL3_TLS_CERT": &c.TLSCert, "QL3_TLS_KEY": &c.TLSKey,
 	}
@@ -201,6 +204,9 @@ func (c Config) ValidateServer() error {
 		return errs.Invalidf("logRetentionHours", "must be at least 1, got %d", c.LogRetentionHours)
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
+		return err
+	}
+	if _, err := parseFormat(c.LogFormat); err != nil {
 		return err
 	}
 	return nil

@@ -76,6 +76,8 @@ func TestParseFlagsRejects(t *testing.T) {
 		{"grace above max", nil, []string{"--misfire-grace", "6m"}, "misfireGraceMs"},
 		{"concurrency zero", nil, []string{"--max-concurrency", "0"}, "maxConcurrency"},
 		{"log level", nil, []string{"--log-level", "loud"}, "logLevel"},
+		{"log format", nil, []string{"--log-format", "xml"}, "logFormat"},
+		{"log format env", map[string]string{"QL3_LOG_FORMAT": "yaml"}, nil, "logFormat"},
 		{"bad env int", map[string]string{"QL3_MAX_CONCURRENCY": "many"}, nil, "QL3_MAX_CONCURRENCY"},
 		{"bad env bool", map[string]string{"QL3_NO_AUTH": "perhaps"}, nil, "QL3_NO_AUTH"},
 		{"unknown config field", nil, []string{"--config", bad}, "tokenn"},

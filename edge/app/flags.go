@@ -30,6 +30,7 @@ func (m *Main) ParseFlags(args []string) error {
 		logTotal     = fs.Int64("log-max-total-bytes", 0, "total size of kept logs before the oldest are removed (default 1 GiB)")
 		logRetention = fs.Duration("log-retention", 0, "remove finished runs and their logs older than this (default 168h)")
 		logLevel     = fs.String("log-level", "", "debug, info (default), warn or error")
+		logFormat    = fs.String("log-format", "", "text (default) or json: one slog record per line on stderr")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: ql3-edge serve [flags]\n\n"+
@@ -92,6 +93,8 @@ func (m *Main) ParseFlags(args []string) error {
 			cfg.LogRetentionHours = int64(*logRetention / time.Hour)
 		case "log-level":
 			cfg.LogLevel = *logLevel
+		case "log-format":
+			cfg.LogFormat = *logFormat
 		}
 	})
 	if durErr != nil {

@@ -104,7 +104,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	m.log = m.Logger
 	if m.log == nil {
-		if m.log, err = newLogger(m.Stderr, cfg.LogLevel); err != nil {
+		if m.log, err = newLogger(m.Stderr, cfg.LogLevel, cfg.LogFormat); err != nil {
 			return err
 		}
 	}
@@ -173,6 +173,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Auth:           httpapi.Auth{Digest: m.token.Digest, Disabled: cfg.NoAuth},
 		DefaultGraceMs: cfg.MisfireGraceMs,
 		Ready:          m.ready,
+		Metrics:        m.collectMetrics,
 	})
 	m.server = &http.Server{
 		Handler:           api,

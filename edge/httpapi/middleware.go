@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/metrics"
 	"github.com/ql3/ql3/panel"
 )
 
@@ -58,10 +59,15 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 					writeError(rec, r, s.log, errs.E(errs.Internal, "", "internal error"))
 				}
 			}
+			took := s.now().Sub(start)
+			// r.Pattern is the ServeMux pattern the request matched (the mux
+			// sets it on this request); raw paths would not bound the series.
+			s.httpStats.Observe(metrics.Route(r.Pattern), r.Method, rec.status, took)
 			s.log.LogAttrs(r.Context(), slog.LevelDebug, "http request",
 				slog.String("method", r.Method), slog.String("path", r.URL.Path),
+				slog.String("route", r.Pattern),
 				slog.Int("status", rec.status), slog.Int64("bytes", rec.bytes),
-				slog.Duration("took", s.now().Sub(start)))
+				slog.Duration("took", took))
 		}()
 		w.Header().Set("Cache-Control", "no-store")
 		if err := s.requestPolicy(r); err != nil {

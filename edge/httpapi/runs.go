@@ -129,6 +129,7 @@ func (s *Server) runNow(w http.ResponseWriter, r *http.Request) {
 	if created {
 		status = http.StatusCreated
 		w.Header().Set("Location", "/api/v1/runs/"+rn.ID)
+		s.log.InfoContext(r.Context(), "run queued", "run", rn.ID, "task", t.ID, "origin", "manual")
 	}
 	writeJSON(w, status, v)
 }
@@ -168,5 +169,6 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	if !rn.Status.Terminal() {
 		status = http.StatusAccepted // the runner is stopping the process
 	}
+	s.log.InfoContext(r.Context(), "run cancel requested", "run", rn.ID, "status", string(rn.Status))
 	writeJSON(w, status, runView(rn, nil))
 }

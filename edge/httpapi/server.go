@@ -4,6 +4,7 @@
 // Routes (all under /api/v1 except health and the panel):
 //
 //	GET    /healthz, /readyz
+//	GET    /metrics                                    Prometheus text (loopback, or the admin token)
 //	GET    /, /panel/app.js, /panel/app.css            the web panel (module panel)
 //	GET    /api/v1/session                             {signedIn, server, authRequired}
 //	POST   /api/v1/session                             sign in {token} → HttpOnly session cookie
@@ -39,6 +40,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ql3/ql3/core/metrics"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/clock"
 	"github.com/ql3/ql3/edge/logstore"
@@ -62,6 +64,9 @@ type Config struct {
 	// Ready reports whether the process can serve (store open, scheduler
 	// and runner started); nil means always ready.
 	Ready func(ctx context.Context) error
+	// Metrics writes the process's families into GET /metrics (scheduler,
+	// runner, store); nil serves the HTTP statistics only.
+	Metrics Collector
 }
 
 // Server is the HTTP handler of the API.
@@ -77,6 +82,9 @@ type Server struct {
 	grace    int64
 	sessions *panel.Sessions
 	handler  http.Handler
+
+	collect   Collector
+	httpStats *metrics.HTTPStats
 }
 
 // New returns the API handler.
@@ -84,6 +92,7 @@ func New(cfg Config) *Server {
 	s := &Server{
 		store: cfg.Store, logs: cfg.Logs, auth: cfg.Auth, log: cfg.Logger,
 		maxBody: cfg.MaxBodyBytes, version: cfg.Version, ready: cfg.Ready, grace: cfg.DefaultGraceMs,
+		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -112,6 +121,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /metrics", s.metricsHandler)
 	s.panelRoutes(mux)
 
 	mux.HandleFunc("GET /api/v1/tasks", s.listTasks)

@@ -340,6 +340,8 @@ func (r *Runner) launch(ctx context.Context, slot *executor.Slot, due edge.Run, 
 		h.Stop(run.AttemptFailed, run.ErrorInternal, "could not record the running state")
 	case cur.CancelRequestedAtMs != 0:
 		h.Stop(run.AttemptCancelled, run.ErrorCancelledByUser, cancelMessage(cur))
+	default:
+		r.log.Info("run running", "run", ref.RunID, "attempt", ref.Number, "task", claim.Run.TaskID)
 	}
 	// Watch only now: a result recorded before MarkAttemptRunning would
 	// race it (and succeeded is not a valid end of a starting attempt).
@@ -443,10 +445,14 @@ func (r *Runner) finish(ctx context.Context, ref edge.AttemptRef, res edge.Attem
 	var err error
 	for try := 1; try <= finishTries; try++ {
 		wctx, cancel := context.WithTimeout(ctx, storeWriteTimeout)
-		_, err = r.store.FinishAttempt(wctx, ref, res)
+		var fin edge.FinishResult
+		fin, err = r.store.FinishAttempt(wctx, ref, res)
 		cancel()
 		if err == nil {
-			r.log.Info("attempt finished", "run", ref.RunID, "attempt", ref.Number, "status", string(res.Status), "class", string(res.ErrorClass))
+			// One line per Run transition: the attempt's end moves the Run
+			// to its terminal status or to retry_wait.
+			r.log.Info("attempt finished", "run", ref.RunID, "attempt", ref.Number, "status", string(res.Status),
+				"class", string(res.ErrorClass), "runStatus", string(fin.Run.Status))
 			return
 		}
 		if c := errs.Code(err); c == errs.Conflict || c == errs.Invalid || c == errs.NotFound {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/metrics"
 	"github.com/ql3/ql3/core/schedule"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/clock"
@@ -74,6 +75,7 @@ type Scheduler struct {
 
 	admitted, skipped, missed, conflicts, parked, inits atomic.Int64
 	maxLateMs                                           atomic.Int64
+	fireLag                                             *metrics.Histogram
 }
 
 type compiled struct {
@@ -102,7 +104,8 @@ func New(cfg Config) (*Scheduler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Scheduler{cfg: cfg, wake: make(chan struct{}, 1), cache: map[string]compiled{}}, nil
+	return &Scheduler{cfg: cfg, wake: make(chan struct{}, 1), cache: map[string]compiled{},
+		fireLag: metrics.NewHistogram(FireLagBounds)}, nil
 }
 
 // Wake makes a sleeping loop run a round now (coalescing; never blocks).
@@ -132,6 +135,15 @@ func (s *Scheduler) Stats() Stats {
 		MaxLateMs: s.maxLateMs.Load(),
 	}
 }
+
+// FireLagBounds are the fire-lag histogram's buckets in seconds: the
+// coordinator's millisecond buckets (5 ms … 30 s) so both binaries' series
+// compare.
+var FireLagBounds = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+
+// FireLag is the distribution of admitted occurrences' lateness (admission
+// time − scheduled time), in seconds.
+func (s *Scheduler) FireLag() *metrics.Histogram { return s.fireLag }
 
 // Round reports one round.
 type Round struct {
@@ -272,6 +284,9 @@ func (s *Scheduler) decide(ctx context.Context, item edge.ScheduleItem) (admitte
 			return false, nil
 		}
 		s.admitted.Add(1)
+		s.fireLag.Observe(float64(d.LateMs) / 1000)
+		s.cfg.Logger.Info("run queued", "run", adm.RunID, "trigger", item.Trigger.ID,
+			"scheduledFor", d.ScheduledForMs, "lateMs", d.LateMs)
 		for {
 			cur := s.maxLateMs.Load()
 			if d.LateMs <= cur || s.maxLateMs.CompareAndSwap(cur, d.LateMs) {

@@ -46,11 +46,13 @@ type Config struct {
 
 	Labels   map[string]string `json:"labels,omitempty"`   // QL3_LABELS: k=v,k=v
 	LogLevel string            `json:"logLevel,omitempty"` // QL3_LOG_LEVEL
+	// LogFormat is text (default) or json: one slog record per line.
+	LogFormat string `json:"logFormat,omitempty"` // QL3_LOG_FORMAT
 }
 
 // DefaultConfig is the router profile with a state dir under /var/lib.
 func DefaultConfig() Config {
-	return Config{StateDir: "/var/lib/ql3-worker", Profile: "router", LogLevel: "info"}
+	return Config{StateDir: "/var/lib/ql3-worker", Profile: "router", LogLevel: "info", LogFormat: "text"}
 }
 
 // LoadFile overlays a strict JSON config file (unknown fields refused).
@@ -80,7 +82,7 @@ func (c *Config) overlay(o Config) {
 	}{
 		{&c.IngressURL, o.IngressURL}, {&c.ServerName, o.ServerName}, {&c.CredentialFile, o.CredentialFile},
 		{&c.CertFile, o.CertFile}, {&c.KeyFile, o.KeyFile}, {&c.CAFile, o.CAFile},
-		{&c.StateDir, o.StateDir}, {&c.WorkDir, o.WorkDir}, {&c.Profile, o.Profile}, {&c.LogLevel, o.LogLevel},
+		{&c.StateDir, o.StateDir}, {&c.WorkDir, o.WorkDir}, {&c.Profile, o.Profile}, {&c.LogLevel, o.LogLevel}, {&c.LogFormat, o.LogFormat},
 	} {
 		if s.v != "" {
 			*s.dst = s.v
@@ -116,7 +118,7 @@ func (c *Config) strings() map[string]*string {
 		"QL3_INGRESS_URL": &c.IngressURL, "QL3_SERVER_NAME": &c.ServerName,
 		"QL3_CREDENTIAL_FILE": &c.CredentialFile, "QL3_CERT_FILE": &c.CertFile, "QL3_KEY_FILE": &c.KeyFile,
 		"QL3_CA_FILE": &c.CAFile, "QL3_STATE_DIR": &c.StateDir, "QL3_WORK_DIR": &c.WorkDir,
-		"QL3_PROFILE": &c.Profile, "QL3_LOG_LEVEL": &c.LogLevel,
+		"QL3_PROFILE": &c.Profile, "QL3_LOG_LEVEL": &c.LogLevel, "QL3_LOG_FORMAT": &c.LogFormat,
 	}
 }
 
@@ -289,6 +291,9 @@ func (c Config) Validate() (Settings, error) {
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return s, err
+	}
+	if c.LogFormat != "" && c.LogFormat != "text" && c.LogFormat != "json" {
+		return s, fmt.Errorf("logFormat: must be text or json, got %.16q", c.LogFormat)
 	}
 	s.Agent, s.InboxMax = a, c.InboxMax
 	s.WorkDir = c.WorkDir

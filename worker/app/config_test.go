@@ -2,6 +2,7 @@ package app
 
 import (
 	"flag"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,6 +84,7 @@ func TestConfigRefusals(t *testing.T) {
 		"requestTimeoutMs": func(c *Config) { c.RequestTimeoutMs = 61_000 },
 		"inboxMax":         func(c *Config) { c.InboxMax = 2000 },
 		"logLevel":         func(c *Config) { c.LogLevel = "loud" },
+		"logFormat":        func(c *Config) { c.LogFormat = "xml" },
 	} {
 		c := base()
 		mut(&c)
@@ -109,5 +111,18 @@ func TestMainUsageErrors(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "profile") {
 		t.Fatalf("message: %s", out.String())
+	}
+}
+
+func TestLogFormatJSON(t *testing.T) {
+	var b strings.Builder
+	newLogger(&b, slog.LevelInfo, "json").Info("hello", "k", "v")
+	if !strings.HasPrefix(b.String(), `{"time":`) || !strings.Contains(b.String(), `"msg":"hello","k":"v"}`) {
+		t.Errorf("json line: %q", b.String())
+	}
+	b.Reset()
+	newLogger(&b, slog.LevelInfo, "text").Info("hello")
+	if !strings.Contains(b.String(), "msg=hello") {
+		t.Errorf("text line: %q", b.String())
 	}
 }

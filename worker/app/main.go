@@ -43,6 +43,15 @@ func parseLevel(s string) (slog.Level, error) {
 	return 0, fmt.Errorf("logLevel: must be debug, info, warn or error, got %q", s)
 }
 
+// newLogger returns the process logger; format was checked by Validate.
+func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
 // Main runs ql3-worker with args (without the program name) and returns
 // the exit code.
 func Main(version string, args []string, getenv func(string) string, stderr io.Writer) int {
@@ -82,7 +91,7 @@ func Main(version string, args []string, getenv func(string) string, stderr io.W
 		return ExitUsage
 	}
 	level, _ := parseLevel(cfg.LogLevel)
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := newLogger(stderr, level, cfg.LogFormat)
 	if err := run(version, cfg, set, log); err != nil {
 		log.Error("ql3-worker stopped", "err", err)
 		return ExitFailed
