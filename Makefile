@@ -63,11 +63,10 @@ bench:
 	cd core && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
 # Static worker builds for the routers and boards it ships to, stripped
-# (-s -w). The worker speaks HTTP/1.1 itself (no net/http, ADR 0020); the
-# nethttpomithttp2 tag only guards against a future net/http import
-# bringing HTTP/2 along. Prints a size table and fails when a binary
-# exceeds WORKER_MAX_BYTES (7.5 MiB; goals: mipsle ≤ 7 MiB, arm v7
-# ≤ 6.5 MiB).
+# (-s -w) and without the HTTP/2 client (the ingress speaks HTTP/1.1 over
+# one kept-alive TLS 1.3 connection). Prints a size table and fails when a
+# binary exceeds WORKER_MAX_BYTES (7.5 MiB; goals: mipsle ≤ 7 MiB, arm v7
+# ≤ 6.5 MiB, ADR 0020).
 WORKER_MAX_BYTES ?= 7864320
 WORKER_TAGS      ?= nethttpomithttp2
 cross:

@@ -16,9 +16,6 @@ var workerBanned = []string{
 	// Size and attack surface on routers (ADR 0020): no template engines,
 	// no debug endpoints, no placement matcher (it links semver).
 	"text/template", "html/template", "net/http/pprof", "expvar",
-	// The worker writes its HTTP/1.1 by hand (worker/client): net/http and
-	// what it drags in (mime, multipart, gzip, idna) cost ~0.8 MiB on mipsle.
-	"net/http", "net/http/", "mime", "mime/", "compress/gzip",
 	"github.com/ql3/ql3/core/placement/matcher", "github.com/ql3/ql3/core/cron", "github.com/ql3/ql3/core/schedule",
 }
 

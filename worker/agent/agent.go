@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
@@ -292,8 +293,8 @@ func (a *Agent) post(ctx context.Context, path string, body []byte, max int) (cl
 // the moment the request was sent (the earliest the authority can have
 // stamped it): expiry minus the answer's Date, less a second for Date's
 // resolution. Without a usable Date the fallback is used.
-func remaining(h client.Header, expiresAtMs int64, fallback time.Duration) time.Duration {
-	d, err := client.ParseDate(h.Get("Date"))
+func remaining(h http.Header, expiresAtMs int64, fallback time.Duration) time.Duration {
+	d, err := http.ParseTime(h.Get("Date"))
 	if err != nil || expiresAtMs <= 0 {
 		return fallback
 	}

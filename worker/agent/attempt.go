@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"net/http"
 	"time"
 
 	"github.com/ql3/ql3/core/protocol"
@@ -368,7 +369,7 @@ func (a *Agent) upload(ctx context.Context, at *attempt, final bool) bool {
 				a.backoff(at)
 				return false
 			}
-			if client.StatusOf(err) == client.StatusConflict && !at.logRestarted {
+			if client.StatusOf(err) == http.StatusConflict && !at.logRestarted {
 				// A gap: the authority has less than we thought. Resend
 				// from the start; it keeps only the new suffix.
 				at.logRestarted, at.uploaded = true, 0

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"crypto/rand"
+	"net/http"
 	"time"
 
 	"github.com/ql3/ql3/core/fence"
@@ -110,14 +111,14 @@ func (a *Agent) sendPending(ctx context.Context) error {
 		a.pullNotBefore = now.Add(fullJitter(a.cfg.Rand, a.pullFailures, pullBackoffBase, PullBackoffCap))
 		a.log.Warn("pull refused", "err", err)
 		switch client.StatusOf(err) {
-		case client.StatusNotFound, client.StatusConflict, client.StatusGone:
+		case http.StatusNotFound, http.StatusConflict, http.StatusGone:
 			if a.sess != nil && a.sess.id == p.SessionID && a.sess.gen == p.Generation {
 				a.sess.nextBeat = now // let the heartbeat find out what happened to the session
 			}
 		}
 		return a.clearPending()
 	}
-	if resp.Status == client.StatusNoContent {
+	if resp.Status == http.StatusNoContent {
 		a.pullFailures = 0
 		wait, perr := protocol.ParseRetryAfter(resp.Header.Get(protocol.HeaderRetryAfter))
 		if perr != nil {

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/ql3/ql3/core/protocol"
@@ -119,7 +120,7 @@ func (a *Agent) heartbeat(ctx context.Context) {
 	resp, sent, err := a.post(ctx, protocol.PathSessionHeartbeat, body, protocol.MaxSessionState)
 	if err != nil {
 		switch client.StatusOf(err) {
-		case client.StatusNotFound, client.StatusConflict, client.StatusGone:
+		case http.StatusNotFound, http.StatusConflict, http.StatusGone:
 			a.sessionLost("fence_lost", "the authority no longer knows this session")
 		default:
 			a.heartbeatFailed("heartbeat failed", err)
@@ -158,7 +159,7 @@ func (a *Agent) heartbeatFailed(msg string, err error) {
 }
 
 // applyControls acts on the authority's word per attempt.
-func (a *Agent) applyControls(controls []protocol.LeaseControl, h client.Header, sent time.Time) {
+func (a *Agent) applyControls(controls []protocol.LeaseControl, h http.Header, sent time.Time) {
 	for _, c := range controls {
 		for _, at := range a.attempts {
 			if at.offer.AttemptID != c.AttemptID || !at.ofSession(a.sess) {
@@ -169,7 +170,7 @@ func (a *Agent) applyControls(controls []protocol.LeaseControl, h client.Header,
 	}
 }
 
-func (a *Agent) applyControl(at *attempt, c protocol.LeaseControl, h client.Header, sent time.Time) {
+func (a *Agent) applyControl(at *attempt, c protocol.LeaseControl, h http.Header, sent time.Time) {
 	switch c.Action {
 	case protocol.LeaseExtend:
 		if c.LeaseGeneration != 0 && c.LeaseGeneration != at.offer.LeaseGeneration {
@@ -245,7 +246,7 @@ func (a *Agent) transition(ctx context.Context, to protocol.SessionStatus) bool 
 		err = derr
 	}
 	switch client.StatusOf(err) {
-	case client.StatusNotFound, client.StatusConflict, client.StatusGone:
+	case http.StatusNotFound, http.StatusConflict, http.StatusGone:
 		a.sessionLost("fence_lost", "the session is gone; nothing left to transition")
 		return true
 	}

@@ -1,5 +1,5 @@
-// Package client is the worker's one HTTPS client for the ingress: HTTP/1.1
-// written by hand (no net/http, see http1.go) over TLS 1.3 only, the client certificate and CA bundle from identity.Provider, the
+// Package client is the worker's one HTTPS client for the ingress: TLS 1.3
+// only, the client certificate and CA bundle from identity.Provider, the
 // ql3w_ credential as a bearer header read per request, one kept-alive
 // connection, no client session cache (a resumed session would skip a
 // revoked certificate), no redirects, no compression, no proxy, bounded
@@ -28,8 +28,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"sync"
 	"sync/atomic"
@@ -62,7 +64,7 @@ type Config struct {
 type Response struct {
 	Status int
 	Body   []byte
-	Header Header
+	Header http.Header
 }
 
 // StatusError is a definite refusal: the server answered and did not apply
@@ -121,16 +123,15 @@ func NotYetValid(err error) bool {
 	return false
 }
 
-// Client talks to one ingress over one kept-alive connection; requests
-// are serialised. Safe for concurrent use.
+// Client talks to one ingress. Requests are serialised by the transport's
+// one connection; the client is safe for concurrent use.
 type Client struct {
 	cfg  Config
-	host string // Host header
-	addr string // dial address
+	base *url.URL
 
 	mu     sync.Mutex
-	tlsCfg *tls.Config
-	conn   *conn
+	tr     *http.Transport
+	hc     *http.Client
 	fp     [32]byte
 	credID string
 
@@ -163,52 +164,73 @@ func New(cfg Config) (*Client, error) {
 		d := &net.Dialer{Timeout: handshakeTimeout, KeepAlive: 30 * time.Second}
 		cfg.Dial = d.DialContext
 	}
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "443")
-	}
-	return &Client{cfg: cfg, host: u.Host, addr: addr}, nil
+	u.Path = ""
+	return &Client{cfg: cfg, base: u}, nil
 }
 
 // Dials is the number of TCP connections opened so far.
 func (c *Client) Dials() int64 { return c.dials.Load() }
 
-// Close closes the connection.
-func (c *Client) Close() {
+// transport returns the HTTP client for the current identity, replacing
+// the transport (and closing the old one's idle connection) when the
+// certificate, CA bundle or credential id changed.
+func (c *Client) transport(m *identity.Material, credID string) *http.Client {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.dropConn()
-}
-
-func (c *Client) dropConn() {
-	if c.conn != nil {
-		c.conn.close()
-		c.conn = nil
+	if c.tr != nil && c.fp == m.Fingerprint && c.credID == credID {
+		return c.hc
 	}
-}
-
-// useIdentity rebuilds the TLS configuration, and closes the connection,
-// when the certificate, CA bundle or credential id changed. Called with
-// c.mu held.
-func (c *Client) useIdentity(m *identity.Material, credID string) {
-	if c.tlsCfg != nil && c.fp == m.Fingerprint && c.credID == credID {
-		return
-	}
+	old := c.tr
 	cert := m.Cert
-	c.tlsCfg = &tls.Config{
+	tlsCfg := &tls.Config{
 		MinVersion: tls.VersionTLS13,
 		MaxVersion: tls.VersionTLS13,
 		RootCAs:    m.Roots,
 		ServerName: c.cfg.ServerName,
-		NextProtos: []string{"http/1.1"},
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			return cert, nil
 		},
 		// ClientSessionCache stays nil: every connection is a full
 		// handshake that presents the current certificate.
 	}
+	dial := c.cfg.Dial
+	c.tr = &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c.dials.Add(1)
+			return dial(ctx, network, addr)
+		},
+		TLSClientConfig:        tlsCfg,
+		TLSHandshakeTimeout:    handshakeTimeout,
+		ForceAttemptHTTP2:      false,
+		DisableCompression:     true,
+		MaxIdleConns:           1,
+		MaxIdleConnsPerHost:    1,
+		MaxConnsPerHost:        1,
+		IdleConnTimeout:        90 * time.Second,
+		ResponseHeaderTimeout:  c.cfg.Timeout,
+		MaxResponseHeaderBytes: 16 << 10,
+	}
+	c.hc = &http.Client{
+		Transport: c.tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return errors.New("redirects are not followed")
+		},
+	}
 	c.fp, c.credID = m.Fingerprint, credID
-	c.dropConn()
+	if old != nil {
+		old.CloseIdleConnections()
+	}
+	return c.hc
+}
+
+// Close closes the idle connection.
+func (c *Client) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tr != nil {
+		c.tr.CloseIdleConnections()
+	}
 }
 
 // Post sends body to path and returns a 2xx answer of at most maxResp
@@ -223,58 +245,68 @@ func (c *Client) Post(ctx context.Context, path string, body []byte, maxResp int
 	if err != nil {
 		return Response{}, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.useIdentity(m, cred.ID)
-	now := time.Now()
-	if c.conn != nil && now.Sub(c.conn.lastUsed) > idleRedial {
-		c.dropConn()
+	hc := c.transport(m, cred.ID)
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	u := *c.base
+	u.Path = path
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return Response{}, err
 	}
-	if c.conn == nil {
-		c.dials.Add(1)
-		cn, err := dial(ctx, c.cfg.Dial, c.addr, c.tlsCfg, min(handshakeTimeout, c.cfg.Timeout))
-		if err != nil {
-			if NotYetValid(err) && !c.notYetValidLogged.Swap(true) {
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", cred.Header())
+	resp, err := hc.Do(req)
+	if err != nil {
+		if NotYetValid(err) {
+			if !c.notYetValidLogged.Swap(true) {
 				c.cfg.Logger.Warn("the ingress certificate is not valid yet by this machine's clock (no RTC or NTP yet?); retrying")
 			}
-			return Response{}, &UnknownError{Err: err}
 		}
-		c.conn = cn
+		return Response{}, &UnknownError{Err: scrub(err)}
 	}
-	status, h, data, reusable, err := c.conn.roundTrip(ctx, c.host, path, cred.Header(), body,
-		max(maxResp, maxErrorBody), now.Add(c.cfg.Timeout))
-	if err != nil {
-		c.dropConn()
-		return Response{}, &UnknownError{Status: status, Err: err}
-	}
-	c.conn.lastUsed = time.Now()
-	if !reusable {
-		c.dropConn()
-	}
+	defer resp.Body.Close()
 	switch {
-	case status >= 200 && status < 300:
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		data, err := io.ReadAll(io.LimitReader(resp.Body, int64(maxResp)+1))
+		if err != nil {
+			return Response{}, &UnknownError{Status: resp.StatusCode, Err: scrub(err)}
+		}
 		if len(data) > maxResp {
-			return Response{}, &UnknownError{Status: status, Err: fmt.Errorf("answer is larger than %d bytes", maxResp)}
+			return Response{}, &UnknownError{Status: resp.StatusCode, Err: fmt.Errorf("answer is larger than %d bytes", maxResp)}
 		}
-		return Response{Status: status, Body: data, Header: h}, nil
-	case retryableStatus(status):
-		if status == StatusMisdirectedRequest {
-			c.dropConn() // verified under trust that has since changed: reconnect
+		return Response{Status: resp.StatusCode, Body: data, Header: resp.Header}, nil
+	case retryableStatus(resp.StatusCode):
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		if resp.StatusCode == http.StatusMisdirectedRequest {
+			// Verified under trust that has since changed: reconnect.
+			c.Close()
 		}
-		return Response{}, &UnknownError{Status: status, Err: fmt.Errorf("status %d (%s)", status, errorCode(data))}
+		return Response{}, &UnknownError{Status: resp.StatusCode, Err: fmt.Errorf("%s (%s)", http.StatusText(resp.StatusCode), errorCode(data))}
 	default:
-		return Response{}, &StatusError{Status: status, Code: errorCode(data)}
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		return Response{}, &StatusError{Status: resp.StatusCode, Code: errorCode(data)}
 	}
 }
 
 // retryableStatus: answers that refuse nothing about the request itself.
 func retryableStatus(code int) bool {
 	switch code {
-	case StatusUnauthorized, StatusForbidden, StatusRequestTimeout,
-		StatusMisdirectedRequest, StatusTooManyRequests:
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusRequestTimeout,
+		http.StatusMisdirectedRequest, http.StatusTooManyRequests:
 		return true
 	}
 	return code >= 500
+}
+
+// scrub drops the URL from a transport error (it is always the same
+// ingress and adds noise), keeping the cause.
+func scrub(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // errorCode pulls "code" out of an errs JSON body without a JSON decoder:
