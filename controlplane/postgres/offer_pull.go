@@ -383,19 +383,6 @@ func (d *Dispatcher) readPullSession(ctx context.Context, sessionID uuid.UUID, o
 	return s, nil
 }
 
-func collectCandidates(rows pgx.Rows) ([]candidate, error) {
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (candidate, error) {
-		var c candidate
-		err := r.Scan(&c.runID, &c.runVersion, &c.priority, &c.createdAtMs, &c.attemptID, &c.attemptNumber,
-			&c.attemptVersion, &c.revisionID, &c.revisionDigest, &c.timeoutMs)
-		return c, err
-	})
-	if err != nil {
-		return nil, errorf(err, "postgres: read candidates")
-	}
-	return out, nil
-}
-
 // check refuses a pull whose session is not the principal's live session
 // (ADR 0010: identity comes from the transport; an expired, replaced or
 // offline session fails closed).
@@ -412,102 +399,6 @@ func (s *pullSession) check(workerID uuid.UUID, generation int64) error {
 		return errs.E(errs.Conflict, "sessionId", "session lease expired")
 	}
 	return nil
-}
-
-// pageWalk walks candidate pages within the pull's bounds: pages × rows
-// read, claim tries spent.
-type pageWalk struct {
-	d        *Dispatcher
-	prepared *matcher.Prepared
-	page     []candidate // the current page, without its limit+1 row
-	eligible []candidate // the current page's eligible candidates, in claim order
-	full     bool        // the current page had its limit+1 row
-	pageNo   int
-	tries    int
-}
-
-func (w *pageWalk) first(ctx context.Context, q querier, rows []candidate) error {
-	w.pageNo = 1
-	return w.load(ctx, q, rows)
-}
-
-// more reports whether another page may be read.
-func (w *pageWalk) more() bool { return w.full && w.pageNo < w.d.opts.PullPages }
-
-func (w *pageWalk) next(ctx context.Context, q querier) error {
-	last := w.page[len(w.page)-1]
-	rows, err := q.Query(ctx, sqlCandidates, last.priority, last.createdAtMs, last.runID, int32(w.d.opts.PullPageRows+1))
-	if err != nil {
-		return errorf(err, "postgres: read candidates")
-	}
-	page, err := collectCandidates(rows)
-	if err != nil {
-		return err
-	}
-	w.pageNo++
-	return w.load(ctx, q, page)
-}
-
-// load takes one page: trims the limit+1 row and keeps the candidates whose
-// pinned placement the session satisfies, a higher preferred score first
-// within one priority, then FIFO (ADR 0009; the sort is stable).
-func (w *pageWalk) load(ctx context.Context, q querier, page []candidate) error {
-	d := w.d
-	d.stats.pages.Add(1)
-	w.full = len(page) > d.opts.PullPageRows
-	if w.full {
-		page = page[:d.opts.PullPageRows]
-		d.stats.truncated.Add(1)
-	}
-	d.stats.candidates.Add(int64(len(page)))
-	w.page, w.eligible = page, nil
-	for _, c := range page {
-		rev, err := d.revision(ctx, q, c.revisionID)
-		if err != nil {
-			return err
-		}
-		if rev.match != nil {
-			res := rev.match.MatchPrepared(w.prepared)
-			if !res.OK {
-				d.stats.ineligible.Add(1)
-				continue
-			}
-			c.score = res.Score
-		}
-		w.eligible = append(w.eligible, c)
-	}
-	slices.SortStableFunc(w.eligible, func(a, b candidate) int {
-		if a.priority != b.priority {
-			return int(b.priority) - int(a.priority)
-		}
-		return b.score - a.score
-	})
-	return nil
-}
-
-// claim tries the eligible candidates of the current page, then of the
-// next pages, until one claim succeeds or the tries or pages are spent.
-func (w *pageWalk) claim(ctx context.Context, tx *dtx, workerID, sessionID uuid.UUID,
-	req protocol.OfferPullRequest, digest [sha256.Size]byte) (*protocol.Offer, error) {
-	for {
-		for _, c := range w.eligible {
-			if w.tries >= w.d.opts.PullClaims {
-				return nil, nil
-			}
-			w.tries++
-			offer, err := w.d.claim(ctx, tx, c, workerID, sessionID, req, digest)
-			if err != nil || offer != nil {
-				return offer, err
-			}
-			w.d.stats.claimMisses.Add(1)
-		}
-		if !w.more() {
-			return nil, nil
-		}
-		if err := w.next(ctx, tx); err != nil {
-			return nil, err
-		}
-	}
 }
 
 // claim makes the lease for one candidate, or returns nil when the

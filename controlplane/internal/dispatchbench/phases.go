@@ -1,0 +1,248 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ql3/ql3/core/fence"
+	"github.com/ql3/ql3/core/protocol"
+	"github.com/ql3/ql3/core/run"
+)
+
+// The two measured phases (see the package comment).
+
+func (b *bench) claims() error {
+	if err := b.seed(b.o.runs); err != nil {
+		return err
+	}
+	ws, err := b.workers(b.o.sessions, 1, "claim")
+	if err != nil {
+		return err
+	}
+	before, err := b.settle()
+	if err != nil {
+		return err
+	}
+	s, err := b.start()
+	if err != nil {
+		return err
+	}
+	var done, empty atomic.Int64
+	var mu sync.Mutex
+	var pulls []time.Duration
+	deadline := time.Now().Add(b.o.window)
+	start := time.Now()
+	var wg sync.WaitGroup
+	errc := make(chan error, len(ws))
+	for _, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			defer func() { mu.Lock(); pulls = append(pulls, mine...); mu.Unlock() }()
+			for time.Now().Before(deadline) {
+				body, tok, err := w.pullBody()
+				if err != nil {
+					errc <- err
+					return
+				}
+				t0 := time.Now()
+				raw, status, err := w.post(s, protocol.PathOfferPull, body)
+				mine = append(mine, time.Since(t0))
+				if err != nil {
+					errc <- err
+					return
+				}
+				if status == http.StatusNoContent {
+					empty.Add(1)
+					continue // lost the race for the queue head: ask again
+				}
+				if status != http.StatusOK {
+					errc <- fmt.Errorf("pull: %d %s", status, raw)
+					return
+				}
+				if err := w.execute(s, raw, tok); err != nil {
+					errc <- err
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errc)
+	for err := range errc {
+		s.stop()
+		return err
+	}
+	s.stop()
+	after, err := b.settle()
+	if err != nil {
+		return err
+	}
+	n := done.Load()
+	if n == 0 {
+		return errors.New("no run completed")
+	}
+	if int(n) >= b.o.runs {
+		return fmt.Errorf("the %d seeded runs ran out before the window ended: raise -runs", b.o.runs)
+	}
+	rate := float64(n) / elapsed.Seconds()
+	row("claims", "sessions (TLS 1.3, capacity 1 each)", "%d", b.o.sessions)
+	row("claims", "no-op runs completed (pull → starting → running → completion)", "%d in %.1f s", n, elapsed.Seconds())
+	row("claims", "runs/s", "%.0f", rate)
+	if b.o.baseline > 0 {
+		row("claims", "ratio to pgbench -N TPS (goal ≥ 0.15)", "%.3f (%.0f / %.0f)", rate/b.o.baseline, rate, b.o.baseline)
+	}
+	row("claims", "pull latency p50 / p99", "%s / %s", percentile(pulls, 0.5).Round(10*time.Microsecond), percentile(pulls, 0.99).Round(10*time.Microsecond))
+	row("claims", "empty pulls (lost races) per run", "%.2f", float64(empty.Load())/float64(n))
+	row("claims", "database commits per run (all, read-only included)", "%.2f", float64(after.commits-before.commits)/float64(n))
+	row("claims", "WAL records per run", "%.1f", float64(after.walRecords-before.walRecords)/float64(n))
+	row("claims", "tuples written per run", "%.1f", float64(after.tuples-before.tuples)/float64(n))
+	return nil
+}
+
+// execute acks and completes an offer as a no-op run would.
+func (w *worker) execute(s *stack, offerJSON []byte, tok fence.LeaseToken) error {
+	offer, err := protocol.DecodeOffer(offerJSON)
+	if err != nil {
+		return err
+	}
+	ref := offer.Lease(tok)
+	for _, phase := range []protocol.AckPhase{protocol.AckStarting, protocol.AckRunning} {
+		raw, err := protocol.Ack{LeaseRef: ref, Phase: phase}.Encode()
+		if err != nil {
+			return err
+		}
+		if body, status, err := w.post(s, protocol.PathLeaseAck, raw); err != nil || status != http.StatusOK {
+			return fmt.Errorf("ack %s: %d %s %v", phase, status, body, err)
+		}
+	}
+	zero := 0
+	raw, err := protocol.Completion{LeaseRef: ref, Status: run.AttemptSucceeded, ExitCode: &zero,
+		FinishedAtMs: time.Now().UnixMilli()}.Encode()
+	if err != nil {
+		return err
+	}
+	if body, status, err := w.post(s, protocol.PathLeaseComplete, raw); err != nil || status != http.StatusOK {
+		return fmt.Errorf("complete: %d %s %v", status, body, err)
+	}
+	return nil
+}
+
+func (b *bench) idle() error {
+	// Nothing runnable: whatever the claims phase left is cancelled.
+	if _, err := b.su.Exec(b.ctx, `UPDATE ql3.runs SET status = 'cancelled', finished_at_ms = 1, cancel_requested_at_ms = 1,
+		cancel_reason = 'shutdown' WHERE status IN ('queued', 'dispatching')`); err != nil {
+		return err
+	}
+	if _, err := b.su.Exec(b.ctx, "VACUUM ANALYZE ql3.runs"); err != nil {
+		return err
+	}
+	ws, err := b.workers(b.o.idleSessions, 1, "idle")
+	if err != nil {
+		return err
+	}
+	before, err := b.settle()
+	if err != nil {
+		return err
+	}
+	s, err := b.start()
+	if err != nil {
+		return err
+	}
+	// Warm-up, not measured: every session makes its TLS connection (16
+	// at a time) with one pull, as a running worker has long since done;
+	// otherwise 1,000 handshakes in the first cadence are the measurement.
+	var warm atomic.Int64
+	{
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 16)
+		for _, w := range ws {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				if body, _, err := w.pullBody(); err == nil {
+					if _, status, err := w.post(s, protocol.PathOfferPull, body); err == nil && status == http.StatusNoContent {
+						warm.Add(1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	var mu sync.Mutex
+	var lat []time.Duration
+	var pulls, shed atomic.Int64
+	deadline := time.Now().Add(b.o.idleWindow)
+	var wg sync.WaitGroup
+	errc := make(chan error, len(ws))
+	for _, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			defer func() { mu.Lock(); lat = append(lat, mine...); mu.Unlock() }()
+			next := time.Now().Add(time.Duration(mrand.Int64N(int64(b.o.idleCadence))))
+			for {
+				time.Sleep(time.Until(next))
+				if time.Now().After(deadline) {
+					return
+				}
+				body, _, err := w.pullBody()
+				if err != nil {
+					errc <- err
+					return
+				}
+				t0 := time.Now()
+				raw, status, err := w.post(s, protocol.PathOfferPull, body)
+				mine = append(mine, time.Since(t0))
+				switch {
+				case err == nil && status == http.StatusServiceUnavailable:
+					shed.Add(1) // the in-flight bound shed it; a worker backs off and retries
+				case err != nil || status != http.StatusNoContent:
+					errc <- fmt.Errorf("idle pull: %d %s %v", status, raw, err)
+					return
+				default:
+					pulls.Add(1)
+				}
+				next = next.Add(b.o.idleCadence)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		s.stop()
+		return err
+	}
+	s.stop()
+	after, err := b.settle()
+	if err != nil {
+		return err
+	}
+	n := pulls.Load()
+	if n == 0 {
+		return errors.New("no idle pull")
+	}
+	// The write ratios count the warm-up pulls too (they ran between the
+	// two counter readings); latency counts only the measured window.
+	all := n + warm.Load()
+	row("idle", "sessions × cadence", "%d × %s (%.0f pulls/s offered)", b.o.idleSessions, b.o.idleCadence,
+		float64(b.o.idleSessions)/b.o.idleCadence.Seconds())
+	row("idle", "warm-up pulls (one per session, not timed)", "%d", warm.Load())
+	row("idle", "pulls answered 204 / shed with 503 (in-flight bound)", "%d / %d", n, shed.Load())
+	row("idle", "latency of every answer p50 / p99 / max (goal p99 ≤ 10 ms)", "%s / %s / %s", percentile(lat, 0.5).Round(10*time.Microsecond),
+		percentile(lat, 0.99).Round(10*time.Microsecond), percentile(lat, 1).Round(10*time.Microsecond))
+	row("idle", "WAL records per idle pull (goal 0)", "%.3f", float64(after.walRecords-before.walRecords)/float64(all))
+	row("idle", "tuples written per idle pull (goal 0)", "%.3f", float64(after.tuples-before.tuples)/float64(all))
+	row("idle", "database commits per idle pull (read-only included)", "%.2f", float64(after.commits-before.commits)/float64(all))
+	return nil
+}
