@@ -241,3 +241,40 @@ func sameExceptAudit(a, b string) bool {
 	}
 	return strip(a) == strip(b)
 }
+
+// TestPullReplayDriftOverTLS: through the listener, a replay with another
+// token and a replay after the session was replaced (a new open) are 409,
+// and neither makes a second lease.
+func TestPullReplayDriftOverTLS(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOptions{dispatch: true})
+	e.queueRun()
+	e.queueRun()
+	w := e.worker("drifter")
+	c := e.client(w.cert)
+	st := e.open(c, w)
+	token, err := fence.NewLeaseToken(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := protocol.OfferPullRequest{SessionID: st.SessionID, Generation: st.Generation, OfferID: uuid.New().String(), LeaseToken: token}
+	e.must(c, protocol.PathOfferPull, w.cred, encodeOrFatal(t, req), http.StatusOK)
+
+	other, err := fence.NewLeaseToken(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrongToken := req
+	wrongToken.LeaseToken = other
+	if b := errCode(t, e.must(c, protocol.PathOfferPull, w.cred, encodeOrFatal(t, wrongToken), http.StatusConflict)); b.Code != errs.Conflict {
+		t.Errorf("token drift: %+v", b)
+	}
+	if next := e.open(c, w); next.Generation != st.Generation+1 {
+		t.Fatalf("re-open gave generation %d", next.Generation)
+	}
+	e.must(c, protocol.PathOfferPull, w.cred, encodeOrFatal(t, req), http.StatusConflict)
+	var leases int
+	if err := e.db.Conn(t).QueryRow(context.Background(), `SELECT count(*) FROM ql3.run_leases`).Scan(&leases); err != nil || leases != 1 {
+		t.Errorf("%d leases (%v), want 1", leases, err)
+	}
+}
