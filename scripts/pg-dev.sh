@@ -23,11 +23,15 @@ fi
 	die "PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin (apt-get install postgresql, or set QL3_PG_BIN)"
 
 # initdb and postgres refuse to run as root: use the postgres OS user.
+# setpriv changes the user and execs (no helper process in between), so $!
+# below is the postmaster itself: runuser would stay as its parent, and
+# signalling runuser on ^C could orphan a still-running postmaster.
 as_server=()
 if [ "$(id -u)" -eq 0 ]; then
 	pg_user=${QL3_PG_USER:-postgres}
 	id "$pg_user" >/dev/null 2>&1 || die "running as root needs the unprivileged OS user '$pg_user' (QL3_PG_USER)"
-	as_server=(runuser -u "$pg_user" --)
+	command -v setpriv >/dev/null || die "running as root needs setpriv (util-linux)"
+	as_server=(setpriv --reuid="$(id -u "$pg_user")" --regid="$(id -g "$pg_user")" --init-groups --)
 fi
 
 port=${PORT:-}
@@ -40,6 +44,11 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/ql3pg-dev-XXXXXX")
 [ ${#as_server[@]} -gt 0 ] && chown "$pg_user" "$dir"
 pid=""
 cleanup() {
+	# The postmaster's own pid file wins over $! (it names the process
+	# that owns the data directory, whatever started it).
+	if [ -f "$dir/data/postmaster.pid" ]; then
+		pid=$(head -n1 "$dir/data/postmaster.pid" 2>/dev/null || echo "$pid")
+	fi
 	if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
 		kill -INT "$pid" 2>/dev/null || true
 		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done

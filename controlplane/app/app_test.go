@@ -249,6 +249,21 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil || !strings.Contains(out, `"credential": "ql3w_`) {
 		t.Fatalf("issue credential: %q, %v", out, err)
 	}
+	credDir := filepath.Join(t.TempDir(), "cred")
+	if err := os.Mkdir(credDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	credFile := filepath.Join(credDir, "credential")
+	out, err = runCmd(t, cenv, "worker", "issue-credential", "--id", "edge-1", "--credential-file", credFile)
+	if err != nil || strings.Contains(out, "ql3w_") || !strings.Contains(out, `"status": "active"`) {
+		t.Fatalf("issue credential to a file must not print it: %q, %v", out, err)
+	}
+	if data, err := os.ReadFile(credFile); err != nil || !strings.HasPrefix(string(data), "ql3w_") {
+		t.Fatalf("credential file: %v (%d bytes)", err, len(data))
+	}
+	if st, _ := os.Stat(credFile); st.Mode().Perm() != 0o600 {
+		t.Fatalf("credential file mode %v, want 0600", st.Mode().Perm())
+	}
 	out, err = runCmd(t, cenv, "worker", "credentials", "--id", wk.ID)
 	if err != nil || strings.Contains(out, "ql3w_") || !strings.Contains(out, `"status": "active"`) {
 		t.Fatalf("credential list must not show secrets: %q, %v", out, err)

@@ -35,6 +35,8 @@ type cmdArgs struct {
 	disabled                                    bool
 	ttl                                         time.Duration
 	run                                         runArgs // run commands (runcmd.go)
+	pki                                         pkiArgs // pki commands (pki.go)
+	credentialFile                              string  // worker issue-credential/rotate-credentials
 }
 
 // clientTimeout bounds one admin API request.
@@ -179,10 +181,18 @@ func clientCommands() map[string]command {
 				}
 				return m.call(ctx, http.MethodGet, "/api/v1/workers/"+url.PathEscape(m.args.id)+"/credentials", nil)
 			}},
-		"worker issue-credential": {summary: "issue a worker credential (printed once)", flags: idFlag("worker id or name"),
-			run: postPath("/api/v1/workers/", "/credentials")},
+		"worker issue-credential": {summary: "issue a worker credential (printed once, or written to --credential-file)", flags: func(fs *flag.FlagSet, a *cmdArgs) {
+			fs.StringVar(&a.id, "id", "", "worker id or name")
+			credentialFileFlag(fs, a)
+		}, run: func(m *Main, ctx context.Context) error {
+			if err := required("id", m.args.id); err != nil {
+				return err
+			}
+			return m.callCredential(ctx, "/api/v1/workers/"+url.PathEscape(m.args.id)+"/credentials", nil)
+		}},
 		"worker rotate-credentials": {summary: "issue a new credential and retire the others", flags: func(fs *flag.FlagSet, a *cmdArgs) {
 			fs.StringVar(&a.id, "id", "", "worker id or name")
+			credentialFileFlag(fs, a)
 			fs.Func("grace-ms", "latest time the old credentials stay valid if the worker never presents the new one (ms; default: the server's, 24 h; 0: revoke now)", func(v string) error {
 				a.graceSet = true
 				_, err := fmt.Sscan(v, &a.graceMs)
@@ -197,7 +207,7 @@ func clientCommands() map[string]command {
 				g := m.args.graceMs
 				req.GraceMs = &g
 			}
-			return m.call(ctx, http.MethodPost, "/api/v1/workers/"+url.PathEscape(m.args.id)+"/credentials/rotate", req)
+			return m.callCredential(ctx, "/api/v1/workers/"+url.PathEscape(m.args.id)+"/credentials/rotate", req)
 		}},
 		"worker revoke-credential": {summary: "revoke one worker credential", flags: func(fs *flag.FlagSet, a *cmdArgs) {
 			fs.StringVar(&a.id, "id", "", "worker id or name")

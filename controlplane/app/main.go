@@ -10,6 +10,7 @@
 //	ql3-control task list|get|create|update|enable|disable
 //	ql3-control trigger list|get|create|update
 //	ql3-control worker register|list|get|credentials|issue-credential|rotate-credentials|revoke-credential
+//	ql3-control pki init|issue-server|issue-worker   dev PKI for the worker ingress (pki.go)
 //	ql3-control version
 package app
 
@@ -84,6 +85,9 @@ func commands() map[string]command {
 		}},
 		"migrate": {summary: "create the roles, apply migrations, install grants", scope: forMigrate, run: (*Main).migrate},
 		"serve":   {summary: "run the admin API", scope: forServe, run: (*Main).serve},
+	}
+	for name, c := range pkiCommands() {
+		cmds[name] = c // no shared settings: no database, no server
 	}
 	for name, c := range tokenCommands() {
 		if c.scope == 0 {
