@@ -82,6 +82,10 @@ func loadLease(ctx context.Context, tx *dtx, p ingress.Principal, ref protocol.L
 	if _, err := parseID("runId", ref.RunID); err != nil {
 		return nil, err
 	}
+	workerID, err := parseID("workerId", p.WorkerID)
+	if err != nil {
+		return nil, err
+	}
 	b := &pgx.Batch{}
 	b.Queue(sqlLockShared, LockClassSession, LockObjectKey(sessionID))
 	b.Queue(sqlLockAttempts, LockClassAttempt, []int32{LockObjectKey(attemptID)})
@@ -129,7 +133,7 @@ func loadLease(ctx context.Context, tx *dtx, p ingress.Principal, ref protocol.L
 	// Version and expiry are not on the wire (they change with renewals):
 	// the request is compared on identity, token and generation; expiry is
 	// each caller's check. Passing now = 0 leaves "expired" out of Holds.
-	want := ref.Fence(p.WorkerID, l.leaseVersion, l.expiresAtMs)
+	want := ref.Fence(workerID.String(), l.leaseVersion, l.expiresAtMs)
 	if err := want.Holds(observed, 0); err != nil {
 		return nil, err
 	}

@@ -39,7 +39,9 @@ import (
 // An idle pull (nothing runnable) is therefore one round trip that writes
 // nothing and takes no lock.
 
-// DispatchStats counts what pulls did, for metrics and tests.
+// DispatchStats counts what pulls did, for metrics and tests. PagesRead
+// and CandidatesRead count every page read, so a claiming pull counts its
+// first page twice (the unlocked idle check and the re-read under the lock).
 type DispatchStats struct {
 	Pulls, Offers, Replays, Empty   int64
 	PagesRead, CandidatesRead       int64
