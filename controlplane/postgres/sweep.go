@@ -3,7 +3,9 @@ package postgres
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,13 +33,15 @@ import (
 
 // Sweep limits (DESIGN.md §8).
 const (
-	DefaultSweepPage    = 64
-	DefaultRecoveryPage = 16
-	MaxSweepPage        = 64
-	DefaultSweepPages   = 16
-	MaxSweepPages       = 256
-	DefaultCancelGrace  = 10 * time.Second
-	MaxCancelGrace      = 5 * time.Minute
+	DefaultSweepPage     = 64
+	DefaultRecoveryPage  = 16
+	MaxSweepPage         = 64
+	DefaultSweepPages    = 16
+	MaxSweepPages        = 256
+	DefaultCancelGrace   = 10 * time.Second
+	MaxCancelGrace       = 5 * time.Minute
+	DefaultSweepParallel = 4
+	MaxSweepParallel     = 16
 )
 
 // SweepOptions bounds one pass. Zero fields take their defaults.
@@ -61,6 +65,9 @@ type SweepOptions struct {
 	// everything of theirs, and audit rows (ADR 0016): defaults 7, 30 and
 	// 90 days; 1 h..10 years.
 	LogRetention, RunRetention, AuditRetention time.Duration
+	// Parallel is how many connections one page's changes are spread over
+	// (each a pipeline of transactions): default 4, 1..16.
+	Parallel int
 	// DisableRetention skips the retention step (tests of the lifecycle
 	// alone; an operator who keeps everything uses MaxRetention instead).
 	DisableRetention bool
@@ -78,6 +85,9 @@ func (o SweepOptions) withDefaults() SweepOptions {
 	}
 	if o.CancelGrace == 0 {
 		o.CancelGrace = DefaultCancelGrace
+	}
+	if o.Parallel == 0 {
+		o.Parallel = DefaultSweepParallel
 	}
 	if o.LogRetention == 0 {
 		o.LogRetention = DefaultLogRetention
@@ -102,6 +112,8 @@ func (o SweepOptions) Validate() error {
 		return errs.Invalidf("recoveryPage", "must be 1..%d, got %d", MaxSweepPage, o.RecoveryPage)
 	case o.MaxPages < 1 || o.MaxPages > MaxSweepPages:
 		return errs.Invalidf("sweepPages", "must be 1..%d, got %d", MaxSweepPages, o.MaxPages)
+	case o.Parallel < 1 || o.Parallel > MaxSweepParallel:
+		return errs.Invalidf("sweepParallel", "must be 1..%d, got %d", MaxSweepParallel, o.Parallel)
 	case o.CancelGrace < 0 || o.CancelGrace > MaxCancelGrace || o.CancelGrace%time.Millisecond != 0:
 		return errs.Invalidf("cancelGrace", "must be whole milliseconds in 0..%v, got %v", MaxCancelGrace, o.CancelGrace)
 	}
@@ -228,14 +240,13 @@ func sweepLeases(ctx context.Context, db Acquirer, o SweepOptions) (SweepReport,
 		if err != nil {
 			return rep, err
 		}
-		txs := make([]pipedTx, 0, len(cs))
-		for _, c := range cs {
-			txs = append(txs, pipedTx{begin: sweepBeginSQL, sql: sweepLeaseSQL,
+		err = runChanges(ctx, db, o.Parallel, cs, &rep, func(c sweepCandidate, r *SweepReport) (pipedTx, error) {
+			return pipedTx{begin: sweepBeginSQL, sql: sweepLeaseSQL,
 				args: []any{c.lease, LockObjectKey(c.session), LockObjectKey(c.attempt), graceMs,
 					LockClassSession, LockClassAttempt},
-				read: func(rows pgx.Rows) error { return readLeaseChange(rows, &rep) }})
-		}
-		if err := runChanges(ctx, db, txs); err != nil {
+				read: func(rows pgx.Rows) error { return readLeaseChange(rows, r) }}, nil
+		})
+		if err != nil {
 			return rep, err
 		}
 		if len(cs) < o.Page {
@@ -250,7 +261,7 @@ func sweepRuns(ctx context.Context, db Acquirer, o SweepOptions, s runScan) (Swe
 	var rep SweepReport
 	graceMs := o.CancelGrace.Milliseconds()
 	page := s.page(o)
-	after := ""
+	after := uuid.Nil
 	for range o.MaxPages {
 		args := []any{page}
 		if s.keyset {
@@ -260,24 +271,23 @@ func sweepRuns(ctx context.Context, db Acquirer, o SweepOptions, s runScan) (Swe
 		if err != nil {
 			return rep, err
 		}
-		txs := make([]pipedTx, 0, len(cs))
-		for _, c := range cs {
+		if len(cs) > 0 {
+			after = cs[len(cs)-1].run // the scan's order; runChanges shuffles cs
+		}
+		err = runChanges(ctx, db, o.Parallel, cs, &rep, func(c sweepCandidate, r *SweepReport) (pipedTx, error) {
 			newAttempt, err := newSchedID()
 			if err != nil {
-				return rep, err
+				return pipedTx{}, err
 			}
-			txs = append(txs, pipedTx{begin: sweepBeginSQL, sql: sweepRunSQL,
+			return pipedTx{begin: sweepBeginSQL, sql: sweepRunSQL,
 				args: []any{c.run, LockObjectKey(c.attempt), graceMs, LockClassAttempt, newAttempt},
-				read: func(rows pgx.Rows) error { return readRunChange(rows, &rep) }})
-		}
-		if err := runChanges(ctx, db, txs); err != nil {
+				read: func(rows pgx.Rows) error { return readRunChange(rows, r) }}, nil
+		})
+		if err != nil {
 			return rep, err
 		}
 		if len(cs) < page {
 			return rep, nil
-		}
-		if s.keyset {
-			after = cs[len(cs)-1].run.String()
 		}
 	}
 	rep.More = true
@@ -308,11 +318,43 @@ func scan(ctx context.Context, db Acquirer, sql string, args []any, leases bool)
 	return out, nil
 }
 
-// runChanges sends a page of change transactions as one pipeline.
-func runChanges(ctx context.Context, db Acquirer, txs []pipedTx) error {
-	if len(txs) == 0 {
+// runChanges sends a page of change transactions as up to parallel
+// pipelines on as many connections, each transaction committing on its
+// own. The page is shuffled first: replicas reading the same page then
+// mostly meet different candidates instead of queueing on the same locks.
+func runChanges(ctx context.Context, db Acquirer, parallel int, cs []sweepCandidate, rep *SweepReport,
+	build func(sweepCandidate, *SweepReport) (pipedTx, error)) error {
+	if len(cs) == 0 {
 		return nil
 	}
+	rand.Shuffle(len(cs), func(i, j int) { cs[i], cs[j] = cs[j], cs[i] })
+	parts := min(parallel, len(cs))
+	reps := make([]SweepReport, parts)
+	chunks := make([][]pipedTx, parts)
+	for i, c := range cs {
+		tx, err := build(c, &reps[i%parts])
+		if err != nil {
+			return err
+		}
+		chunks[i%parts] = append(chunks[i%parts], tx)
+	}
+	errsOut := make([]error, parts)
+	var wg sync.WaitGroup
+	for i := range chunks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errsOut[i] = runPipelineOn(ctx, db, chunks[i])
+		}()
+	}
+	wg.Wait()
+	for _, r := range reps {
+		rep.Add(r)
+	}
+	return errors.Join(errsOut...)
+}
+
+func runPipelineOn(ctx context.Context, db Acquirer, txs []pipedTx) error {
 	conn, err := db.Acquire(ctx)
 	if err != nil {
 		return Translate(err)

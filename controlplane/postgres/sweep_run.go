@@ -164,8 +164,8 @@ SELECT lk.ok, coalesce(e.action, ''), coalesce(e.to_status, ''), y.replaced,
 FROM lk CROSS JOIN tally y LEFT JOIN error_of e ON true`
 
 // Run scans (database time). Each returns run_id and the current
-// Attempt's id, at most $1 rows, after the keyset ($2 text: ” for the
-// first page) where it pages.
+// Attempt's id, at most $1 rows, after the keyset ($2 run id: the nil
+// UUID for the first page) where it pages.
 const (
 	// Lost Runs (runs_lost_idx).
 	lostCandidatesSQL = `SELECT r.run_id, a.attempt_id FROM ql3.runs r
@@ -176,15 +176,15 @@ const (
 	JOIN ql3.attempts a ON a.run_id = r.run_id AND a.attempt = r.attempt_count
 	WHERE r.cancel_requested_at_ms IS NOT NULL AND r.status IN ('created', 'queued', 'retry_wait', 'lost')
 	ORDER BY r.cancel_requested_at_ms, r.run_id LIMIT $1::int`
-	// Held Runs (runs_held_idx), keyset by run id text within created_at.
+	// Held Runs (runs_held_idx), keyset by run id.
 	heldCandidatesSQL = `SELECT r.run_id, a.attempt_id FROM ql3.runs r
 	JOIN ql3.attempts a ON a.run_id = r.run_id AND a.attempt = r.attempt_count
-	WHERE r.status = 'created' AND r.cancel_requested_at_ms IS NULL AND r.run_id::text > $2::text
+	WHERE r.status = 'created' AND r.cancel_requested_at_ms IS NULL AND r.run_id > $2::uuid
 	ORDER BY r.run_id LIMIT $1::int`
 	// In-flight Runs without a live lease (runs_in_flight_idx), keyset by id.
 	orphanCandidatesSQL = `SELECT r.run_id, a.attempt_id FROM ql3.runs r
 	JOIN ql3.attempts a ON a.run_id = r.run_id AND a.attempt = r.attempt_count
-	WHERE r.status IN ('dispatching', 'running') AND r.run_id::text > $2::text
+	WHERE r.status IN ('dispatching', 'running') AND r.run_id > $2::uuid
 	  AND NOT EXISTS (SELECT 1 FROM ql3.run_leases l WHERE l.run_id = r.run_id AND l.status = 'leased')
 	ORDER BY r.run_id LIMIT $1::int`
 	// Started Attempts past their durable deadline (attempts_deadline_idx).
