@@ -110,16 +110,21 @@ const sweepRunSQL = `WITH lk AS MATERIALIZED (
 	FROM error_of e
 	WHERE r.run_id = e.run_id AND r.version = e.run_version AND e.action <> 'replace'
 	RETURNING r.run_id
-), replaced AS (
-	UPDATE ql3.runs o SET cancel_requested_at_ms = e.ms, cancel_reason = 'replace', version = o.version + 1,
-		updated_at_ms = greatest(e.ms, o.updated_at_ms)
-	FROM error_of e
-	WHERE e.action = 'replace' AND o.run_id IN (SELECT o2.run_id FROM ql3.runs o2
+), replace_targets AS MATERIALIZED (
+	SELECT x.run_id, e.ms FROM error_of e
+	CROSS JOIN LATERAL (SELECT o2.run_id FROM ql3.runs o2
 		WHERE o2.task_id = e.task_id AND o2.run_id <> e.run_id AND o2.cancel_requested_at_ms IS NULL
 		  AND o2.status IN ('created', 'queued', 'dispatching', 'running', 'retry_wait', 'lost')
 		  AND (o2.created_at_ms, o2.run_id) < (e.run_created_at_ms, e.run_id)
-		FOR UPDATE SKIP LOCKED)
-	RETURNING o.run_id, o.project_id, o.attempt_count, e.ms
+		ORDER BY o2.created_at_ms, o2.run_id LIMIT 64
+		FOR UPDATE SKIP LOCKED) x
+	WHERE e.action = 'replace'
+), replaced AS (
+	UPDATE ql3.runs o SET cancel_requested_at_ms = x.ms, cancel_reason = 'replace', version = o.version + 1,
+		updated_at_ms = greatest(x.ms, o.updated_at_ms)
+	FROM replace_targets x
+	WHERE o.run_id = x.run_id
+	RETURNING o.run_id, o.project_id, o.attempt_count, x.ms
 ), ev_replaced AS (
 	INSERT INTO ql3.run_events (run_id, sequence, project_id, attempt, type, payload, created_at_ms)
 	SELECT p.run_id, coalesce((SELECT max(x.sequence) FROM ql3.run_events x WHERE x.run_id = p.run_id), 0) + 1,
