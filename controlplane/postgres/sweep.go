@@ -46,11 +46,12 @@ const (
 
 // SweepOptions bounds one pass. Zero fields take their defaults.
 type SweepOptions struct {
-	// Page is the lease sweep's and the retry promoter's page: default and
-	// hard limit 64.
+	// Page is the page of the lease sweep, lost Runs, cancel intents and
+	// due retries: default and hard limit 64.
 	Page int
-	// RecoveryPage is the page of the Run scans (orphans, timeouts, lost,
-	// cancel intents, held): default 16, hard limit 64.
+	// RecoveryPage is the page of the recovery scans (in-flight Runs
+	// without a lease, passed deadlines, held Runs): default 16, hard
+	// limit 64. Lost Runs and cancel intents use Page.
 	RecoveryPage int
 	// MaxPages bounds the pages of each kind per pass: default 16, at most
 	// 256. A kind that fills them reports More.
@@ -172,6 +173,11 @@ func (r *SweepReport) Add(o SweepReport) {
 	r.More = r.More || o.More
 }
 
+// offlineLookbackMs is how far back the lease scan looks for sessions that
+// went offline: longer than any lease's TTL (45 s started, 30 s unstarted,
+// DESIGN.md §8), so an older session's leases have expired on their own.
+const offlineLookbackMs = int64(time.Hour / time.Millisecond)
+
 // sweepBeginSQL opens each change's transaction.
 const sweepBeginSQL = `BEGIN ISOLATION LEVEL READ COMMITTED`
 
@@ -195,8 +201,8 @@ var (
 	runScans     = []runScan{
 		{"orphan", orphanCandidatesSQL, true, recoveryPage},
 		{"timeout", timeoutCandidatesSQL, false, recoveryPage},
-		{"lost", lostCandidatesSQL, false, recoveryPage},
-		{"cancel", cancelCandidatesSQL, false, recoveryPage},
+		{"lost", lostCandidatesSQL, false, sweepPage},
+		{"cancel", cancelCandidatesSQL, false, sweepPage},
 		{"held", heldCandidatesSQL, true, recoveryPage},
 		{"retry", retryCandidatesSQL, false, sweepPage},
 	}
@@ -236,7 +242,7 @@ func sweepLeases(ctx context.Context, db Acquirer, o SweepOptions) (SweepReport,
 	var rep SweepReport
 	graceMs := o.CancelGrace.Milliseconds()
 	for range o.MaxPages {
-		cs, err := scan(ctx, db, leaseCandidatesSQL, []any{graceMs, o.Page}, true)
+		cs, err := scan(ctx, db, leaseCandidatesSQL, []any{graceMs, o.Page, offlineLookbackMs}, true)
 		if err != nil {
 			return rep, err
 		}

@@ -144,7 +144,11 @@ FROM lk CROSS JOIN tally y LEFT JOIN d ON true`
 // branches are index paths: expired leases (run_leases_expiry_idx), the
 // live leases of sessions that are offline or expired (run_leases_session_idx
 // over the live leases, at most the sum of session capacities), and
-// dispatching Runs with a cancel intent (runs_cancel_pending_idx).
+// dispatching Runs with a cancel intent (runs_cancel_pending_idx). The
+// session branch is driven by the sessions (few) rather than the leases
+// (many): sessions that went offline within the last $3 ms (older ones'
+// leases have expired by their own TTL and are in the first branch) and
+// live sessions whose heartbeat lease passed (worker_sessions_lease_idx).
 // Started leases become candidates only once their authority ended more
 // than the cancel grace ($1 ms) ago.
 const leaseCandidatesSQL = `WITH n AS MATERIALIZED (
@@ -157,10 +161,11 @@ const leaseCandidatesSQL = `WITH n AS MATERIALIZED (
 	  AND (a.status NOT IN ('starting', 'running') OR l.expires_at_ms + $1::bigint <= n.ms)
 	UNION
 	SELECT l.lease_id, l.session_id, l.attempt_id, l.expires_at_ms
-	FROM ql3.run_leases l CROSS JOIN n
-	JOIN ql3.worker_sessions s ON s.session_id = l.session_id
+	FROM ql3.worker_sessions s CROSS JOIN n
+	JOIN ql3.run_leases l ON l.session_id = s.session_id AND l.status = 'leased'
 	JOIN ql3.attempts a ON a.attempt_id = l.attempt_id
-	WHERE l.status = 'leased' AND (s.status = 'offline' OR s.lease_expires_at_ms <= n.ms)
+	WHERE ((s.status = 'offline' AND s.closed_at_ms > n.ms - $3::bigint)
+		OR (s.status <> 'offline' AND s.lease_expires_at_ms <= n.ms))
 	  AND (a.status NOT IN ('starting', 'running')
 		OR least(l.expires_at_ms, coalesce(s.closed_at_ms, l.expires_at_ms)) + $1::bigint <= n.ms)
 	UNION

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ql3/ql3/controlplane/postgres"
@@ -382,5 +383,59 @@ func TestRetentionDeletesOldFinishedRuns(t *testing.T) {
 	}
 	if err := (postgres.SweepOptions{LogRetention: 40 * 24 * time.Hour}).Validate(); errs.Field(err) != "logRetention" {
 		t.Fatalf("log retention beyond run retention: %v", err)
+	}
+}
+
+// TestSessionLossHandlesLeasesNow: the unstarted leases of a session that
+// was replaced, went offline or whose heartbeat lease passed are released
+// at once (not after their own TTL); a started lease of a closed session
+// waits the grace from the close.
+func TestSessionLossHandlesLeasesNow(t *testing.T) {
+	f := newLifeFixture(t)
+	worker2, worker3 := uuid.New(), uuid.New()
+	for _, w := range []uuid.UUID{worker2, worker3} {
+		f.exec(t, `INSERT INTO ql3.workers (worker_id, name, status, created_at_ms, updated_at_ms)
+			VALUES ($1::uuid, 'w-' || $1::uuid::text, 'active', 1, 1)`, w)
+	}
+	replaced, offline, expired := uuid.New(), uuid.New(), uuid.New()
+	f.session(t, replaced, worker2, 1, "offline", 60_000)
+	f.session(t, uuid.New(), worker2, 2, "online", 60_000)
+	f.session(t, offline, worker3, 1, "offline", 60_000)
+	// The fixture's session (generation 1) closes; generation 2 is live but
+	// its heartbeat lease passed.
+	f.exec(t, `UPDATE ql3.worker_sessions SET status = 'offline', closed_at_ms = updated_at_ms WHERE session_id = $1`, f.sessionID)
+	f.session(t, expired, f.workerID, 2, "draining", -1000)
+	cases := []struct {
+		session uuid.UUID
+		attempt string
+		reason  string
+		status  string
+	}{
+		{replaced, "claimed", "session_replaced", "queued"},
+		{offline, "claimed", "session_offline", "queued"},
+		{expired, "claimed", "session_expired", "queued"},
+		{offline, "running", "", "running"}, // started: the grace from the close has not passed
+	}
+	ids := make([]uuid.UUID, len(cases))
+	for i, c := range cases {
+		st := "dispatching"
+		if c.attempt == "running" {
+			st = "running"
+		}
+		ids[i], _ = f.run(t, lifeRun{status: st, attempt: c.attempt, lease: "live", session: c.session})
+	}
+	f.sweep(t)
+	for i, c := range cases {
+		got := f.state(t, ids[i])
+		if got.Status != c.status || got.Reason != c.reason {
+			t.Errorf("%s/%s: %+v, want %s (%q)", c.reason, c.attempt, got, c.status, c.reason)
+		}
+	}
+	// The close was long ago: the started lease is lost now.
+	f.exec(t, `UPDATE ql3.worker_sessions SET closed_at_ms = closed_at_ms - 60000, updated_at_ms = updated_at_ms - 60000,
+		opened_at_ms = opened_at_ms - 60000 WHERE session_id = $1`, offline)
+	f.sweep(t)
+	if got := f.state(t, ids[3]); got.Status != "failed" || got.Attempt != "lost" || got.Reason != "lease_expired" {
+		t.Fatalf("started lease of a closed session: %+v", got)
 	}
 }

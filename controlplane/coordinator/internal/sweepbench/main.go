@@ -288,7 +288,8 @@ func (e env) cancelLatency(ctx context.Context, runtimeDSN string, trials int, h
 			}
 		}
 		ticker.Stop()
-		if _, err := e.su.Exec(ctx, `TRUNCATE ql3.run_leases, ql3.run_events, ql3.attempts, ql3.runs`); err != nil {
+		if _, err := e.su.Exec(ctx, `TRUNCATE ql3.run_log_chunks, ql3.run_log_streams, ql3.run_leases, ql3.run_events,
+			ql3.attempts, ql3.runs`); err != nil {
 			return err
 		}
 	}
