@@ -140,7 +140,8 @@ SELECT lk.ok, coalesce(d.action, ''), coalesce(d.reason, ''), coalesce(d.run_id:
 FROM lk CROSS JOIN tally y LEFT JOIN d ON true`
 
 // leaseCandidatesSQL is the lease scan: live leases that a sweep change
-// would act on by database time, oldest expiry first, limit $2. The three
+// would act on by database time, oldest expiry first, limit $2 (each
+// branch stops at $2 itself, so a page reads about a page). The three
 // branches are index paths: expired leases (run_leases_expiry_idx), the
 // live leases of sessions that are offline or expired (run_leases_session_idx
 // over the live leases, at most the sum of session capacities), and
@@ -153,13 +154,14 @@ FROM lk CROSS JOIN tally y LEFT JOIN d ON true`
 // than the cancel grace ($1 ms) ago.
 const leaseCandidatesSQL = `WITH n AS MATERIALIZED (
 	SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms
-), c AS (
+), c AS ((
 	SELECT l.lease_id, l.session_id, l.attempt_id, l.expires_at_ms
 	FROM ql3.run_leases l CROSS JOIN n
 	JOIN ql3.attempts a ON a.attempt_id = l.attempt_id
 	WHERE l.status = 'leased' AND l.expires_at_ms <= n.ms
 	  AND (a.status NOT IN ('starting', 'running') OR l.expires_at_ms + $1::bigint <= n.ms)
-	UNION
+	ORDER BY l.expires_at_ms, l.lease_id LIMIT $2::int
+	) UNION (
 	SELECT l.lease_id, l.session_id, l.attempt_id, l.expires_at_ms
 	FROM ql3.worker_sessions s CROSS JOIN n
 	JOIN ql3.run_leases l ON l.session_id = s.session_id AND l.status = 'leased'
@@ -168,11 +170,13 @@ const leaseCandidatesSQL = `WITH n AS MATERIALIZED (
 		OR (s.status <> 'offline' AND s.lease_expires_at_ms <= n.ms))
 	  AND (a.status NOT IN ('starting', 'running')
 		OR least(l.expires_at_ms, coalesce(s.closed_at_ms, l.expires_at_ms)) + $1::bigint <= n.ms)
-	UNION
+	ORDER BY l.expires_at_ms, l.lease_id LIMIT $2::int
+	) UNION (
 	SELECT l.lease_id, l.session_id, l.attempt_id, l.expires_at_ms
 	FROM ql3.runs r
 	JOIN ql3.run_leases l ON l.run_id = r.run_id AND l.status = 'leased'
 	JOIN ql3.attempts a ON a.attempt_id = l.attempt_id AND a.status = 'claimed'
 	WHERE r.cancel_requested_at_ms IS NOT NULL AND r.status = 'dispatching'
-)
+	ORDER BY l.expires_at_ms, l.lease_id LIMIT $2::int
+))
 SELECT lease_id, session_id, attempt_id FROM c ORDER BY expires_at_ms, lease_id LIMIT $2::int`
