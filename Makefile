@@ -15,7 +15,7 @@ LDFLAGS    := -s -w -X main.version=$(VERSION)
 # for each module's slowest package in turn.
 PKGS       := $(foreach m,$(MODULES),./$(m)/...)
 
-.PHONY: all build build-edge build-control build-worker test vet fmt-check unit fuzz-smoke fuzz bench cross run clean
+.PHONY: all build build-edge build-control build-worker test vet fmt-check unit fuzz-smoke fuzz bench cross run cluster clean
 
 all: build
 
@@ -85,6 +85,12 @@ cross:
 
 run: build-edge
 	./bin/ql3-edge serve --data-dir $(DATA_DIR) --listen $(LISTEN)
+
+# cluster: PostgreSQL, two ql3-control replicas, two ql3-worker (node
+# profile, mTLS with a dev PKI) and a task firing every 5 s; ^C stops all
+# of it (scripts/cluster.sh).
+cluster: build-control build-worker
+	./scripts/cluster.sh
 
 clean:
 	rm -rf bin dist
