@@ -121,6 +121,7 @@ func (s *Server) runNow(w http.ResponseWriter, r *http.Request) {
 	if res.Created {
 		status = http.StatusCreated
 		w.Header().Set("Location", "/api/v1/runs/"+run.ID)
+		s.log.InfoContext(r.Context(), "run created", "run", run.ID, "task", run.TaskID, "status", run.Status, "origin", "manual")
 	}
 	writeJSON(w, status, v)
 }
@@ -173,6 +174,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if out == postgres.CancelAccepted {
 		status = http.StatusAccepted
+		s.log.InfoContext(r.Context(), "run cancel requested", "run", run.ID, "status", run.Status)
 	}
 	writeJSON(w, status, RunView{RunRecord: run})
 }

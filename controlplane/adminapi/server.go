@@ -4,6 +4,7 @@
 // Routes (all under /api/v1 except health):
 //
 //	GET  /healthz, /readyz                              open; readiness checks the schema
+//	GET  /metrics                                       Prometheus text: loopback without a token, else an API token
 //	GET  /api/v1/projects                               list (?limit=&cursor=)
 //	POST /api/v1/projects                               create
 //	GET  /api/v1/projects/{project}                     by id or name
@@ -49,6 +50,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/metrics"
 	"github.com/ql3/ql3/core/spec"
 )
 
@@ -108,6 +110,9 @@ type Config struct {
 	// DisableWorker disables a worker (postgres.DisableWorker on the admin
 	// pool); nil answers that route 503.
 	DisableWorker WorkerControl
+	// Metrics writes the process's families into GET /metrics; nil serves
+	// the HTTP statistics only.
+	Metrics Collector
 }
 
 // Server is the admin API handler.
@@ -121,11 +126,15 @@ type Server struct {
 	ready   func(ctx context.Context) error
 	now     func() time.Time
 	handler http.Handler
+
+	collect   Collector
+	httpStats *metrics.HTTPStats
 }
 
 // New returns the API handler.
 func New(cfg Config) *Server {
-	s := &Server{runs: cfg.Runs, disable: cfg.DisableWorker, b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, now: cfg.Now}
+	s := &Server{runs: cfg.Runs, disable: cfg.DisableWorker, b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, now: cfg.Now,
+		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -147,6 +156,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.S
 func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET "+MetricsPath, s.metricsHandler)
 
 	mux.HandleFunc("GET /api/v1/projects", s.listProjects)
 	mux.HandleFunc("POST /api/v1/projects", s.createProject)
@@ -268,16 +278,20 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 					s.fail(rec, r, errs.E(errs.Internal, "", "internal error"))
 				}
 			}
-			s.log.LogAttrs(r.Context(), slog.LevelInfo, "http request",
-				slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Int("status", rec.status),
-				slog.String("token", tokenID), slog.Duration("took", s.now().Sub(start)))
+			took := s.now().Sub(start)
+			// r.Pattern is the ServeMux pattern matched (set on this
+			// request by the mux): bounded series, never raw paths.
+			s.httpStats.Observe(metrics.Route(r.Pattern), r.Method, rec.status, took)
+			s.log.LogAttrs(r.Context(), slog.LevelDebug, "http request",
+				slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", r.Pattern),
+				slog.Int("status", rec.status), slog.String("token", tokenID), slog.Duration("took", took))
 		}()
 		w.Header().Set("Cache-Control", "no-store")
 		if err := crossOrigin.Check(r); err != nil {
 			s.fail(rec, r, errs.E(errs.Forbidden, "Origin", "cross-origin request refused: a change must come from this server's own origin or from a non-browser client"))
 			return
 		}
-		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !scrapeFromLoopback(r) {
 			tok, err := s.authenticate(r)
 			if err != nil {
 				rec.Header().Set("WWW-Authenticate", `Bearer realm="ql3-control"`)

@@ -58,10 +58,14 @@ type Main struct {
 	adminPool   *pgxpool.Pool
 	runtimePool *pgxpool.Pool
 	coord       *coordinator.Coordinator
-	server      *http.Server
-	listener    net.Listener
-	serveErr    chan error
-	ingress     ingressParts
+	// noMetricsSettle makes the finished-Run counter read up to the
+	// database's now instead of postgres.FinishedRunsSettleMs behind it
+	// (tests that scrape right after their Runs finish).
+	noMetricsSettle bool
+	server          *http.Server
+	listener        net.Listener
+	serveErr        chan error
+	ingress         ingressParts
 }
 
 // NewMain returns a Main wired to the process's stdio and environment.

@@ -80,6 +80,11 @@ func (m *Main) serve(ctx context.Context) error {
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return postgres.DisableWorker(ctx, pool, ref)
 		},
+		Metrics: metricsCollector(pool, func() *coordinator.Coordinator {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			return m.coord
+		}, postgres.NewFinishedRuns(m.metricsSettleMs())),
 	})
 	srv := &http.Server{
 		Handler:           api,
@@ -103,6 +108,13 @@ func (m *Main) serve(ctx context.Context) error {
 	}()
 	m.log.Info("admin API listening", "addr", ln.Addr().String(), "tls", tlsCfg != nil, "version", m.Version)
 	return nil
+}
+
+func (m *Main) metricsSettleMs() int64 {
+	if m.noMetricsSettle {
+		return 0
+	}
+	return postgres.FinishedRunsSettleMs
 }
 
 // runOps is the admin API's runtime-role port (cancel, run-now, logs,

@@ -1,0 +1,166 @@
+package app_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ql3/ql3/controlplane/app"
+	"github.com/ql3/ql3/controlplane/pgtest"
+	"github.com/ql3/ql3/controlplane/postgres"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestMetricsScrapeAndTextLogs serves ql3-control with --log-format text at
+// debug, makes three Runs (two stay queued, one is cancelled), then scrapes
+// /metrics from loopback without a token and with a wrong token, and reads
+// the log: series and values as expected, one line per request, the Run
+// transitions at info, and no token in any line.
+func TestMetricsScrapeAndTextLogs(t *testing.T) {
+	t.Parallel()
+	db := pgtest.Shared(t).NewEmptyDB(t)
+	env := map[string]string{"QL3_DSN": db.DSN("")}
+	if _, err := runCmd(t, env, "migrate"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCmd(t, env, "token", "create", "--name", "metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(out)
+	for _, role := range []string{postgres.RoleAdmin, postgres.RoleRuntime} {
+		if err := postgres.EnableLogin(context.Background(), db.Conn(t), role, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs lockedBuffer
+	srv := &app.Main{Stdout: io.Discard, Stderr: &logs, Getenv: func(string) string { return "" }, Version: "test"}
+	app.NoMetricsSettle(srv)
+	if err := srv.ParseFlags([]string{"serve", "--admin-dsn", db.DSN(postgres.RoleAdmin),
+		"--runtime-dsn", db.DSN(postgres.RoleRuntime), "--listen", "127.0.0.1:0",
+		"--log-format", "text", "--log-level", "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	base := "http://" + srv.Addr()
+	c := httpClient{t: t, base: base, token: token}
+
+	scrape := func(tok string) (int, string) {
+		req, _ := http.NewRequest("GET", base+"/metrics", nil)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := scrape(""); code != 200 { // starts the finished-Run counter
+		t.Fatalf("first scrape: %d %s", code, body)
+	}
+	if code := c.do("POST", "/api/v1/projects", `{"name":"ops"}`, nil); code != 201 {
+		t.Fatalf("project: %d", code)
+	}
+	var task struct{ ID string }
+	if code := c.do("POST", "/api/v1/tasks", `{"project":"ops","name":"t","spec":{"kind":"qinglong/command@v1","argv":{"file":"true"},"concurrency":"allow"}}`, &task); code != 201 {
+		t.Fatalf("task: %d", code)
+	}
+	var runs []string
+	for i := range 3 {
+		var r struct{ ID string }
+		if code := c.do("POST", "/api/v1/tasks/"+task.ID+"/runs", fmt.Sprintf(`{"idempotencyKey":"k%d"}`, i), &r); code != 201 {
+			t.Fatalf("run now: %d", code)
+		}
+		runs = append(runs, r.ID)
+	}
+	if code := c.do("POST", "/api/v1/runs/"+runs[0]+"/cancel", "", nil); code != 202 && code != 200 {
+		t.Fatalf("cancel: %d", code)
+	}
+	wrong := token[:len(token)-2] + "00"
+	if code, _ := scrape(wrong); code != 401 {
+		t.Errorf("scrape with a wrong token: %d, want 401", code)
+	}
+	code, body := scrape(token)
+	if code != 200 {
+		t.Fatalf("scrape: %d %s", code, body)
+	}
+	for _, want := range []string{
+		`ql3_runs{status="queued"} 2`,
+		`ql3_run_queue_depth 2`,
+		`ql3_runs_finished_total{status="cancelled"} 1`,
+		`ql3_runs_finished_total{status="failed"} 0`,
+		`ql3_worker_sessions{status="online"} 0`,
+		`ql3_run_leases 0`,
+		`ql3_scheduler_admitted_total 0`,
+		`ql3_scheduler_admissions_refused_total{reason="raced"} 0`,
+		`ql3_scheduler_serialization_retries_total 0`,
+		`ql3_scheduler_fire_lag_seconds_count 0`,
+		`ql3_http_requests_total{route="/api/v1/tasks/{task}/runs",method="POST",code="201"} 3`,
+		`ql3_http_requests_total{route="/metrics",method="GET",code="200"} 1`,
+		`ql3_http_requests_total{route="unmatched",method="GET",code="401"} 1`,
+		`ql3_http_request_duration_seconds_count{route="/api/v1/tasks/{task}/runs"} 3`,
+	} {
+		if !strings.Contains(body, want+"\n") {
+			t.Errorf("/metrics lacks %q:\n%s", want, body)
+		}
+	}
+	if !strings.Contains(body, "ql3_run_queue_oldest_age_seconds ") || strings.Contains(body, "ql3_run_queue_oldest_age_seconds 0\n") {
+		t.Errorf("oldest queued age missing or zero with two queued Runs:\n%s", body)
+	}
+	_ = srv.Close()
+
+	text := logs.String()
+	if strings.Contains(text, token) || strings.Contains(text, wrong) || strings.Contains(text, token[len(token)-40:]) {
+		t.Fatal("a token appears in the log")
+	}
+	var requests, created, cancels int
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		line := sc.Text()
+		if json.Valid([]byte(line)) || !strings.HasPrefix(line, "time=") {
+			t.Fatalf("not a text log line: %q", line)
+		}
+		switch {
+		case strings.Contains(line, `msg="http request"`):
+			requests++
+			if !strings.Contains(line, "level=DEBUG") {
+				t.Errorf("request line not at debug: %q", line)
+			}
+		case strings.Contains(line, `msg="run created"`) && strings.Contains(line, "level=INFO"):
+			created++
+		case strings.Contains(line, `msg="run cancel requested"`) && strings.Contains(line, "level=INFO"):
+			cancels++
+		}
+	}
+	if requests < 9 || created != 3 || cancels != 1 {
+		t.Errorf("log: %d request lines, %d run created, %d cancel; want >= 9, 3, 1:\n%s", requests, created, cancels, text)
+	}
+}
