@@ -342,7 +342,11 @@ type dbCounters struct{ commits, walRecords, tuples int64 }
 
 func (b *bench) counters() (dbCounters, error) {
 	var c dbCounters
-	err := b.su.QueryRow(b.ctx, `SELECT d.xact_commit, w.wal_records, d.tup_inserted + d.tup_updated + d.tup_deleted
+	// Tuples: rows of ql3's tables only (autoanalyze writes pg_statistic
+	// rows, which are not the dispatcher's). WAL is cluster-wide and
+	// includes background work (autovacuum, checkpoints).
+	err := b.su.QueryRow(b.ctx, `SELECT d.xact_commit, w.wal_records,
+		(SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint FROM pg_stat_user_tables WHERE schemaname = 'ql3')
 		FROM pg_stat_database d, pg_stat_wal w WHERE d.datname = current_database()`).Scan(&c.commits, &c.walRecords, &c.tuples)
 	return c, err
 }
