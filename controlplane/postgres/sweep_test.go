@@ -439,3 +439,26 @@ func TestSessionLossHandlesLeasesNow(t *testing.T) {
 		t.Fatalf("started lease of a closed session: %+v", got)
 	}
 }
+
+// TestDeadlineSetsTimeoutIntent: a started Attempt past its durable
+// deadline gets the timeout intent and one run.cancel_requested (its
+// worker then gets cancel at the next heartbeat); the Run keeps running
+// until the completion, and a second pass asks nothing more.
+func TestDeadlineSetsTimeoutIntent(t *testing.T) {
+	f := newLifeFixture(t)
+	runID, _ := f.run(t, lifeRun{status: "running", attempt: "running", lease: "live"})
+	f.exec(t, `UPDATE ql3.attempts SET deadline_at_ms = `+nowSQL+` - 1 WHERE run_id = $1`, runID)
+	if rep := f.sweep(t); rep.TimedOut != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	if n := f.count(t, `SELECT count(*) FROM ql3.runs WHERE run_id = $1 AND status = 'running'
+		AND cancel_reason = 'timeout' AND cancel_requested_at_ms IS NOT NULL`, runID); n != 1 {
+		t.Fatal("no timeout intent")
+	}
+	if ev := f.events(t, runID); !slices.Equal(ev, []string{"run.cancel_requested"}) {
+		t.Fatalf("events %v", ev)
+	}
+	if rep := f.sweep(t); rep.Changed() != 0 {
+		t.Fatalf("second pass %+v", rep)
+	}
+}
