@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/controlplane/postgres"
@@ -62,10 +63,15 @@ type Config struct {
 
 	DefaultGraceMs int64 `json:"defaultGraceMs,omitempty"` // QL3_DEFAULT_GRACE_MS: misfire grace of triggers published without one
 	// The cluster scheduler (ADR 0006).
-	SchedulerBudget  int64  `json:"schedulerBudget,omitempty"`  // QL3_SCHEDULER_BUDGET, --scheduler-budget: claims per round (1..256)
-	SchedulerLeaseMs int64  `json:"schedulerLeaseMs,omitempty"` // QL3_SCHEDULER_LEASE_MS, --scheduler-lease-ms: claim lease (1000..60000)
-	LogLevel         string `json:"logLevel,omitempty"`         // QL3_LOG_LEVEL: debug|info|warn|error
-	LogFormat        string `json:"logFormat,omitempty"`        // QL3_LOG_FORMAT, --log-format: json (default) or text
+	SchedulerBudget  int64 `json:"schedulerBudget,omitempty"`  // QL3_SCHEDULER_BUDGET, --scheduler-budget: claims per round (1..256)
+	SchedulerLeaseMs int64 `json:"schedulerLeaseMs,omitempty"` // QL3_SCHEDULER_LEASE_MS, --scheduler-lease-ms: claim lease (1000..60000)
+	// The lifecycle sweeper and retention (ADRs 0013, 0016).
+	CancelGraceMs       int64  `json:"cancelGraceMs,omitempty"`       // QL3_CANCEL_GRACE_MS, --cancel-grace-ms: wait past a started lease's end before lost (0..300000)
+	LogRetentionHours   int64  `json:"logRetentionHours,omitempty"`   // QL3_LOG_RETENTION_HOURS: log chunks of finished Runs
+	RunRetentionHours   int64  `json:"runRetentionHours,omitempty"`   // QL3_RUN_RETENTION_HOURS: finished Runs with their rows
+	AuditRetentionHours int64  `json:"auditRetentionHours,omitempty"` // QL3_AUDIT_RETENTION_HOURS: audit lines
+	LogLevel            string `json:"logLevel,omitempty"`            // QL3_LOG_LEVEL: debug|info|warn|error
+	LogFormat           string `json:"logFormat,omitempty"`           // QL3_LOG_FORMAT, --log-format: json (default) or text
 
 	// Client subcommands.
 	Server    string `json:"server,omitempty"`    // QL3_SERVER, --server: admin API base URL
@@ -77,7 +83,11 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Listen: DefaultListen, MaxConns: DefaultMaxConns, DefaultGraceMs: postgres.PublishDefaultGraceMs,
 		SchedulerBudget: postgres.DefaultClaimBudget, SchedulerLeaseMs: postgres.DefaultClaimLease.Milliseconds(),
-		LogLevel: "info", LogFormat: "json", Server: DefaultServer,
+		CancelGraceMs:       postgres.DefaultCancelGrace.Milliseconds(),
+		LogRetentionHours:   int64(postgres.DefaultLogRetention / time.Hour),
+		RunRetentionHours:   int64(postgres.DefaultRunRetention / time.Hour),
+		AuditRetentionHours: int64(postgres.DefaultAuditRetention / time.Hour),
+		LogLevel:            "info", LogFormat: "json", Server: DefaultServer,
 		IngressListen: DefaultIngressListen, IngressMaxConns: DefaultIngressMaxConns, IngressInFlight: ingress.DefaultMaxInFlight,
 		CredentialReconcileMs: DefaultCredentialReconcileMs}
 }
@@ -119,6 +129,10 @@ func (c *Config) settings() []setting {
 		{flag: "default-grace-ms", usage: "misfire grace of triggers published without one: how late an occurrence may fire before its misfire policy applies (ms, 0..300000; time under a dead replica's claim is not counted, ADR 0002)", integer: &c.DefaultGraceMs, scope: forServe},
 		{flag: "scheduler-budget", usage: "schedules one scheduler round claims and admits (1..256; raise it for large same-second bursts)", integer: &c.SchedulerBudget, scope: forServe},
 		{flag: "scheduler-lease-ms", usage: "claim lease of the scheduler (ms, 1000..60000)", integer: &c.SchedulerLeaseMs, scope: forServe},
+		{flag: "cancel-grace-ms", usage: "how long past the end of a started lease the sweeper waits before the attempt is lost (ms, 0..300000; the workers' SIGTERM→SIGKILL grace)", integer: &c.CancelGraceMs, scope: forServe},
+		{flag: "log-retention-hours", usage: "keep log chunks of finished runs this long (1..87600)", integer: &c.LogRetentionHours, scope: forServe},
+		{flag: "run-retention-hours", usage: "keep finished runs with their attempts, events and logs this long (1..87600)", integer: &c.RunRetentionHours, scope: forServe},
+		{flag: "audit-retention-hours", usage: "keep audit lines this long (1..87600)", integer: &c.AuditRetentionHours, scope: forServe},
 		{flag: "log-level", usage: "debug, info, warn or error", str: &c.LogLevel, scope: forAll},
 		{flag: "log-format", usage: "json (default: one object per line, for collectors) or text (slog key=value lines)", str: &c.LogFormat, scope: forAll},
 		{flag: "insecure", usage: "allow API tokens over plain HTTP beyond loopback (serve: listen there without TLS; client: send the token to a non-loopback http:// server)", boolean: &c.Insecure, scope: forServe | forClient},
@@ -214,6 +228,9 @@ func (c Config) validateServe() error {
 	}
 	if lo, hi := postgres.MinClaimLease.Milliseconds(), postgres.MaxClaimLease.Milliseconds(); c.SchedulerLeaseMs < lo || c.SchedulerLeaseMs > hi {
 		return errs.Invalidf("scheduler-lease-ms", "must be %d..%d, got %d", lo, hi, c.SchedulerLeaseMs)
+	}
+	if err := c.validateSweep(); err != nil {
+		return err
 	}
 	return c.validatePool()
 }
@@ -313,4 +330,32 @@ func withRole(dsn, role string) (string, error) {
 		return "", errs.Invalidf("dsn", "a keyword/value --dsn that sets options cannot assume roles; give per-role DSNs")
 	}
 	return dsn + " options='" + opt + "'", nil
+}
+
+// SweepOptions are the lifecycle sweeper's settings from the configuration.
+func (c Config) SweepOptions() postgres.SweepOptions {
+	return postgres.SweepOptions{CancelGrace: time.Duration(c.CancelGraceMs) * time.Millisecond,
+		LogRetention: time.Duration(c.LogRetentionHours) * time.Hour, RunRetention: time.Duration(c.RunRetentionHours) * time.Hour,
+		AuditRetention: time.Duration(c.AuditRetentionHours) * time.Hour}
+}
+
+// validateSweep names the flag of an out-of-range sweep setting.
+func (c Config) validateSweep() error {
+	if hi := postgres.MaxCancelGrace.Milliseconds(); c.CancelGraceMs < 1 || c.CancelGraceMs > hi {
+		return errs.Invalidf("cancel-grace-ms", "must be 1..%d, got %d", hi, c.CancelGraceMs)
+	}
+	lo, hi := int64(postgres.MinRetention/time.Hour), int64(postgres.MaxRetention/time.Hour)
+	for _, r := range []struct {
+		flag string
+		v    int64
+	}{{"log-retention-hours", c.LogRetentionHours}, {"run-retention-hours", c.RunRetentionHours},
+		{"audit-retention-hours", c.AuditRetentionHours}} {
+		if r.v < lo || r.v > hi {
+			return errs.Invalidf(r.flag, "must be %d..%d, got %d", lo, hi, r.v)
+		}
+	}
+	if c.LogRetentionHours > c.RunRetentionHours {
+		return errs.Invalidf("log-retention-hours", "must not exceed run-retention-hours (%d), got %d", c.RunRetentionHours, c.LogRetentionHours)
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
@@ -156,4 +157,32 @@ func FuzzDecodeConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSweepSettings: the sweeper's settings have defaults, reach the
+// coordinator's options, and bad values name their flag.
+func TestSweepSettings(t *testing.T) {
+	c := DefaultConfig()
+	o := c.SweepOptions()
+	if err := o.Validate(); err != nil || o.CancelGrace != 10*time.Second || o.RunRetention != 30*24*time.Hour {
+		t.Fatalf("defaults %+v %v", o, err)
+	}
+	for _, tc := range []struct {
+		name  string
+		edit  func(*Config)
+		field string
+	}{
+		{"grace 0", func(c *Config) { c.CancelGraceMs = 0 }, "cancel-grace-ms"},
+		{"grace above 5 min", func(c *Config) { c.CancelGraceMs = 300_001 }, "cancel-grace-ms"},
+		{"log retention 0", func(c *Config) { c.LogRetentionHours = 0 }, "log-retention-hours"},
+		{"run retention beyond 10 years", func(c *Config) { c.RunRetentionHours = 87_601 }, "run-retention-hours"},
+		{"logs kept longer than runs", func(c *Config) { c.LogRetentionHours = c.RunRetentionHours + 1 }, "log-retention-hours"},
+		{"audit retention 0", func(c *Config) { c.AuditRetentionHours = 0 }, "audit-retention-hours"},
+	} {
+		c := DefaultConfig()
+		tc.edit(&c)
+		if err := c.validateSweep(); errs.Field(err) != tc.field {
+			t.Errorf("%s: %v, want field %s", tc.name, err, tc.field)
+		}
+	}
 }

@@ -149,7 +149,8 @@ func (m *Main) startScheduler(ctx context.Context) error {
 	m.runtimePool = pool
 	m.mu.Unlock()
 	coord, err := coordinator.New(pool, coordinator.Config{Budget: int(m.Config.SchedulerBudget),
-		Lease: time.Duration(m.Config.SchedulerLeaseMs) * time.Millisecond, Diagnostics: coordinator.SlogSink(m.log)})
+		Lease: time.Duration(m.Config.SchedulerLeaseMs) * time.Millisecond, Diagnostics: coordinator.SlogSink(m.log),
+		Sweep: m.Config.SweepOptions()})
 	if err != nil {
 		return err
 	}
