@@ -17,6 +17,9 @@ import (
 	"github.com/ql3/ql3/worker/executor"
 )
 
+// runnerSafetyPoll is the runner's fallback poll in the server.
+const runnerSafetyPoll = time.Minute
+
 // edgeTaskProbe is the cheapest read that proves the database answers.
 var edgeTaskProbe = edge.TaskFilter{Limit: 1}
 
@@ -69,6 +72,12 @@ func startEngine(ctx context.Context, cfg engineConfig) (*engine, error) {
 		StateDir: cfg.StateDir,
 		Clock:    cfg.Clock,
 		Logger:   cfg.Logger.With("component", "runner"),
+		// Every change that makes a run due signals the runner (this
+		// process is the data directory's only writer, ADR 0021) and the
+		// earliest not-before time is a timer, so the poll is only a
+		// safety net. At the runner's 5 s default it was the one thing
+		// that woke an idle edge, paging SQLite's code back in each time.
+		PollInterval: runnerSafetyPoll,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the runner: %w", err)

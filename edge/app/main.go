@@ -151,13 +151,22 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.cancel = cancel
+	idle := newIdleTrim(m.Clock, idleQuietFor, releaseIdleMemory, m.log)
+	hooks := m.Hooks
+	testSleep := hooks.SchedulerSleep
+	hooks.SchedulerSleep = func(until time.Time) {
+		idle.schedulerSleeps(until)
+		if testSleep != nil {
+			testSleep(until)
+		}
+	}
 	m.engine, err = startEngine(runCtx, engineConfig{
 		Store: m.store, Logs: m.logs, Clock: m.Clock, Logger: m.log,
 		WorkRoot:       filepath.Join(cfg.DataDir, WorkDirName),
 		StateDir:       filepath.Join(cfg.DataDir, StateDirName),
 		MaxConcurrency: cfg.MaxConcurrency,
 		KillGrace:      time.Duration(cfg.KillGraceMs) * time.Millisecond,
-		Hooks:          m.Hooks,
+		Hooks:          hooks,
 	})
 	if err != nil {
 		return err
@@ -167,6 +176,11 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		defer m.wg.Done()
 		m.sweepRetention(runCtx)
 	}()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		idle.run(runCtx)
+	}()
 
 	api := httpapi.New(httpapi.Config{
 		Store: m.store, Logs: m.logs, Logger: m.log, Clock: m.Clock, Version: m.Version,
@@ -174,6 +188,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		DefaultGraceMs: cfg.MisfireGraceMs,
 		Ready:          m.ready,
 		Metrics:        m.collectMetrics,
+		OnRequest:      idle.activity,
 	})
 	m.server = &http.Server{
 		Handler:           api,

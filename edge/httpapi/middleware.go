@@ -47,6 +47,9 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 // wrap applies, outermost first: panic recovery, access log, auth.
 func (s *Server) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.onReq != nil {
+			s.onReq()
+		}
 		start := s.now()
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {

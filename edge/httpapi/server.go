@@ -67,6 +67,9 @@ type Config struct {
 	// Metrics writes the process's families into GET /metrics (scheduler,
 	// runner, store); nil serves the HTTP statistics only.
 	Metrics Collector
+	// OnRequest, when set, is called as each request starts (the app's
+	// idle detection); it must be cheap.
+	OnRequest func()
 }
 
 // Server is the HTTP handler of the API.
@@ -83,6 +86,7 @@ type Server struct {
 	sessions *panel.Sessions
 	handler  http.Handler
 
+	onReq     func()
 	collect   Collector
 	httpStats *metrics.HTTPStats
 }
@@ -93,6 +97,7 @@ func New(cfg Config) *Server {
 		store: cfg.Store, logs: cfg.Logs, auth: cfg.Auth, log: cfg.Logger,
 		maxBody: cfg.MaxBodyBytes, version: cfg.Version, ready: cfg.Ready, grace: cfg.DefaultGraceMs,
 		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(),
+		onReq: cfg.OnRequest,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

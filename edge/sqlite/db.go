@@ -59,7 +59,8 @@ type Options struct {
 	// Synchronous is the writer's default synchronous mode: "NORMAL"
 	// (default) or "FULL". ClaimRun always commits with FULL.
 	Synchronous string
-	// ReadConns bounds the reader pool. Default 4.
+	// ReadConns bounds the reader pool. Default 2: the readers are the
+	// API and the runner's listing; each open one holds its own page cache.
 	ReadConns int
 	// Migrations replaces the embedded migrations (tests only).
 	Migrations []migrations.Migration
@@ -103,7 +104,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		return nil, errs.Invalidf("synchronous", "must be NORMAL or FULL, got %q", opt.Synchronous)
 	}
 	if opt.ReadConns <= 0 {
-		opt.ReadConns = 4
+		opt.ReadConns = 2
 	}
 	embedded := opt.Migrations == nil
 	if embedded {
@@ -118,9 +119,12 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		"foreign_keys(1)",
 	}
 	// journal_size_limit truncates the WAL after a checkpoint so a burst
-	// does not leave a large file behind on small flash storage.
+	// does not leave a large file behind on small flash storage. The
+	// writer's page cache is 512 KiB (SQLite's default is 2 MiB): the hot
+	// set of admission (schedules, the run and attempt indexes) fits, and
+	// the operating system's page cache holds the rest of the file anyway.
 	writerDSN := dsn(path, append(common, "journal_mode(WAL)", "synchronous("+opt.Synchronous+")",
-		"journal_size_limit(8388608)"), "immediate", "rwc")
+		"journal_size_limit(8388608)", "cache_size(-512)"), "immediate", "rwc")
 	writer, err := sql.Open("sqlite", writerDSN)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -146,10 +150,11 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	// Readers get a 1 MiB page cache each (SQLite's default is 2 MiB) and
-	// are closed after a minute idle: memory matters more than read speed
-	// on a router, and the data set is small.
-	reader, err := sql.Open("sqlite", dsn(path, append(common, "query_only(1)", "cache_size(-1024)"), "deferred", "ro"))
+	// Readers get a 256 KiB page cache each (SQLite's default is 2 MiB)
+	// and are closed after a minute idle: memory matters more than read
+	// speed on a router, the data set is small and the operating system
+	// caches the file.
+	reader, err := sql.Open("sqlite", dsn(path, append(common, "query_only(1)", "cache_size(-256)"), "deferred", "ro"))
 	if err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
