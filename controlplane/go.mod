@@ -32,3 +32,8 @@ require (
 )
 
 replace github.com/ql3/ql3/scripts => ../scripts
+
+// The web panel's assets, sessions and schedule preview (stdlib + core).
+require github.com/ql3/ql3/panel v0.0.0
+
+replace github.com/ql3/ql3/panel => ../panel

@@ -19,7 +19,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	f := postgres.RunListFilter{TaskID: q.Get("task"), TriggerID: q.Get("trigger"), Page: pr}
+	f := postgres.RunListFilter{TaskID: q.Get("task"), TriggerID: q.Get("trigger"), Origin: q.Get("origin"), Page: pr}
 	if ref := q.Get("project"); ref != "" {
 		p, err := s.resolveProject(r.Context(), "project", ref)
 		if err != nil {

@@ -5,6 +5,9 @@
 //
 //	GET  /healthz, /readyz                              open; readiness checks the schema
 //	GET  /metrics                                       Prometheus text: loopback without a token, else an API token
+//	GET  /, /panel/app.js, /panel/app.css               the web panel (module panel), open
+//	GET|POST|DELETE /api/v1/session                     panel session: status, sign in {token}, sign out (open)
+//	GET  /api/v1/schedule/preview                       (?expression=&timeZone=&count=&afterMs=)
 //	GET  /api/v1/projects                               list (?limit=&cursor=)
 //	POST /api/v1/projects                               create
 //	GET  /api/v1/projects/{project}                     by id or name
@@ -19,7 +22,7 @@
 //	POST /api/v1/tasks/{task}/triggers                  create
 //	GET  /api/v1/tasks/{task}/triggers/{trigger}
 //	PUT  /api/v1/tasks/{task}/triggers/{trigger}        update (expectedRevision) → new revision
-//	GET  /api/v1/runs                                   list, newest first (?project=&task=&trigger=&status=a,b&limit=&cursor=)
+//	GET  /api/v1/runs                                   list, newest first (?project=&task=&trigger=&status=a,b&origin=&limit=&cursor=)
 //	GET  /api/v1/runs/{run}                             one run with its attempts
 //	GET  /api/v1/runs/{run}/events                      (?after=&limit=)
 //	GET  /api/v1/workers                                list
@@ -52,6 +55,7 @@ import (
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/metrics"
 	"github.com/ql3/ql3/core/spec"
+	"github.com/ql3/ql3/panel"
 )
 
 // Backend is what the API needs from storage; *postgres.Publisher is it.
@@ -113,19 +117,22 @@ type Config struct {
 	// Metrics writes the process's families into GET /metrics; nil serves
 	// the HTTP statistics only.
 	Metrics Collector
+	// Sessions holds the panel's browser sessions; nil means a fresh table.
+	Sessions *panel.Sessions
 }
 
 // Server is the admin API handler.
 type Server struct {
-	runs    RunControl
-	disable WorkerControl
-	b       Backend
-	log     *slog.Logger
-	version string
-	maxBody int
-	ready   func(ctx context.Context) error
-	now     func() time.Time
-	handler http.Handler
+	runs     RunControl
+	disable  WorkerControl
+	b        Backend
+	log      *slog.Logger
+	version  string
+	maxBody  int
+	ready    func(ctx context.Context) error
+	now      func() time.Time
+	sessions *panel.Sessions
+	handler  http.Handler
 
 	collect   Collector
 	httpStats *metrics.HTTPStats
@@ -143,6 +150,10 @@ func New(cfg Config) *Server {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	s.sessions = cfg.Sessions
+	if s.sessions == nil {
+		s.sessions = panel.NewSessions(0, 0, s.now)
 	}
 	mux := http.NewServeMux()
 	s.routes(mux)
@@ -191,6 +202,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /api/v1/audit", s.listAudit)
 
 	s.lifecycleRoutes(mux)
+	s.panelRoutes(mux)
 
 	// Everything else is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -291,7 +303,7 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 			s.fail(rec, r, errs.E(errs.Forbidden, "Origin", "cross-origin request refused: a change must come from this server's own origin or from a non-browser client"))
 			return
 		}
-		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !scrapeFromLoopback(r) {
+		if !isOpenPath(r.URL.Path) && !scrapeFromLoopback(r) {
 			tok, err := s.authenticate(r)
 			if err != nil {
 				rec.Header().Set("WWW-Authenticate", `Bearer realm="ql3-control"`)
@@ -309,6 +321,11 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 }
 
 func (s *Server) authenticate(r *http.Request) (postgres.APIToken, error) {
+	if tok, ok, err := s.sessionToken(r); err != nil {
+		return postgres.APIToken{}, err
+	} else if ok {
+		return s.b.AuthenticateAPIToken(r.Context(), tok)
+	}
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		return postgres.APIToken{}, errs.E(errs.Unauthorized, "Authorization", "this API needs an API token (Authorization: Bearer ql3c_...)")

@@ -133,6 +133,7 @@ type RunListFilter struct {
 	TaskID    string
 	TriggerID string
 	Statuses  []string
+	Origin    string // cron | manual | rerun; "" → any
 	Page      ListRequest
 }
 
@@ -221,6 +222,14 @@ func (p *Publisher) ListRuns(ctx context.Context, f RunListFilter) (ListPage[Run
 		}
 		afterMs, afterID = &ms, &id
 	}
+	var origin *string
+	switch f.Origin {
+	case "":
+	case "cron", "manual", "rerun":
+		origin = &f.Origin
+	default:
+		return ListPage[RunRecord]{}, errs.Invalidf("origin", "must be cron, manual or rerun, got %.32q", f.Origin)
+	}
 	var statuses []string
 	if len(f.Statuses) > 0 {
 		statuses = f.Statuses
@@ -231,8 +240,9 @@ func (p *Publisher) ListRuns(ctx context.Context, f RunListFilter) (ListPage[Run
 		  AND ($3::uuid IS NULL OR trigger_id = $3::uuid)
 		  AND ($4::text[] IS NULL OR status = ANY ($4::text[]))
 		  AND ($5::bigint IS NULL OR (created_at_ms, run_id) < ($5::bigint, $6::uuid))
+		  AND ($8::text IS NULL OR origin = $8::text)
 		ORDER BY created_at_ms DESC, run_id DESC LIMIT $7`,
-		ids[0], ids[1], ids[2], statuses, afterMs, afterID, limit+1)
+		ids[0], ids[1], ids[2], statuses, afterMs, afterID, limit+1, origin)
 	if err != nil {
 		return ListPage[RunRecord]{}, pubReadErr(err)
 	}

@@ -100,3 +100,21 @@ func TestPanelAssetsAndPreview(t *testing.T) {
 		t.Errorf("count over the bound: %d %s", r.status, r.body)
 	}
 }
+
+// TestRunsFilterByOrigin: the runs list (the panel's filter) narrows by
+// origin and names the field for an unknown one.
+func TestRunsFilterByOrigin(t *testing.T) {
+	f := newFixture(t)
+	f.createHello()
+	var rn Run
+	f.decode("POST", "/api/v1/tasks/hello/runs", "", http.StatusCreated, &rn)
+	var manual, scheduled List[Run]
+	f.decode("GET", "/api/v1/runs?origin=manual", "", http.StatusOK, &manual)
+	f.decode("GET", "/api/v1/runs?origin=schedule", "", http.StatusOK, &scheduled)
+	if len(manual.Items) != 1 || manual.Items[0].ID != rn.ID || len(scheduled.Items) != 0 {
+		t.Errorf("manual %d, schedule %d runs", len(manual.Items), len(scheduled.Items))
+	}
+	if r := f.call("GET", "/api/v1/runs?origin=cron", ""); r.status != 400 || r.errBody(t).Field != "origin" {
+		t.Errorf("unknown origin: %d %s", r.status, r.body)
+	}
+}

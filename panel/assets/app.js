@@ -4,7 +4,7 @@
 // HttpOnly session cookie the page cannot read.
 "use strict";
 (function () {
-  const S = { server: "", control: false, authRequired: true, follow: null, timers: [] };
+  const S = { server: "", control: false, authRequired: true, follow: null, timers: [], gen: 0 };
   const main = () => document.getElementById("main");
   const TERMINAL = ["succeeded", "failed", "timed_out", "cancelled", "skipped", "lost", "abandoned"];
   const STATUSES = ["created", "queued", "retry_wait", "dispatching", "running", "succeeded", "failed", "timed_out", "cancelled", "skipped", "lost", "abandoned"];
@@ -30,12 +30,16 @@
   function status(st) { return h("span", { class: "status st-" + st, text: st }); }
   function td(label, ...kids) { return h("td", { "data-label": label }, ...kids); }
   function clearTimers() {
+    S.gen++;
     S.timers.forEach(clearInterval); S.timers = [];
     if (S.follow) { S.follow.abort(); S.follow = null; }
   }
   // put replaces el's children, leaving out absent (null) parts.
   function put(el, ...nodes) { el.replaceChildren(...nodes.flat().filter((x) => x !== null && x !== undefined)); }
-  function render(...nodes) { put(main(), ...nodes); }
+  // render shows a view unless another one started since (g is the
+  // generation the view was started in): a slow request of a page the
+  // user left, or signed out of, must not paint over the current one.
+  function render(g, ...nodes) { if (g === S.gen) put(main(), ...nodes); }
 
   // ---- API ---------------------------------------------------------------
   class APIError extends Error {
@@ -70,7 +74,7 @@
     h("label", { for: "token", text: "Admin token" }), tok, err,
     h("p", { class: "muted", text: "The token is exchanged for a session cookie the page cannot read; it is not stored in the browser." }),
     h("button", { class: "primary", type: "submit", id: "signin-submit", text: "Sign in" }));
-    render(form);
+    render(S.gen, form);
     tok.focus();
   }
   async function signOut() {
@@ -82,18 +86,19 @@
   // ---- router --------------------------------------------------------------
   async function route() {
     clearTimers();
+    const g = S.gen;
     const [path, query] = (location.hash.slice(1) || "/tasks").split("?");
     const params = new URLSearchParams(query || "");
     const p = path.split("/").filter(Boolean);
     try {
-      if (p[0] === "tasks" && p[1] === "new") return await taskForm(null);
-      if (p[0] === "tasks" && p[1] && p[2] === "edit") return await taskForm(decodeURIComponent(p[1]));
-      if (p[0] === "runs" && p[1]) return await runDetail(decodeURIComponent(p[1]));
-      if (p[0] === "runs") return await runList(params);
-      if (p[0] === "workers" && S.control) return await workerList();
-      return await taskList();
+      if (p[0] === "tasks" && p[1] === "new") return await taskForm(null, g);
+      if (p[0] === "tasks" && p[1] && p[2] === "edit") return await taskForm(decodeURIComponent(p[1]), g);
+      if (p[0] === "runs" && p[1]) return await runDetail(decodeURIComponent(p[1]), g);
+      if (p[0] === "runs") return await runList(params, g);
+      if (p[0] === "workers" && S.control) return await workerList(g);
+      return await taskList(g);
     } catch (e) {
-      if (e.status !== 401) render(h("p", { class: "formerr", text: e.message }));
+      if (e.status !== 401) render(g, h("p", { class: "formerr", text: e.message }));
     }
   }
 
@@ -104,7 +109,7 @@
     if (spec.argv) return [spec.argv.file].concat(spec.argv.args || []).join(" ");
     return "";
   }
-  async function taskList() {
+  async function taskList(g) {
     const list = await api("GET", "/api/v1/tasks?limit=100");
     const runs = await api("GET", "/api/v1/runs?limit=200");
     const last = {};
@@ -128,7 +133,7 @@
             await api("DELETE", "/api/v1/tasks/" + t.id); route();
           }, text: "Delete" }))));
     });
-    render(h("div", { class: "bar" }, h("h1", { text: "Tasks" }), h("a", { class: "button", href: "#/tasks/new", id: "new-task", text: "New task" })),
+    render(g, h("div", { class: "bar" }, h("h1", { text: "Tasks" }), h("a", { class: "button", href: "#/tasks/new", id: "new-task", text: "New task" })),
       rows.length ? h("table", { class: "cards", id: "tasks" },
         h("thead", {}, h("tr", {}, ["Task", "Enabled", "Schedule", "Next fire", "Last run", "Actions"].map((x) => h("th", { text: x })))),
         h("tbody", {}, rows)) : h("p", { text: "No tasks yet." }),
@@ -166,13 +171,18 @@
     form.querySelectorAll("[aria-invalid]").forEach((x) => x.removeAttribute("aria-invalid"));
   }
 
-  async function taskForm(ref) {
+  async function taskForm(ref, g) {
     const t = ref ? await api("GET", "/api/v1/tasks/" + encodeURIComponent(ref)) : null;
     const sp = (t && t.spec) || {};
     const mode = sp.argv ? "argv" : "shell";
     const I = (attrs) => h("input", Object.assign({ type: "text" }, attrs));
     const name = I({ value: t ? t.name : "", required: true, autocomplete: "off" });
-    const project = S.control && !t ? I({ value: "default", autocomplete: "off" }) : null;
+    let firstProject = "";
+    if (S.control && !t) {
+      const ps = await api("GET", "/api/v1/projects?limit=1");
+      firstProject = ps.items.length ? ps.items[0].name : "";
+    }
+    const project = S.control && !t ? I({ value: firstProject, autocomplete: "off" }) : null;
     const kind = h("select", {}, h("option", { value: "shell", text: "shell command", selected: mode === "shell" }), h("option", { value: "argv", text: "program and arguments (argv)", selected: mode === "argv" }));
     const cmd = h("textarea", { rows: 3, spellcheck: "false" }); cmd.value = sp.shell ? sp.shell.command : "";
     const shell = h("select", {}, ["/bin/sh", "/bin/bash"].map((x) => h("option", { value: x, text: x, selected: sp.shell && sp.shell.shell === x })));
@@ -261,8 +271,17 @@
         let id;
         if (!t) {
           const body = { name: name.value, spec };
-          if (S.control) body.project = project.value;
-          else body.triggers = trigRows.filter((r) => !r.removed).map(trig);
+          if (S.control) {
+            body.project = project.value;
+            // The admin API creates triggers one by one after the task:
+            // check them first so a bad one leaves no task behind.
+            for (let i = 0; i < trigRows.length; i++) {
+              const r = trigRows[i];
+              if (r.removed) continue;
+              try { await api("GET", "/api/v1/schedule/preview" + q({ expression: r.expr.value, timeZone: r.zone.value, count: "1" })); }
+              catch (e) { if (e.field) e.field = "triggers[" + i + "]." + e.field; throw e; }
+            }
+          } else body.triggers = trigRows.filter((r) => !r.removed).map(trig);
           // The edge numbers inline triggers among the kept rows; map back.
           const kept = trigRows.map((r, i) => [r, i]).filter(([r]) => !r.removed).map(([, i]) => i);
           try { id = (await api("POST", "/api/v1/tasks", body)).id; }
@@ -282,7 +301,7 @@
         showFieldError(form, e);
       }
     });
-    render(form);
+    render(g, form);
     name.focus();
   }
   // saveTriggers creates, updates or removes the task's triggers one by
@@ -330,7 +349,7 @@
   }
 
   // ---- runs -----------------------------------------------------------------
-  async function runList(params) {
+  async function runList(params, g) {
     const tasks = await api("GET", "/api/v1/tasks?limit=100");
     const names = {}; tasks.items.forEach((t) => { names[t.id] = t.name; });
     const sel = (name, opts, cur) => h("select", { name, id: "filter-" + name }, h("option", { value: "", text: "any" }), opts.map(([v, l]) => h("option", { value: v, text: l, selected: v === cur })));
@@ -349,21 +368,21 @@
       td("Exit", r.exitCode === undefined || r.exitCode === null ? "—" : String(r.exitCode)),
       td("Error", r.errorClass || r.reason || "")));
     const next = new URLSearchParams(params); if (page.nextCursor) next.set("cursor", page.nextCursor);
-    render(h("h1", { text: "Runs" }), filter,
+    render(g, h("h1", { text: "Runs" }), filter,
       rows.length ? h("table", { class: "cards", id: "runs" }, h("thead", {}, h("tr", {}, ["Run", "Task", "Status", "Origin", "Scheduled", "Attempts", "Exit", "Error"].map((x) => h("th", { text: x })))), h("tbody", {}, rows)) : h("p", { text: "No runs match." }),
       h("div", { class: "bar" }, params.get("cursor") ? h("a", { class: "button", href: "#/runs" + q({ task: params.get("task"), status: params.get("status"), origin: params.get("origin") }), text: "First page" }) : null,
         page.nextCursor ? h("a", { class: "button", id: "older", href: "#/runs?" + next.toString(), text: "Older runs" }) : null));
-    S.timers.push(setInterval(() => { if (!params.get("cursor")) refreshRows(params); }, 5000));
+    if (g === S.gen) S.timers.push(setInterval(() => { if (!params.get("cursor")) refreshRows(params); }, 5000));
   }
   async function refreshRows(params) { if (location.hash.startsWith("#/runs") && !location.hash.startsWith("#/runs/")) await route(); }
 
-  async function runDetail(id) {
+  async function runDetail(id, g) {
     const pre = h("pre", { class: "log", id: "log", "aria-label": "log output" });
     const logState = h("p", { class: "muted", id: "log-state" });
     const head = h("div");
     const att = h("div");
     const ev = h("div");
-    render(h("h1", { text: "Run " }, h("span", { class: "mono", text: id })), head, h("h2", { text: "Log" }), logState, pre, h("h2", { text: "Attempts" }), att, h("h2", { text: "Events" }), ev);
+    render(g, h("h1", { text: "Run " }, h("span", { class: "mono", text: id })), head, h("h2", { text: "Log" }), logState, pre, h("h2", { text: "Attempts" }), att, h("h2", { text: "Events" }), ev);
     let following = 0;
     let offset = 0;
     const draw = async () => {
@@ -379,7 +398,10 @@
           location.hash = "#/runs/" + n.id;
         } }),
         h("a", { class: "button", href: "#/runs" + q({ task: r.taskId }), text: "Runs of this task" }));
-      const wait = r.waiting ? h("p", { class: "notice", id: "waiting" }, h("strong", { text: "Why it waits: " }), r.waiting.reason,
+      const WHY = { no_live_session: "no worker session is online", placement_mismatch: "no online worker satisfies the task's placement",
+        no_free_capacity: "every eligible worker is at capacity", waiting_for_pull: "an eligible worker has room; its next pull takes it",
+        retry_backoff: "it waits for its retry time", held_by_concurrency: "an older Run of the task has not ended", cancelling: "a cancel is being carried out" };
+      const wait = r.waiting ? h("p", { class: "notice", id: "waiting" }, h("strong", { text: "Why it waits: " }), (WHY[r.waiting.reason] || r.waiting.reason) + " [" + r.waiting.reason + "]",
         " (live sessions " + r.waiting.liveSessions + ", eligible " + r.waiting.eligibleSessions + ", free slots " + r.waiting.freeSlots + ")",
         r.waiting.placementMismatch ? " — placement mismatch: " + Object.entries(r.waiting.placementMismatch).map(([k, v]) => k + " " + v).join(", ") : "",
         r.waiting.notBeforeMs ? " — not before " + when(r.waiting.notBeforeMs) : "") : null;
@@ -401,7 +423,7 @@
       const items = evs.items || evs;
       ev.replaceChildren(h("ol", {}, items.map((e) => h("li", {}, h("span", { class: "mono", text: when(e.atMs) }), " ", h("strong", { text: e.type }), " ", h("span", { class: "muted mono", text: e.payload && Object.keys(e.payload).length ? JSON.stringify(e.payload) : "" })))));
       const n = r.attemptCount || (as.length ? as[as.length - 1].number : 0);
-      if (n && n !== following) { following = n; offset = 0; pre.textContent = ""; tail(id, n, done); }
+      if (n && n !== following && g === S.gen) { following = n; offset = 0; pre.textContent = ""; tail(id, n, done); }
       if (done) logState.textContent = logState.textContent.replace("following", "finished");
       return done;
     };
@@ -430,12 +452,12 @@
     const done = await draw();
     if (!done) {
       const timer = setInterval(async () => { try { if (await draw()) clearInterval(timer); } catch (e) { clearInterval(timer); } }, 1500);
-      S.timers.push(timer);
+      if (g === S.gen) S.timers.push(timer);
     }
   }
 
   // ---- workers (control plane) ---------------------------------------------
-  async function workerList() {
+  async function workerList(g) {
     const ws = await api("GET", "/api/v1/workers?limit=200");
     const state = (s) => !s ? "no session" : s.expired ? "expired" : s.status;
     const rows = ws.items.map((w) => {
@@ -443,17 +465,17 @@
       return h("tr", {},
         td("Worker", h("strong", { text: w.name }), h("div", { class: "muted mono", text: w.id })),
         td("Status", w.status),
-        td("Session", s ? h("span", {}, status(state(s)), " gen " + s.generation) : "—"),
+        td("Session", s ? h("span", {}, status(state(s)), " gen " + s.generation) : "no session"),
         td("Capacity", s ? String(s.capacity) : "—"),
         td("Live leases", s ? String(s.liveLeases) : "—"),
         td("Heartbeat", s ? when(s.heartbeatAtMs) : "—"),
         td("Version", s && s.agentVersion || "—"),
         td("Capabilities", s && s.capabilities ? h("code", { text: JSON.stringify(s.capabilities) }) : "—"));
     });
-    render(h("h1", { text: "Workers" }),
+    render(g, h("h1", { text: "Workers" }),
       rows.length ? h("table", { class: "cards", id: "workers" }, h("thead", {}, h("tr", {}, ["Worker", "Status", "Session", "Capacity", "Live leases", "Heartbeat", "Version", "Capabilities"].map((x) => h("th", { text: x })))), h("tbody", {}, rows))
         : h("p", { text: "No workers registered (ql3-control worker register …)." }));
-    S.timers.push(setInterval(() => { if (location.hash.startsWith("#/workers")) route(); }, 5000));
+    if (g === S.gen) S.timers.push(setInterval(() => { if (location.hash.startsWith("#/workers")) route(); }, 5000));
   }
 
   // ---- boot -----------------------------------------------------------------
@@ -471,6 +493,6 @@
   document.addEventListener("DOMContentLoaded", () => {
     document.getElementById("signout").addEventListener("click", signOut);
     window.addEventListener("hashchange", route);
-    boot().catch((e) => render(h("p", { class: "formerr", text: e.message })));
+    boot().catch((e) => render(S.gen, h("p", { class: "formerr", text: e.message })));
   });
 })();

@@ -75,15 +75,16 @@ func signIn(t *testing.T, ctx context.Context, tg target) {
 		clear("#token"),
 		chromedp.SendKeys(css("#token"), tg.token),
 		chromedp.Click(css("#signin-submit")),
-		chromedp.WaitVisible(css("#new-task")),
+		chromedp.WaitVisible(css("#nav")),
+		chromedp.WaitNotPresent(css("#signin")),
 	)
 }
 
-// panelFlow is the walk-through both servers pass: sign in, create a task
-// through the form (an invalid cron refused next to its field, the
-// preview across a DST change), run it and watch its log arrive live,
-// cancel a running Run, filter the runs, sign out.
-func panelFlow(t *testing.T, tg target) {
+// createThroughForm is the part both servers pass: sign in (a wrong token
+// refused at its field), create a task through the form (an invalid cron
+// refused next to its field, the preview across a DST change). It returns
+// the signed-in tab on the task list.
+func createThroughForm(t *testing.T, tg target) context.Context {
 	ctx := tab(t)
 	prefix := tg.name + "-"
 
@@ -140,6 +141,15 @@ func panelFlow(t *testing.T, tg target) {
 		chromedp.Click(css("#save")),
 		chromedp.WaitVisible(css(`#tasks tr[data-task="panel-demo"]`)),
 	)
+	return ctx
+}
+
+// panelFlow is the edge's walk-through: the form, then a Run whose log
+// arrives live, a cancelled running Run, the runs list, sign-out and the
+// cross-origin refusal.
+func panelFlow(t *testing.T, tg target) {
+	ctx := createThroughForm(t, tg)
+	prefix := tg.name + "-"
 
 	// Run now: the Run appears and its log lines arrive while it runs.
 	runID := runNow(t, ctx, tg)
@@ -177,6 +187,12 @@ func panelFlow(t *testing.T, tg target) {
 	do(t, ctx, "task list", hash("#/tasks"), poll(textOf(`#tasks tr[data-task="panel-demo"]`)+".includes('cancelled')"))
 	shot(t, ctx, prefix+"task-list")
 
+	signOutAndCrossOrigin(t, ctx, tg)
+}
+
+// signOutAndCrossOrigin: after sign-out the cookie changes nothing; signed
+// in again, a page on another origin cannot create a task.
+func signOutAndCrossOrigin(t *testing.T, ctx context.Context, tg target) {
 	// Sign out: the cookie no longer changes anything.
 	do(t, ctx, "sign out",
 		chromedp.Click(css("#signout")),
