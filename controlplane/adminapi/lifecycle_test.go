@@ -198,3 +198,37 @@ func decode(t *testing.T, resp *http.Response, v any) {
 		t.Fatal(err)
 	}
 }
+
+// TestCreateTaskWithTriggers: triggers given with a task are created in its
+// transaction (edge parity); one bad trigger refuses the whole create and
+// names its field.
+func TestCreateTaskWithTriggers(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	mustStatus(t, "project", f.call("POST", "/api/v1/projects", `{"name":"p"}`, nil), 201)
+	var eb adminapi.ErrorBody
+	mustStatus(t, "bad trigger", f.call("POST", "/api/v1/tasks", `{"project":"p","name":"t","spec":`+echoSpec+`,
+		"triggers":[{"expression":"@hourly"},{"expression":"61 * * * *"}]}`, &eb), 400)
+	if eb.Field != "triggers[1].expression" {
+		t.Fatalf("error %+v", eb)
+	}
+	var tasks adminapi.List[postgres.TaskRecord]
+	mustStatus(t, "tasks", f.call("GET", "/api/v1/tasks?project=p", nil, &tasks), 200)
+	if len(tasks.Items) != 0 {
+		t.Fatalf("a refused create left %d tasks", len(tasks.Items))
+	}
+	var task adminapi.Task
+	mustStatus(t, "create", f.call("POST", "/api/v1/tasks", `{"project":"p","name":"t","spec":`+echoSpec+`,
+		"triggers":[{"expression":"@hourly","name":"hourly"},{"expression":"0 3 * * *","timeZone":"Europe/Berlin"}]}`, &task), 201)
+	if len(task.Triggers) != 2 || task.Triggers[0].Name != "hourly" || task.Triggers[1].TimeZone != "Europe/Berlin" ||
+		task.Triggers[0].TaskRevision != task.Revision {
+		t.Fatalf("created %+v", task)
+	}
+	var got adminapi.Task
+	mustStatus(t, "get", f.call("GET", "/api/v1/tasks/"+task.ID, nil, &got), 200)
+	if len(got.Triggers) != 2 {
+		t.Fatalf("task has %d triggers", len(got.Triggers))
+	}
+	mustStatus(t, "name taken by a trigger", f.call("POST", "/api/v1/tasks", `{"project":"p","name":"t2","spec":`+echoSpec+`,
+		"triggers":[{"expression":"@hourly","name":"hourly"}]}`, &eb), 409)
+}

@@ -85,14 +85,21 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	t, err := s.b.PublishTask(r.Context(), postgres.TaskInput{MutationID: req.MutationID, ProjectID: p.ID,
-		Name: req.Name, Enabled: req.Enabled, Spec: cmd})
+	in := postgres.TaskInput{MutationID: req.MutationID, ProjectID: p.ID, Name: req.Name, Enabled: req.Enabled, Spec: cmd}
+	for _, tr := range req.Triggers {
+		in.Triggers = append(in.Triggers, triggerInput(tr))
+	}
+	t, err := s.b.PublishTask(r.Context(), in)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	v := Task{TaskRecord: t}
+	for _, tr := range t.Triggers {
+		v.Triggers = append(v.Triggers, triggerView(tr))
+	}
 	w.Header().Set("Location", "/api/v1/tasks/"+t.ID)
-	writeJSON(w, http.StatusCreated, Task{TaskRecord: t})
+	writeJSON(w, http.StatusCreated, v)
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {

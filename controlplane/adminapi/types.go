@@ -32,6 +32,9 @@ type CreateTaskRequest struct {
 	Name       string          `json:"name"`
 	Enabled    *bool           `json:"enabled,omitempty"` // default true
 	Spec       json.RawMessage `json:"spec"`
+	// Triggers are created with the task, in its transaction (as on the
+	// edge); at most 16. Their mutationId must be empty.
+	Triggers []TriggerRequest `json:"triggers,omitempty"`
 }
 
 // UpdateTaskRequest is the body of PUT /api/v1/tasks/{task}: a full

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -28,7 +29,13 @@ type TaskRecord struct {
 	Spec                spec.Command     `json:"spec"`
 	CreatedAtMs         int64            `json:"createdAtMs"`
 	UpdatedAtMs         int64            `json:"updatedAtMs"`
+	// Triggers are the triggers created with the task (TaskInput.Triggers);
+	// empty otherwise (list them with ListTriggers).
+	Triggers []TriggerRecord `json:"triggers,omitempty"`
 }
+
+// MaxInlineTriggers bounds the triggers created with a task.
+const MaxInlineTriggers = 16
 
 // TaskInput creates (TaskID "") or updates a task. An update is a full
 // replacement of name and spec and needs ExpectedRevision, the head
@@ -41,6 +48,10 @@ type TaskInput struct {
 	Name             string
 	Enabled          *bool // nil: true on create, unchanged on update
 	Spec             spec.Command
+	// Triggers (create only, at most MaxInlineTriggers) are created in the
+	// task's transaction, as on the edge: all of them or nothing. Their
+	// TaskID, TriggerID, ExpectedRevision and MutationID must be empty.
+	Triggers []TriggerInput
 }
 
 // TaskEnabledInput switches a task on or off without a new revision.
@@ -91,6 +102,7 @@ type taskRequest struct {
 	Name             string           `json:"name"`
 	Enabled          *bool            `json:"enabled,omitempty"`
 	SpecDigest       canonjson.Digest `json:"specDigest"`
+	Triggers         []triggerRequest `json:"triggers,omitempty"`
 }
 
 // PublishTask creates or updates a task (see the package notes on
@@ -114,13 +126,34 @@ func (p *Publisher) PublishTask(ctx context.Context, in TaskInput) (TaskRecord, 
 			return TaskRecord{}, errs.Invalidf("expectedRevision", "must be omitted when creating a task")
 		}
 		req.ProjectID = projectID.String()
+		if req.Triggers, err = p.inlineTriggers(in.Triggers); err != nil {
+			return TaskRecord{}, err
+		}
 		return publish(ctx, p, in.MutationID, mutationTaskCreate, req, func(ctx context.Context, tx pgx.Tx) (TaskRecord, error) {
-			return createTask(ctx, tx, projectID, in.Name, in.Enabled == nil || *in.Enabled, cs)
+			t, err := createTask(ctx, tx, projectID, in.Name, in.Enabled == nil || *in.Enabled, cs)
+			if err != nil {
+				return t, err
+			}
+			taskID, err := uuid.Parse(t.ID)
+			if err != nil {
+				return t, err
+			}
+			for i, tr := range req.Triggers {
+				rec, err := createTrigger(ctx, tx, taskID, tr)
+				if err != nil {
+					return t, errs.Prefix(fmt.Sprintf("triggers[%d]", i), err)
+				}
+				t.Triggers = append(t.Triggers, rec)
+			}
+			return t, nil
 		})
 	}
 	taskID, err := parsePubID("taskId", in.TaskID)
 	if err != nil {
 		return TaskRecord{}, err
+	}
+	if len(in.Triggers) > 0 {
+		return TaskRecord{}, errs.Invalidf("triggers", "only when creating a task; publish triggers of an existing task one by one")
 	}
 	if in.ExpectedRevision < 1 {
 		return TaskRecord{}, errs.Invalidf("expectedRevision", "required: the revision this update replaces (>= 1)")
@@ -135,6 +168,26 @@ func (p *Publisher) PublishTask(ctx context.Context, in TaskInput) (TaskRecord, 
 	return publish(ctx, p, in.MutationID, mutationTaskUpdate, req, func(ctx context.Context, tx pgx.Tx) (TaskRecord, error) {
 		return updateTask(ctx, tx, taskID, in, cs)
 	})
+}
+
+// inlineTriggers validates the triggers of a task create; errors name
+// triggers[i].<field>.
+func (p *Publisher) inlineTriggers(in []TriggerInput) ([]triggerRequest, error) {
+	if len(in) > MaxInlineTriggers {
+		return nil, errs.Invalidf("triggers", "at most %d, got %d", MaxInlineTriggers, len(in))
+	}
+	out := make([]triggerRequest, 0, len(in))
+	for i, ti := range in {
+		if ti.TaskID != "" || ti.TriggerID != "" || ti.ExpectedRevision != 0 || ti.MutationID != "" {
+			return nil, errs.Invalidf(fmt.Sprintf("triggers[%d]", i), "a trigger created with its task has no ids, revision or mutation id")
+		}
+		r, err := p.normalizeTrigger(ti)
+		if err != nil {
+			return nil, errs.Prefix(fmt.Sprintf("triggers[%d]", i), err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 func createTask(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, name string, enabled bool, cs compiledSpec) (TaskRecord, error) {
