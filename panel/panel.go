@@ -29,9 +29,15 @@ func IsAssetPath(p string) bool {
 	return p == "/" || strings.HasPrefix(p, "/panel/")
 }
 
+// Mux is where routes are registered: *http.ServeMux, or a wrapper that
+// also records the patterns (the OpenAPI coverage tests walk them).
+type Mux interface {
+	HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request))
+}
+
 // Routes registers the page at "GET /{$}" and its files at
 // "GET /panel/{file}" on mux.
-func Routes(mux *http.ServeMux) {
+func Routes(mux Mux) {
 	mux.HandleFunc("GET /{$}", serveFile("assets/index.html", "text/html; charset=utf-8"))
 	mux.HandleFunc("GET /panel/app.js", serveFile("assets/app.js", "text/javascript; charset=utf-8"))
 	mux.HandleFunc("GET /panel/app.css", serveFile("assets/app.css", "text/css; charset=utf-8"))

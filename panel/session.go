@@ -202,7 +202,7 @@ type SessionAPI struct {
 const SessionPath = "/api/v1/session"
 
 // Routes registers GET, POST and DELETE /api/v1/session.
-func (a *SessionAPI) Routes(mux *http.ServeMux) {
+func (a *SessionAPI) Routes(mux Mux) {
 	mux.HandleFunc("GET "+SessionPath, a.status)
 	mux.HandleFunc("POST "+SessionPath, a.signIn)
 	mux.HandleFunc("DELETE "+SessionPath, a.signOut)

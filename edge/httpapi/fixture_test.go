@@ -29,7 +29,10 @@ type fixture struct {
 
 var fixtureStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func newFixture(t testing.TB) *fixture {
+func newFixture(t testing.TB) *fixture { return newFixtureWith(t, nil) }
+
+// newFixtureWith is newFixture with the handler wrapped by wrap (nil: as is).
+func newFixtureWith(t testing.TB, wrap func(http.Handler) http.Handler) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	clk := clock.NewFake(fixtureStart)
@@ -47,7 +50,11 @@ func newFixture(t testing.TB) *fixture {
 		t.Fatal(err)
 	}
 	api := New(Config{Store: store, Logs: logs, Clock: clk, Auth: Auth{Digest: DigestToken(token)}, Version: "test"})
-	srv := httptest.NewServer(api)
+	var h http.Handler = api
+	if wrap != nil {
+		h = wrap(api)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &fixture{t: t, srv: srv, store: store, logs: logs, clock: clk, token: token}
 }

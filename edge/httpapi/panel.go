@@ -12,7 +12,7 @@ import (
 // The web panel (module panel, ADR 0026): its page and files at / and
 // /panel/, the session endpoints (sign in with the admin token → an
 // HttpOnly SameSite=Strict cookie, ADR 0027) and the schedule preview.
-func (s *Server) panelRoutes(mux *http.ServeMux) {
+func (s *Server) panelRoutes(mux panel.Mux) {
 	panel.Routes(mux)
 	api := &panel.SessionAPI{Sessions: s.sessions, Server: "ql3-edge", AuthDisabled: s.auth.Disabled,
 		Verify: func(_ context.Context, token string) (string, error) {

@@ -6,6 +6,7 @@
 //	GET    /healthz, /readyz
 //	GET    /metrics                                    Prometheus text (loopback, or the admin token)
 //	GET    /, /panel/app.js, /panel/app.css            the web panel (module panel)
+//	GET    /api/v1/openapi.json                        this API's OpenAPI 3.1 document
 //	GET    /api/v1/session                             {signedIn, server, authRequired}
 //	POST   /api/v1/session                             sign in {token} → HttpOnly session cookie
 //	DELETE /api/v1/session                             sign out
@@ -89,6 +90,19 @@ type Server struct {
 	onReq     func()
 	collect   Collector
 	httpStats *metrics.HTTPStats
+	patterns  []string // every ServeMux pattern registered, in order
+}
+
+// patternRecorder registers on the real mux and remembers each pattern, so
+// the OpenAPI coverage test walks the routes actually served.
+type patternRecorder struct {
+	panel.Mux
+	patterns []string
+}
+
+func (p *patternRecorder) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	p.patterns = append(p.patterns, pattern)
+	p.Mux.HandleFunc(pattern, h)
 }
 
 // New returns the API handler.
@@ -115,7 +129,9 @@ func New(cfg Config) *Server {
 		s.maxBody = DefaultMaxBodyBytes
 	}
 	mux := http.NewServeMux()
-	s.routes(mux)
+	rec := &patternRecorder{Mux: mux}
+	s.routes(rec)
+	s.patterns = rec.patterns
 	s.handler = s.wrap(mux)
 	return s
 }
@@ -123,10 +139,11 @@ func New(cfg Config) *Server {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-func (s *Server) routes(mux *http.ServeMux) {
+func (s *Server) routes(mux panel.Mux) {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /metrics", s.metricsHandler)
+	mux.HandleFunc("GET "+OpenAPIPath, s.openAPI)
 	s.panelRoutes(mux)
 
 	mux.HandleFunc("GET /api/v1/tasks", s.listTasks)
