@@ -187,6 +187,18 @@ func panelFlow(t *testing.T, tg target) {
 	do(t, ctx, "task list", hash("#/tasks"), poll(textOf(`#tasks tr[data-task="panel-demo"]`)+".includes('cancelled')"))
 	shot(t, ctx, prefix+"task-list")
 
+	// A phone screen: the list becomes cards, nothing wider than the screen.
+	do(t, ctx, "phone viewport",
+		chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
+		hash("#/runs"), hash("#/tasks"),
+		poll(textOf(`#tasks tr[data-task="panel-demo"]`)+".includes('cancelled')"),
+	)
+	if w := get(t, ctx, "page width", chromedp.Evaluate[int](`document.documentElement.scrollWidth`)); w > 390 {
+		t.Errorf("on a 390 px phone screen the task list is %d px wide", w)
+	}
+	shot(t, ctx, prefix+"task-list-phone")
+	do(t, ctx, "desktop viewport", chromedp.ResetViewport())
+
 	signOutAndCrossOrigin(t, ctx, tg)
 }
 
