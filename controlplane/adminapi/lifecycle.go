@@ -62,7 +62,7 @@ type RunNowRequest struct {
 // maxIdempotencyKey bounds a client idempotency key.
 const maxIdempotencyKey = 128
 
-func (s *Server) lifecycleRoutes(mux *http.ServeMux) {
+func (s *Server) lifecycleRoutes(mux routeMux) {
 	mux.HandleFunc("POST /api/v1/tasks/{task}/runs", s.runNow)
 	mux.HandleFunc("POST /api/v1/runs/{run}/cancel", s.cancelRun)
 	mux.HandleFunc("GET /api/v1/runs/{run}/log", s.readLog)

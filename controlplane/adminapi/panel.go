@@ -13,7 +13,7 @@ import (
 // API token → an HttpOnly SameSite=Strict cookie whose session keeps the
 // token, authenticated again on every request so revoking the token ends
 // the session) and the schedule preview.
-func (s *Server) panelRoutes(mux *http.ServeMux) {
+func (s *Server) panelRoutes(mux routeMux) {
 	panel.Routes(mux)
 	api := &panel.SessionAPI{Sessions: s.sessions, Server: "ql3-control",
 		Verify: func(ctx context.Context, token string) (string, error) {

@@ -8,6 +8,7 @@
 //	GET  /, /panel/app.js, /panel/app.css               the web panel (module panel), open
 //	GET|POST|DELETE /api/v1/session                     panel session: status, sign in {token}, sign out (open)
 //	GET  /api/v1/schedule/preview                       (?expression=&timeZone=&count=&afterMs=)
+//	GET  /api/v1/openapi.json                           this API's OpenAPI 3.1 document
 //	GET  /api/v1/projects                               list (?limit=&cursor=)
 //	POST /api/v1/projects                               create
 //	GET  /api/v1/projects/{project}                     by id or name
@@ -136,6 +137,24 @@ type Server struct {
 
 	collect   Collector
 	httpStats *metrics.HTTPStats
+	patterns  []string // every ServeMux pattern registered, in order
+}
+
+// routeMux is where routes are registered (*http.ServeMux).
+type routeMux interface {
+	HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request))
+}
+
+// patternRecorder registers on the real mux and remembers each pattern, so
+// the OpenAPI coverage test walks the routes actually served.
+type patternRecorder struct {
+	routeMux
+	patterns []string
+}
+
+func (p *patternRecorder) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	p.patterns = append(p.patterns, pattern)
+	p.routeMux.HandleFunc(pattern, h)
 }
 
 // New returns the API handler.
@@ -156,7 +175,9 @@ func New(cfg Config) *Server {
 		s.sessions = panel.NewSessions(0, 0, s.now)
 	}
 	mux := http.NewServeMux()
-	s.routes(mux)
+	rec := &patternRecorder{routeMux: mux}
+	s.routes(rec)
+	s.patterns = rec.patterns
 	s.handler = s.wrap(mux)
 	return s
 }
@@ -164,10 +185,11 @@ func New(cfg Config) *Server {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-func (s *Server) routes(mux *http.ServeMux) {
+func (s *Server) routes(mux routeMux) {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET "+MetricsPath, s.metricsHandler)
+	mux.HandleFunc("GET "+OpenAPIPath, s.openAPI)
 
 	mux.HandleFunc("GET /api/v1/projects", s.listProjects)
 	mux.HandleFunc("POST /api/v1/projects", s.createProject)

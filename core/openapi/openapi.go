@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -48,6 +49,9 @@ type Generator struct {
 	// Substitute documents a type as another (json.RawMessage fields that
 	// carry a known shape, say).
 	Substitute map[reflect.Type]reflect.Type
+	// FieldTypes documents one field as another type, by "Type.jsonName"
+	// (a json.RawMessage spec that decodes into spec.Command, say).
+	FieldTypes map[string]reflect.Type
 	// Enums lists the allowed values of named string fields, by
 	// "Type.jsonName" (Run.status, say).
 	Enums map[string][]string
@@ -224,6 +228,7 @@ func (g *Generator) object(t reflect.Type, name string, input bool) map[string]a
 		required = nil
 	}
 	sort.Strings(required)
+	required = slices.Compact(required) // an outer field shadows an embedded one of its name
 	obj := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
 	if len(required) > 0 {
 		obj["required"] = required
@@ -255,7 +260,11 @@ func (g *Generator) fields(t reflect.Type, owner string, input bool, props map[s
 		if jname == "" {
 			jname = f.Name
 		}
-		s := g.schemaOf(f.Type, input)
+		ft := f.Type
+		if sub, ok := g.FieldTypes[owner+"."+jname]; ok {
+			ft = sub
+		}
+		s := g.schemaOf(ft, input)
 		if vals, ok := g.Enums[owner+"."+jname]; ok {
 			if m, ok := s.(map[string]any); ok {
 				m["enum"] = vals

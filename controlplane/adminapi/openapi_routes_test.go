@@ -1,0 +1,178 @@
+package adminapi_test
+
+import (
+	"reflect"
+
+	"github.com/ql3/ql3/controlplane/adminapi"
+	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/openapi"
+	"github.com/ql3/ql3/core/spec"
+	"github.com/ql3/ql3/panel"
+)
+
+// The admin API's route table: what the document says each route takes
+// and answers. A new route must be added here (then `go test ./adminapi
+// -run TestOpenAPIDocumentUpToDate -update`): TestOpenAPIRoutesMatchMux
+// holds the table to the mux, TestOpenAPIExamples to the handlers.
+
+func errResp(desc string) openapi.Response {
+	return openapi.Response{Description: desc, Body: adminapi.ErrorBody{}}
+}
+
+func withErrors(r map[int]openapi.Response, extra ...int) map[int]openapi.Response {
+	r[400] = errResp("invalid input: code, message and the field at fault")
+	r[401] = errResp("missing, wrong, expired or revoked API token")
+	r[403] = errResp("cross-origin change refused")
+	r[500] = errResp("internal error (details only in the server log)")
+	for _, c := range extra {
+		switch c {
+		case 404:
+			r[404] = errResp("no such project, task, trigger, run, worker or credential")
+		case 409:
+			r[409] = errResp("conflict: stale expectedRevision/expectedVersion, a name in use, a mutationId reused for another request")
+		case 413:
+			r[413] = errResp("request body too large")
+		case 503:
+			r[503] = errResp("not configured on this server, or not ready")
+		}
+	}
+	return r
+}
+
+func ok(desc string, body any) map[int]openapi.Response {
+	return map[int]openapi.Response{200: {Description: desc, Body: body}}
+}
+
+func created(desc string, body any) map[int]openapi.Response {
+	return map[int]openapi.Response{201: {Description: desc, Body: body}}
+}
+
+func pathParam(name, desc string) openapi.Param {
+	return openapi.Param{Name: name, In: "path", Type: "string", Required: true, Description: desc}
+}
+
+func query(name, typ, desc string) openapi.Param {
+	return openapi.Param{Name: name, In: "query", Type: typ, Description: desc}
+}
+
+func adminRoutes() []openapi.Route {
+	page := []openapi.Param{query("limit", "integer", "page size"), query("cursor", "string", "nextCursor of the previous page")}
+	project := []openapi.Param{pathParam("project", "project id or name")}
+	task := []openapi.Param{pathParam("task", "task id")}
+	trig := []openapi.Param{pathParam("task", "task id"), pathParam("trigger", "trigger id")}
+	run := []openapi.Param{pathParam("run", "run id")}
+	worker := []openapi.Param{pathParam("worker", "worker id or name")}
+	logParams := []openapi.Param{query("stream", "string", "stdout | stderr"), query("offset", "integer", "first byte"),
+		query("limit", "integer", "bytes"), query("follow", "string", "1: stream until the attempt ends")}
+	logResp := withErrors(map[int]openapi.Response{200: {Description: "output bytes", ContentType: "text/plain"}}, 404, 503)
+	return []openapi.Route{
+		{Method: "GET", Path: "/healthz", Summary: "liveness (no credential)", Responses: ok("alive", adminapi.Health{})},
+		{Method: "GET", Path: "/readyz", Summary: "readiness: the database is reachable and its schema is this binary's (no credential)", Responses: map[int]openapi.Response{
+			200: {Description: "ready", Body: adminapi.Health{}}, 503: {Description: "not ready (the reason names versions, never data)", Body: adminapi.Health{}}}},
+		{Method: "GET", Path: adminapi.MetricsPath, Summary: "Prometheus text exposition (loopback without a token, else an API token)", Responses: map[int]openapi.Response{
+			200: {Description: "metrics", ContentType: "text/plain"},
+			401: errResp("missing or wrong API token"),
+			503: {Description: "a collector failed", ContentType: "text/plain"}}},
+		{Method: "GET", Path: adminapi.OpenAPIPath, Summary: "this document", Responses: withErrors(ok("the OpenAPI 3.1 document", map[string]any{}))},
+
+		{Method: "GET", Path: panel.SessionPath, Summary: "panel session state", Responses: withErrors(ok("session", panel.SessionStatus{}))},
+		{Method: "POST", Path: panel.SessionPath, Summary: "sign in with an API token: sets an HttpOnly session cookie", Request: panel.SignInRequest{},
+			Responses: withErrors(ok("signed in", panel.SessionStatus{}), 413)},
+		{Method: "DELETE", Path: panel.SessionPath, Summary: "sign out", Responses: withErrors(map[int]openapi.Response{204: {Description: "signed out"}})},
+		{Method: "GET", Path: panel.PreviewPath, Summary: "next fire times of a cron expression in a zone, gaps and repeats marked",
+			Params: []openapi.Param{query("expression", "string", "cron expression"), query("timeZone", "string", "IANA zone (default UTC)"),
+				query("count", "integer", "fire times"), query("afterMs", "integer", "start after (epoch ms; default now)")},
+			Responses: withErrors(ok("fire times", panel.PreviewResponse{}))},
+
+		{Method: "GET", Path: "/api/v1/projects", Summary: "list projects", Params: page, Responses: withErrors(ok("a page", adminapi.List[postgres.ProjectRecord]{}))},
+		{Method: "POST", Path: "/api/v1/projects", Summary: "create a project", Request: adminapi.CreateProjectRequest{},
+			Responses: withErrors(created("created", postgres.ProjectRecord{}), 409, 413)},
+		{Method: "GET", Path: "/api/v1/projects/{project}", Summary: "one project", Params: project, Responses: withErrors(ok("project", postgres.ProjectRecord{}), 404)},
+		{Method: "POST", Path: "/api/v1/projects/{project}/archive", Summary: "archive (expectedVersion)", Params: project, Request: adminapi.ArchiveProjectRequest{}, RequestOptional: true,
+			Responses: withErrors(ok("archived", postgres.ProjectRecord{}), 404, 409, 413)},
+
+		{Method: "GET", Path: "/api/v1/tasks", Summary: "list tasks", Params: append(page, query("project", "string", "project id or name")),
+			Responses: withErrors(ok("a page", adminapi.List[adminapi.Task]{}))},
+		{Method: "POST", Path: "/api/v1/tasks", Summary: "create a task (and its triggers)", Request: adminapi.CreateTaskRequest{},
+			Responses: withErrors(created("created", adminapi.Task{}), 409, 413)},
+		{Method: "GET", Path: "/api/v1/tasks/{task}", Summary: "one task with its triggers", Params: task, Responses: withErrors(ok("task", adminapi.Task{}), 404)},
+		{Method: "PUT", Path: "/api/v1/tasks/{task}", Summary: "update (expectedRevision): a new revision", Params: task, Request: adminapi.UpdateTaskRequest{},
+			Responses: withErrors(ok("updated", adminapi.Task{}), 404, 409, 413)},
+		{Method: "PATCH", Path: "/api/v1/tasks/{task}", Summary: "enable or disable", Params: task, Request: adminapi.PatchTaskRequest{},
+			Responses: withErrors(ok("updated", adminapi.Task{}), 404, 409, 413)},
+		{Method: "POST", Path: "/api/v1/tasks/{task}/enable", Summary: "enable", Params: task, Request: adminapi.EnableRequest{}, RequestOptional: true,
+			Responses: withErrors(ok("enabled", adminapi.Task{}), 404, 409, 413)},
+		{Method: "POST", Path: "/api/v1/tasks/{task}/disable", Summary: "disable", Params: task, Request: adminapi.EnableRequest{}, RequestOptional: true,
+			Responses: withErrors(ok("disabled", adminapi.Task{}), 404, 409, 413)},
+		{Method: "GET", Path: "/api/v1/tasks/{task}/triggers", Summary: "the task's triggers", Params: append(task, page...),
+			Responses: withErrors(ok("a page", adminapi.List[adminapi.Trigger]{}), 404)},
+		{Method: "POST", Path: "/api/v1/tasks/{task}/triggers", Summary: "add a trigger", Params: task, Request: adminapi.TriggerRequest{},
+			Responses: withErrors(created("created", adminapi.Trigger{}), 404, 409, 413)},
+		{Method: "GET", Path: "/api/v1/tasks/{task}/triggers/{trigger}", Summary: "one trigger", Params: trig, Responses: withErrors(ok("trigger", adminapi.Trigger{}), 404)},
+		{Method: "PUT", Path: "/api/v1/tasks/{task}/triggers/{trigger}", Summary: "update (expectedRevision)", Params: trig, Request: adminapi.UpdateTriggerRequest{},
+			Responses: withErrors(ok("updated", adminapi.Trigger{}), 404, 409, 413)},
+
+		{Method: "POST", Path: "/api/v1/tasks/{task}/runs", Summary: "run now (Idempotency-Key header or body idempotencyKey; rerunOf)",
+			Params:  append(task, openapi.Param{Name: "Idempotency-Key", In: "header", Type: "string", Description: "retry-safe key"}),
+			Request: adminapi.RunNowRequest{}, RequestOptional: true,
+			Responses: withErrors(map[int]openapi.Response{201: {Description: "created", Body: adminapi.RunView{}},
+				200: {Description: "the Run this key already made", Body: adminapi.RunView{}}}, 404, 409, 413, 503)},
+		{Method: "GET", Path: "/api/v1/runs", Summary: "list runs, newest first",
+			Params: append(page, query("project", "string", "project id or name"), query("task", "string", "task id"), query("trigger", "string", "trigger id"),
+				query("status", "string", "statuses, comma-separated"), query("origin", "string", "cron | manual | rerun")),
+			Responses: withErrors(ok("a page", adminapi.List[postgres.RunRecord]{}))},
+		{Method: "GET", Path: "/api/v1/runs/{run}", Summary: "one run with its attempts; waiting says why it has not started", Params: run,
+			Responses: withErrors(ok("run", adminapi.RunView{}), 404)},
+		{Method: "GET", Path: "/api/v1/runs/{run}/events", Summary: "the run's events",
+			Params:    append(run, query("after", "integer", "events after this seq"), query("limit", "integer", "events"), query("cursor", "string", "unused: pass nextCursor as after")),
+			Responses: withErrors(ok("events; nextCursor is the ?after= of the next page", adminapi.List[postgres.RunEventRecord]{}), 404)},
+		{Method: "POST", Path: "/api/v1/runs/{run}/cancel", Summary: "cancel", Params: run, Request: struct{}{}, RequestOptional: true,
+			Responses: withErrors(map[int]openapi.Response{202: {Description: "asked now", Body: adminapi.RunView{}},
+				200: {Description: "already asked, or finished", Body: adminapi.RunView{}}}, 404, 409, 413, 503)},
+		{Method: "GET", Path: "/api/v1/runs/{run}/log", Summary: "output of the newest (or ?attempt=) attempt",
+			Params: append(append(run, query("attempt", "integer", "attempt number")), logParams...), Responses: logResp},
+		{Method: "GET", Path: "/api/v1/runs/{run}/attempts/{n}/log", Summary: "output of attempt n",
+			Params: append(append(run, openapi.Param{Name: "n", In: "path", Type: "integer", Required: true, Description: "attempt number"}), logParams...), Responses: logResp},
+
+		{Method: "GET", Path: "/api/v1/workers", Summary: "list workers with their newest session", Params: page,
+			Responses: withErrors(ok("a page", adminapi.List[adminapi.WorkerView]{}))},
+		{Method: "POST", Path: "/api/v1/workers", Summary: "register a worker", Request: adminapi.RegisterWorkerRequest{},
+			Responses: withErrors(created("registered", postgres.WorkerRecord{}), 409, 413)},
+		{Method: "GET", Path: "/api/v1/workers/{worker}", Summary: "one worker with its newest session", Params: worker,
+			Responses: withErrors(ok("worker", adminapi.WorkerView{}), 404)},
+		{Method: "POST", Path: "/api/v1/workers/{worker}/disable", Summary: "disable a worker and revoke its credentials", Params: worker, Request: struct{}{}, RequestOptional: true,
+			Responses: withErrors(ok("disabled", adminapi.WorkerView{}), 404, 409, 413, 503)},
+		{Method: "GET", Path: "/api/v1/workers/{worker}/credentials", Summary: "credentials (never secrets or digests)", Params: worker,
+			Responses: withErrors(ok("credentials", adminapi.List[postgres.WorkerCredential]{}), 404)},
+		{Method: "POST", Path: "/api/v1/workers/{worker}/credentials", Summary: "issue a credential: its text is in this response only", Params: worker, Request: struct{}{}, RequestOptional: true,
+			Responses: withErrors(created("issued", adminapi.IssuedCredential{}), 404, 409, 413)},
+		{Method: "POST", Path: "/api/v1/workers/{worker}/credentials/rotate", Summary: "issue a new credential, retire the others after graceMs", Params: worker,
+			Request: adminapi.RotateCredentialsRequest{}, RequestOptional: true,
+			Responses: withErrors(created("issued", adminapi.IssuedCredential{}), 404, 409, 413)},
+		{Method: "POST", Path: "/api/v1/workers/{worker}/credentials/{credential}/revoke", Summary: "revoke a credential",
+			Params: append(worker, pathParam("credential", "credential id")), Request: struct{}{}, RequestOptional: true,
+			Responses: withErrors(ok("revoked", postgres.WorkerCredential{}), 404, 409, 413)},
+
+		{Method: "GET", Path: "/api/v1/audit", Summary: "audit lines, newest first",
+			Params:    append(page, query("action", "string", "action"), query("subject", "string", "subject id"), query("actor", "string", "actor id")),
+			Responses: withErrors(ok("a page", adminapi.List[postgres.AuditRecord]{}))},
+	}
+}
+
+func adminGenerator() *openapi.Generator {
+	cmd := reflect.TypeOf(spec.Command{})
+	return &openapi.Generator{
+		Title:   "ql3-control admin API",
+		Version: "v1",
+		Description: "The control plane's admin API: the edge API's shapes plus the cluster's own fields. " +
+			"Every route but health needs Authorization: Bearer <API token> (or the panel's session cookie); " +
+			"errors are {code, message, field}. Publications accept an optional mutationId: an identical retry returns the original result.",
+		FieldTypes: map[string]reflect.Type{
+			"CreateTaskRequest.spec": cmd, "UpdateTaskRequest.spec": cmd,
+		},
+		Enums: map[string][]string{
+			"Body.code": {errs.Invalid, errs.Unauthorized, errs.Forbidden, errs.NotFound, errs.Conflict, errs.TooLarge, errs.Unavailable, errs.Internal},
+		},
+	}
+}

@@ -1,0 +1,266 @@
+package adminapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/ql3/ql3/controlplane/adminapi"
+	"github.com/ql3/ql3/controlplane/pgtest"
+	"github.com/ql3/ql3/controlplane/postgres"
+)
+
+var updateOpenAPI = flag.Bool("update", false, "rewrite openapi.json from the route table")
+
+// TestOpenAPIDocumentUpToDate regenerates the document from the route
+// table and the wire types; -update rewrites openapi.json.
+func TestOpenAPIDocumentUpToDate(t *testing.T) {
+	doc, err := adminGenerator().Document(adminRoutes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *updateOpenAPI {
+		if err := os.WriteFile("openapi.json", doc, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if !bytes.Equal(doc, adminapi.OpenAPIDocument()) {
+		t.Fatal("openapi.json is stale: run `go test ./adminapi -run TestOpenAPIDocumentUpToDate -update` and review the diff")
+	}
+}
+
+// notAPI are mux patterns outside the JSON API: the panel's static files
+// and the JSON 404 for everything else.
+var notAPI = map[string]bool{"GET /{$}": true, "GET /panel/app.js": true, "GET /panel/app.css": true, "/": true}
+
+func documentedOperations(t *testing.T, doc []byte) map[string]bool {
+	t.Helper()
+	var d struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(doc, &d); err != nil {
+		t.Fatal(err)
+	}
+	ops := map[string]bool{}
+	for path, methods := range d.Paths {
+		for m := range methods {
+			ops[strings.ToUpper(m)+" "+path] = true
+		}
+	}
+	return ops
+}
+
+// TestOpenAPIRoutesMatchMux walks the patterns the server registered on
+// its ServeMux against the served document, both ways.
+func TestOpenAPIRoutesMatchMux(t *testing.T) {
+	documented := documentedOperations(t, adminapi.OpenAPIDocument())
+	served := map[string]bool{}
+	for _, p := range adminapi.Patterns(adminapi.New(adminapi.Config{})) {
+		if notAPI[p] {
+			continue
+		}
+		served[p] = true
+		if !documented[p] {
+			t.Errorf("served but not in the OpenAPI document: %s (add it to adminRoutes, then -update)", p)
+		}
+	}
+	for op := range documented {
+		if !served[op] {
+			t.Errorf("in the OpenAPI document but not served: %s", op)
+		}
+	}
+}
+
+type exchange struct {
+	req    *http.Request
+	body   []byte
+	status int
+	header http.Header
+	resp   []byte
+}
+
+type recorder struct {
+	mu  sync.Mutex
+	log []exchange
+}
+
+func (rc *recorder) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rw := httptest.NewRecorder()
+		next.ServeHTTP(rw, r)
+		for k, v := range rw.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rw.Code)
+		_, _ = w.Write(rw.Body.Bytes())
+		rc.mu.Lock()
+		rc.log = append(rc.log, exchange{req: r.Clone(context.Background()), body: body, status: rw.Code, header: rw.Header(), resp: rw.Body.Bytes()})
+		rc.mu.Unlock()
+	})
+}
+
+// TestOpenAPIExamples drives every route on PostgreSQL, records each
+// exchange and validates it against the document with kin-openapi
+// (OpenAPI 3.1, JSON Schema 2020-12).
+func TestOpenAPIExamples(t *testing.T) {
+	doc, err := openapi3.NewLoader().LoadFromData(adminapi.OpenAPIDocument())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		t.Fatalf("document invalid: %v", err)
+	}
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := pgtest.NewDB(t)
+	pub := postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{})
+	_, token, err := pub.CreateAPIToken(context.Background(), "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminPool := db.Pool(t, postgres.RoleAdmin)
+	rec := &recorder{}
+	srv := httptest.NewServer(rec.wrap(adminapi.New(adminapi.Config{Backend: pub, Version: "test",
+		Logger: slog.New(slog.DiscardHandler),
+		Runs:   postgres.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
+		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
+			return postgres.DisableWorker(ctx, adminPool, ref)
+		}})))
+	t.Cleanup(srv.Close)
+	f := fixture{t: t, url: srv.URL, token: token}
+	send := func(method, path, body string, hdr ...string) {
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	id := func(method, path, body string) string {
+		var v struct{ ID string }
+		if code := f.call(method, path, body, &v); code >= 300 {
+			t.Fatalf("%s %s: %d", method, path, code)
+		}
+		return v.ID
+	}
+
+	send("GET", "/healthz", "")
+	send("GET", "/readyz", "")
+	send("GET", "/metrics", "")
+	f.call("GET", adminapi.OpenAPIPath, nil, nil)
+	f.call("GET", "/api/v1/session", nil, nil)
+	send("POST", "/api/v1/session", `{"token":"`+token+`"}`)
+	send("POST", "/api/v1/session", `{"token":"wrong"}`)
+	f.call("DELETE", "/api/v1/session", nil, nil)
+	f.call("GET", "/api/v1/schedule/preview?expression=30+2+*+*+*&timeZone=Europe/Berlin&count=5&afterMs=1774828800000", nil, nil)
+	f.call("GET", "/api/v1/schedule/preview?expression=nope", nil, nil)
+
+	proj := id("POST", "/api/v1/projects", `{"name":"ops","mutationId":"p1"}`)
+	f.call("POST", "/api/v1/projects", `{"name":"other","mutationId":"p1"}`, nil)
+	f.call("GET", "/api/v1/projects?limit=5", nil, nil)
+	f.call("GET", "/api/v1/projects/ops", nil, nil)
+	f.call("GET", "/api/v1/projects/nope", nil, nil)
+	task := id("POST", "/api/v1/tasks", `{"project":"ops","name":"backup","spec":{"kind":"qinglong/command@v1","argv":{"file":"/bin/true"},"concurrency":"allow"},"triggers":[{"expression":"@daily","timeZone":"Europe/Berlin"}]}`)
+	f.call("POST", "/api/v1/tasks", `{"project":"ops","name":"x","colour":"red"}`, nil)
+	f.call("GET", "/api/v1/tasks?project=ops&limit=10", nil, nil)
+	f.call("GET", "/api/v1/tasks/"+task, nil, nil)
+	f.call("PUT", "/api/v1/tasks/"+task, `{"expectedRevision":1,"name":"backup","spec":{"kind":"qinglong/command@v1","shell":{"command":"true"},"concurrency":"allow"}}`, nil)
+	f.call("PUT", "/api/v1/tasks/"+task, `{"expectedRevision":1,"name":"backup","spec":{"kind":"qinglong/command@v1","shell":{"command":"true"}}}`, nil)
+	f.call("PATCH", "/api/v1/tasks/"+task, `{"enabled":false}`, nil)
+	f.call("POST", "/api/v1/tasks/"+task+"/enable", "", nil)
+	f.call("POST", "/api/v1/tasks/"+task+"/disable", `{"mutationId":"d1"}`, nil)
+	f.call("POST", "/api/v1/tasks/"+task+"/enable", "", nil)
+	trig := id("POST", "/api/v1/tasks/"+task+"/triggers", `{"expression":"@hourly","misfire":"fire_once","graceMs":0}`)
+	f.call("POST", "/api/v1/tasks/"+task+"/triggers", `{"expression":"* * *"}`, nil)
+	f.call("GET", "/api/v1/tasks/"+task+"/triggers", nil, nil)
+	f.call("GET", "/api/v1/tasks/"+task+"/triggers/"+trig, nil, nil)
+	f.call("PUT", "/api/v1/tasks/"+task+"/triggers/"+trig, `{"expectedRevision":1,"expression":"@daily"}`, nil)
+
+	run := id("POST", "/api/v1/tasks/"+task+"/runs", `{"idempotencyKey":"k1"}`)
+	f.call("POST", "/api/v1/tasks/"+task+"/runs", `{"idempotencyKey":"k1"}`, nil)
+	f.call("GET", "/api/v1/runs?project=ops&status=queued,running&limit=5", nil, nil)
+	f.call("GET", "/api/v1/runs/"+run, nil, nil)
+	f.call("GET", "/api/v1/runs/"+run+"/events?after=0&limit=10", nil, nil)
+	f.call("GET", "/api/v1/runs/"+run+"/log", nil, nil)
+	f.call("GET", "/api/v1/runs/"+run+"/attempts/1/log?stream=stdout", nil, nil)
+	f.call("POST", "/api/v1/runs/"+run+"/cancel", "", nil)
+	f.call("POST", "/api/v1/runs/"+run+"/cancel", "", nil)
+	f.call("GET", "/api/v1/runs/0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", nil, nil)
+
+	wk := id("POST", "/api/v1/workers", `{"name":"w1"}`)
+	f.call("POST", "/api/v1/workers", `{"name":"w1"}`, nil)
+	f.call("GET", "/api/v1/workers", nil, nil)
+	f.call("GET", "/api/v1/workers/w1", nil, nil)
+	cred := id("POST", "/api/v1/workers/"+wk+"/credentials", "")
+	f.call("POST", "/api/v1/workers/"+wk+"/credentials/rotate", `{"graceMs":0}`, nil)
+	f.call("GET", "/api/v1/workers/"+wk+"/credentials", nil, nil)
+	f.call("POST", "/api/v1/workers/"+wk+"/credentials/"+cred+"/revoke", "", nil)
+	f.call("POST", "/api/v1/workers/w1/disable", "", nil)
+	f.call("GET", "/api/v1/audit?limit=5", nil, nil)
+	f.call("POST", "/api/v1/projects/"+proj+"/archive", `{"expectedVersion":99}`, nil)
+	f.call("POST", "/api/v1/projects/"+proj+"/archive", "", nil)
+	send("GET", "/api/v1/projects", "", "Authorization", "Bearer wrong")
+	send("POST", "/api/v1/projects", `{"name":"x"}`, "Authorization", "Bearer "+token, "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site")
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	seen := map[string]bool{}
+	for _, ex := range rec.log {
+		ex.req.Body = io.NopCloser(bytes.NewReader(ex.body))
+		ex.req.RequestURI = ""
+		route, params, err := router.FindRoute(ex.req)
+		if err != nil {
+			t.Errorf("%s %s: no documented route: %v", ex.req.Method, ex.req.URL, err)
+			continue
+		}
+		seen[ex.req.Method+" "+route.Path] = true
+		in := &openapi3filter.RequestValidationInput{Request: ex.req, PathParams: params, Route: route,
+			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
+		if ex.status < 400 {
+			if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
+				t.Errorf("%s %s: request does not match the document: %v", ex.req.Method, ex.req.URL, err)
+			}
+		}
+		out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: ex.status, Header: ex.header,
+			Body: io.NopCloser(bytes.NewReader(ex.resp)), Options: &openapi3filter.Options{IncludeResponseStatus: true}}
+		if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
+			t.Errorf("%s %s → %d: response does not match the document: %v\n%s", ex.req.Method, ex.req.URL, ex.status, err, ex.resp)
+		}
+	}
+	var missing []string
+	for op := range documentedOperations(t, adminapi.OpenAPIDocument()) {
+		if !seen[op] {
+			missing = append(missing, op)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("documented operations without a recorded example: %v", missing)
+	}
+}
