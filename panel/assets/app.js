@@ -127,8 +127,8 @@
         td("Last run", lr ? h("a", { href: "#/runs/" + lr.id }, status(lr.status)) : "—"),
         td("Actions", h("div", { class: "bar" },
           h("button", { type: "button", class: "run-now", onclick: () => runNow(t) , text: "Run now" }),
-          h("button", { type: "button", onclick: async () => { await api("POST", "/api/v1/tasks/" + t.id + (t.enabled ? "/disable" : "/enable")); route(); }, text: t.enabled ? "Disable" : "Enable" }),
-          S.control ? null : h("button", { type: "button", class: "danger", onclick: async () => {
+          h("button", { type: "button", class: "toggle", onclick: async () => { await api("POST", "/api/v1/tasks/" + t.id + (t.enabled ? "/disable" : "/enable")); route(); }, text: t.enabled ? "Disable" : "Enable" }),
+          S.control ? null : h("button", { type: "button", class: "danger delete", onclick: async () => {
             if (!confirm("Delete task " + t.name + "? Its runs stay in the history.")) return;
             await api("DELETE", "/api/v1/tasks/" + t.id); route();
           }, text: "Delete" }))));
@@ -271,25 +271,17 @@
         let id;
         if (!t) {
           const body = { name: name.value, spec };
-          if (S.control) {
-            body.project = project.value;
-            // The admin API creates triggers one by one after the task:
-            // check them first so a bad one leaves no task behind.
-            for (let i = 0; i < trigRows.length; i++) {
-              const r = trigRows[i];
-              if (r.removed) continue;
-              try { await api("GET", "/api/v1/schedule/preview" + q({ expression: r.expr.value, timeZone: r.zone.value, count: "1" })); }
-              catch (e) { if (e.field) e.field = "triggers[" + i + "]." + e.field; throw e; }
-            }
-          } else body.triggers = trigRows.filter((r) => !r.removed).map(trig);
-          // The edge numbers inline triggers among the kept rows; map back.
+          if (S.control) body.project = project.value;
+          // Both APIs create the triggers in the task's transaction: all
+          // or nothing, errors name triggers[i].field.
+          body.triggers = trigRows.filter((r) => !r.removed).map(trig);
+          // The server numbers inline triggers among the kept rows; map back.
           const kept = trigRows.map((r, i) => [r, i]).filter(([r]) => !r.removed).map(([, i]) => i);
           try { id = (await api("POST", "/api/v1/tasks", body)).id; }
           catch (e) {
             e.field = e.field.replace(/^triggers\[(\d+)\]/, (m, n) => "triggers[" + kept[Number(n)] + "]");
             throw e;
           }
-          if (S.control) await saveTriggers(id, trigRows, trig);
         } else {
           id = t.id;
           await api("PUT", "/api/v1/tasks/" + id, { expectedRevision: t.revision, name: name.value, spec });

@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -45,6 +46,37 @@ func clear(sel string) chromedp.Action[chromedp.Void] {
 		_, err := chromedp.Evaluate[bool]("(e => { e.value = ''; e.dispatchEvent(new Event('input')); return true })(document.querySelector("+jsq(sel)+"))")(ctx, t)
 		return err
 	})
+}
+
+// jsRun evaluates a statement in the page.
+func jsRun(stmt string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := chromedp.Evaluate[bool]("(() => { " + stmt + "; return true })()")(ctx, t)
+		return err
+	})
+}
+
+// apiGet reads one resource with the bearer token and decodes it.
+func apiGet(t *testing.T, tg target, path string, out any) {
+	t.Helper()
+	req, err := http.NewRequest("GET", tg.base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+tg.token)
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // css is a CSS selector for the first match.
@@ -187,6 +219,33 @@ func panelFlow(t *testing.T, tg target) {
 	do(t, ctx, "task list", hash("#/tasks"), poll(textOf(`#tasks tr[data-task="panel-demo"]`)+".includes('cancelled')"))
 	shot(t, ctx, prefix+"task-list")
 
+	// Edit through the form (a new revision), disable, enable.
+	do(t, ctx, "edit",
+		chromedp.Click(css(`#tasks tr[data-task="panel-demo"] td a`)),
+		chromedp.WaitVisible(css("#task-form")),
+		poll(`document.querySelectorAll('ol.preview li').length > 0`), // the stored trigger's preview
+		clear(`[data-field="spec.timeoutMs"]`),
+		chromedp.SendKeys(css(`[data-field="spec.timeoutMs"]`), "120"),
+		chromedp.Click(css("#save")),
+		chromedp.WaitVisible(css(`#tasks tr[data-task="panel-demo"]`)),
+	)
+	var edited struct {
+		Revision int64 `json:"revision"`
+		Spec     struct {
+			TimeoutMs int64 `json:"timeoutMs"`
+		} `json:"spec"`
+	}
+	apiGet(t, tg, "/api/v1/tasks/panel-demo", &edited) // the edge resolves names
+	if edited.Revision != 2 || edited.Spec.TimeoutMs != 120000 {
+		t.Errorf("after the edit: revision %d, timeout %d ms; want 2, 120000", edited.Revision, edited.Spec.TimeoutMs)
+	}
+	do(t, ctx, "disable, enable",
+		chromedp.Click(css(`#tasks tr[data-task="panel-demo"] .toggle`)),
+		poll(textOf(`#tasks tr[data-task="panel-demo"] .toggle`)+" === 'Enable'"),
+		chromedp.Click(css(`#tasks tr[data-task="panel-demo"] .toggle`)),
+		poll(textOf(`#tasks tr[data-task="panel-demo"] .toggle`)+" === 'Disable'"),
+	)
+
 	// A phone screen: the list becomes cards, nothing wider than the screen.
 	do(t, ctx, "phone viewport",
 		chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
@@ -198,6 +257,18 @@ func panelFlow(t *testing.T, tg target) {
 	}
 	shot(t, ctx, prefix+"task-list-phone")
 	do(t, ctx, "desktop viewport", chromedp.ResetViewport())
+
+	// Delete asks first: a dismissed confirmation deletes nothing.
+	do(t, ctx, "delete dismissed",
+		jsRun(`window.confirm = () => false`),
+		chromedp.Click(css(`#tasks tr[data-task="panel-demo"] .delete`)),
+	)
+	apiGet(t, tg, "/api/v1/tasks/panel-demo", &edited)
+	do(t, ctx, "delete confirmed",
+		jsRun(`window.confirm = () => true`),
+		chromedp.Click(css(`#tasks tr[data-task="panel-demo"] .delete`)),
+		chromedp.WaitNotPresent(css(`#tasks tr[data-task="panel-demo"]`)),
+	)
 
 	signOutAndCrossOrigin(t, ctx, tg)
 }
