@@ -51,7 +51,7 @@ func clear(sel string) chromedp.Action[chromedp.Void] {
 // jsRun evaluates a statement in the page.
 func jsRun(stmt string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
-		_, err := chromedp.Evaluate[bool]("(() => { " + stmt + "; return true })()")(ctx, t)
+		_, err := chromedp.Evaluate[bool]("(() => { "+stmt+"; return true })()")(ctx, t)
 		return err
 	})
 }
