@@ -377,8 +377,8 @@ func runPipelineOn(ctx context.Context, db Acquirer, txs []pipedTx) error {
 func readLeaseChange(rows pgx.Rows, rep *SweepReport) error {
 	for rows.Next() {
 		var ok, counted bool
-		var action, reason, runID string
-		if err := rows.Scan(&ok, &action, &reason, &runID, &counted); err != nil {
+		var action, reason, afterLost string
+		if err := rows.Scan(&ok, &action, &reason, &afterLost, &counted); err != nil {
 			return err
 		}
 		switch {
@@ -390,6 +390,14 @@ func readLeaseChange(rows pgx.Rows, rep *SweepReport) error {
 			rep.Cancelled++
 		case action == "lost":
 			rep.Lost++
+			switch afterLost {
+			case "retry_wait":
+				rep.RetryWait++
+			case "failed":
+				rep.Failed++
+			case "cancelled":
+				rep.Cancelled++
+			}
 		case action == "release":
 			rep.ReleasedStale++
 		}

@@ -29,9 +29,12 @@ package postgres
 //	lost     started (attempt starting or running) and the lease's authority
 //	         ended more than the cancel grace ago — its expiry, or the
 //	         session's close if earlier: lease released (lease_expired),
-//	         Attempt → lost, Run → lost; event run.lost. The worker fenced
-//	         itself by then (ADR 0013). lost → retry_wait | failed |
-//	         cancelled is the next change (sweep_run.go).
+//	         Attempt → lost, Run → lost (event run.lost) and, in the same
+//	         transaction, on by the policy: retry_wait after the backoff
+//	         (retryOnLost, attempts left), failed, or cancelled when an
+//	         intent is set (run.retry_scheduled | run.failed |
+//	         run.cancelled). The worker fenced itself by then (ADR 0013).
+//	         A Run found lost otherwise is resolved by sweep_run.go.
 //	release  a live lease whose Attempt already ended, or whose Run is not
 //	         dispatching/running: the lease is released (stale), nothing
 //	         else changes; event run.lease_released.
@@ -48,6 +51,7 @@ const sweepLeaseSQL = `WITH lk AS MATERIALIZED (
 	SELECT l.lease_id, l.lease_generation, l.expires_at_ms, l.worker_id, l.session_id, l.session_generation, l.offer_id,
 		a.attempt_id, a.attempt, a.status AS attempt_status,
 		r.run_id, r.project_id, r.status AS run_status, r.version AS run_version, r.cancel_reason,
+		r.attempt_count, r.retry_on_lost, r.retry_max_attempts, r.retry_backoff_base_ms, r.retry_backoff_max_ms,
 		s.status AS session_status, s.lease_expires_at_ms AS session_expires_at_ms, s.closed_at_ms AS session_closed_at_ms,
 		s.generation AS s_generation, n.ms
 	FROM n
@@ -57,7 +61,14 @@ const sweepLeaseSQL = `WITH lk AS MATERIALIZED (
 	JOIN ql3.worker_sessions s ON s.session_id = l.session_id
 	FOR UPDATE OF l, a, r SKIP LOCKED
 ), d AS MATERIALIZED (
-	SELECT t.*, x.action, x.reason, x.to_status, x.error_class FROM t CROSS JOIN LATERAL (
+	SELECT t.*, x.action, x.reason, x.to_status, x.error_class,
+		-- lost is left in the same transaction, by the policy (ADR 0013):
+		CASE WHEN x.action = 'lost' THEN CASE WHEN t.cancel_reason IS NOT NULL THEN 'cancelled'
+			WHEN t.retry_on_lost AND t.attempt_count < t.retry_max_attempts THEN 'retry_wait' ELSE 'failed' END
+			END AS after_lost,
+		CASE WHEN t.retry_backoff_base_ms = 0 THEN 0
+			ELSE least(t.retry_backoff_max_ms, t.retry_backoff_base_ms * (1::bigint << (t.attempt_count - 1))) END AS backoff_ms
+	FROM t CROSS JOIN LATERAL (
 		SELECT y.action,
 			CASE WHEN y.action = 'release' THEN 'stale'
 				WHEN y.action = 'lost' THEN 'lease_expired'
@@ -94,10 +105,13 @@ const sweepLeaseSQL = `WITH lk AS MATERIALIZED (
 	FROM d WHERE a.attempt_id = d.attempt_id AND d.action IN ('lost', 'cancel')
 	RETURNING a.attempt_id
 ), ru AS (
-	UPDATE ql3.runs r SET status = d.to_status, version = r.version + 1,
+	UPDATE ql3.runs r SET status = coalesce(d.after_lost, d.to_status), version = r.version + 1,
 		updated_at_ms = greatest(d.ms, r.updated_at_ms),
-		error_class = coalesce(d.error_class, r.error_class),
-		finished_at_ms = CASE WHEN d.action = 'cancel' THEN greatest(d.ms, r.created_at_ms) ELSE r.finished_at_ms END
+		error_class = CASE WHEN d.after_lost = 'cancelled' AND d.cancel_reason = 'timeout' THEN 'timeout'
+			WHEN d.after_lost = 'cancelled' THEN 'cancelled_by_user' ELSE coalesce(d.error_class, r.error_class) END,
+		not_before_ms = CASE WHEN d.after_lost = 'retry_wait' THEN d.ms + d.backoff_ms ELSE r.not_before_ms END,
+		finished_at_ms = CASE WHEN d.action = 'cancel' OR d.after_lost IN ('cancelled', 'failed')
+			THEN greatest(d.ms, r.created_at_ms) ELSE r.finished_at_ms END
 	FROM d WHERE r.run_id = d.run_id AND r.version = d.run_version AND d.action IN ('requeue', 'cancel', 'lost')
 	RETURNING r.run_id
 ), ev AS (
@@ -119,7 +133,14 @@ const sweepLeaseSQL = `WITH lk AS MATERIALIZED (
 		(4, 'run.lost', d.action = 'lost', jsonb_build_object('from', d.run_status, 'to', 'lost',
 			'attemptId', d.attempt_id, 'attemptNumber', d.attempt, 'errorClass', 'worker_lost', 'reason', d.reason,
 			'workerId', d.worker_id, 'sessionId', d.session_id, 'sessionGeneration', d.session_generation,
-			'leaseGeneration', d.lease_generation))
+			'leaseGeneration', d.lease_generation)),
+		(5, CASE d.after_lost WHEN 'retry_wait' THEN 'run.retry_scheduled' WHEN 'failed' THEN 'run.failed'
+			ELSE 'run.cancelled' END, d.action = 'lost', jsonb_strip_nulls(jsonb_build_object('from', 'lost',
+			'to', d.after_lost, 'attemptNumber', d.attempt,
+			'errorClass', CASE WHEN d.after_lost <> 'cancelled' THEN 'worker_lost'
+				WHEN d.cancel_reason = 'timeout' THEN 'timeout' ELSE 'cancelled_by_user' END,
+			'reason', CASE WHEN d.after_lost = 'cancelled' THEN d.cancel_reason ELSE 'lease_expired' END,
+			'retryAtMs', CASE WHEN d.after_lost = 'retry_wait' THEN d.ms + d.backoff_ms END)))
 	) AS v(k, type, keep, payload)
 	WHERE v.keep
 	RETURNING run_id
@@ -128,11 +149,11 @@ const sweepLeaseSQL = `WITH lk AS MATERIALIZED (
 		(SELECT count(*) FROM ru) AS ru, (SELECT count(*) FROM ev) AS ev,
 		(SELECT min(action) FROM d) AS action
 )
-SELECT lk.ok, coalesce(d.action, ''), coalesce(d.reason, ''), coalesce(d.run_id::text, ''),
+SELECT lk.ok, coalesce(d.action, ''), coalesce(d.reason, ''), coalesce(d.after_lost, ''),
 	CASE WHEN CASE coalesce(y.action, '')
 		WHEN 'requeue' THEN y.rel = 1 AND y.att = 0 AND y.ru = 1 AND y.ev = 2
 		WHEN 'cancel' THEN y.rel = 1 AND y.att = 1 AND y.ru = 1 AND y.ev = 2
-		WHEN 'lost' THEN y.rel = 1 AND y.att = 1 AND y.ru = 1 AND y.ev = 1
+		WHEN 'lost' THEN y.rel = 1 AND y.att = 1 AND y.ru = 1 AND y.ev = 2
 		WHEN 'release' THEN y.rel = 1 AND y.att = 0 AND y.ru = 0 AND y.ev = 1
 		ELSE y.rel + y.att + y.ru + y.ev = 0 END THEN true
 	ELSE ('ql3 sweep refused: ' || coalesce(y.action, 'none') || ' wrote ' || y.rel || ' leases, ' || y.att

@@ -299,6 +299,7 @@ func TestRecoveryResolvesEveryState(t *testing.T) {
 		{lifeRun{status: "running", attempt: "running", lease: "live"}, "running", "leased", 1},
 		{lifeRun{status: "running", attempt: "running", lease: "live", intent: "user"}, "running", "leased", 1},
 		{lifeRun{status: "running", attempt: "running", lease: "stale", retryOnLost: true, backoffMs: 60_000}, "retry_wait", "released", 1},
+		{lifeRun{status: "running", attempt: "running", lease: "stale", intent: "user"}, "cancelled", "released", 1},
 		{lifeRun{status: "running", attempt: "running", lease: "completed"}, "failed", "completed", 1},
 		{lifeRun{status: "running", attempt: "running"}, "failed", "", 1},
 		{lifeRun{status: "retry_wait", attempt: "failed"}, "queued", "", 2},
