@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +43,13 @@ func LoadZone(name string) (*time.Location, error) {
 // 1,000 copies (89% of the idle heap). Only valid names are stored, and
 // tzdata has about 600 of them, so the cache is bounded.
 var zoneCache sync.Map
+
+// ScheduleKey says when a normalised trigger fires: its expression with
+// white space collapsed, and its zone. Two triggers of one task with the
+// same key would admit two Runs per instant, so a task may not have both.
+func ScheduleKey(in TriggerInput) string {
+	return strings.Join(strings.Fields(in.Expression), " ") + "\x00" + in.TimeZone
+}
 
 // NormalizeTrigger validates in and fills its defaults (zone UTC, misfire
 // skip, grace schedule.DefaultEdgeGraceMs). Errors name the field.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/names"
 )
 
 // Publication (issue 4): the admin role creates and changes projects, tasks
@@ -216,7 +217,8 @@ func parsePubID(field, s string) (uuid.UUID, error) {
 }
 
 // checkPubName validates a display name (1..128 characters, no control
-// characters), naming field in the error.
+// characters, and core/names: not id-shaped, something visible, no bidi
+// controls), naming field in the error.
 func checkPubName(field, name string) error {
 	n := 0
 	for _, c := range name {
@@ -228,7 +230,7 @@ func checkPubName(field, name string) error {
 	if n < 1 || n > 128 {
 		return errs.Invalidf(field, "must be 1..128 characters, got %d", n)
 	}
-	return nil
+	return names.Check(field, name)
 }
 
 // expectAffected turns a compare-and-set UPDATE that matched nothing into a

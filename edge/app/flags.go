@@ -10,6 +10,28 @@ import (
 // ErrHelp is returned by ParseFlags after printing the --help text.
 var ErrHelp = flag.ErrHelp
 
+// configFileHelp documents the config file: the same settings as the flags
+// and QL3_* variables (defaults < file < environment < flags), unknown
+// fields refused. The README has the same table.
+const configFileHelp = `
+Config file (--config or $QL3_CONFIG): one JSON object, unknown fields are refused.
+Precedence, lowest first: defaults, the file, QL3_* variables, flags.
+  "listen"             string  API address                              $QL3_LISTEN     (127.0.0.1:5700)
+  "dataDir"            string  data directory (one server per dir)      $QL3_DATA_DIR   (./data)
+  "noAuth"             bool    serve without the token (loopback only)  $QL3_NO_AUTH
+  "tlsCert", "tlsKey"  string  PEM files: serve HTTPS                   $QL3_TLS_CERT, $QL3_TLS_KEY
+  "misfireGraceMs"     int     default misfire grace of new triggers    $QL3_MISFIRE_GRACE_MS    (30000)
+  "maxConcurrency"     int     attempts running at once                 $QL3_MAX_CONCURRENCY     (4)
+  "killGraceMs"        int     SIGTERM to SIGKILL wait                  $QL3_KILL_GRACE_MS       (10000)
+  "logMaxBytes"        int     output kept per attempt                  $QL3_LOG_MAX_BYTES       (4194304)
+  "logMaxTotalBytes"   int     kept logs in total                       $QL3_LOG_MAX_TOTAL_BYTES (1073741824)
+  "logRetentionHours"  int     finished runs and logs are removed after $QL3_LOG_RETENTION_HOURS (168)
+  "logLevel"           string  debug, info, warn, error                 $QL3_LOG_LEVEL  (info)
+  "logFormat"          string  text or json                             $QL3_LOG_FORMAT (text)
+  "addr"               string  CLI: server address or https:// URL      $QL3_ADDR       (127.0.0.1:5700)
+  "tokenFile"          string  CLI: admin token file                    $QL3_TOKEN_FILE (<dataDir>/admin.token)
+`
+
 // ParseFlags reads the `serve` command line into m.Config: defaults, then
 // the config file (--config or QL3_CONFIG), then QL3_* variables, then the
 // flags that were given. Errors name the flag or field.
@@ -17,7 +39,7 @@ func (m *Main) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("ql3-edge serve", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)
 	var (
-		config       = fs.String("config", "", "JSON config file (default $QL3_CONFIG); see the README for its fields")
+		config       = fs.String("config", "", "JSON config file (default $QL3_CONFIG); its fields are listed below")
 		listen       = fs.String("listen", "", "address to serve the API on (default $QL3_LISTEN, then "+DefaultListen+"); non-loopback addresses need the admin token for every request")
 		dataDir      = fs.String("data-dir", "", "directory for the database, logs and admin token (default $QL3_DATA_DIR, then "+DefaultDataDir+")")
 		tlsCert      = fs.String("tls-cert", "", "TLS certificate file (PEM); with --tls-key the API and panel serve HTTPS (default $QL3_TLS_CERT)")
@@ -40,6 +62,7 @@ func (m *Main) ParseFlags(args []string) error {
 			"Every change needs the token (Authorization: Bearer); reads from this machine over a loopback\n"+
 			"address need none, reads from elsewhere do.\n\nFlags:\n")
 		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), configFileHelp)
 	}
 	if err := fs.Parse(args); err != nil {
 		return err

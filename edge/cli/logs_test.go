@@ -55,3 +55,39 @@ func TestFollowDoesNotRepeatWhenAttemptEndsFirst(t *testing.T) {
 		t.Fatalf("followed output %q, want %q once", out.String(), output)
 	}
 }
+
+// TestRunNowPrintsStatusOnce: `run now` says "run <id>: queued", not
+// "queued: queued"; a repeated idempotency key says so.
+func TestRunNowPrintsStatusOnce(t *testing.T) {
+	created := true
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/api/v1/tasks/hello/runs" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		c := created
+		json.NewEncoder(w).Encode(httpapi.Run{ID: "run-1", Status: "queued", Created: &c})
+	}))
+	defer srv.Close()
+	tok, err := httpapi.NewAdminToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		created bool
+		want    string
+	}{
+		{true, "run run-1: queued\n"},
+		{false, "run run-1 (already requested with this idempotency key): queued\n"},
+	} {
+		created = tc.created
+		env, out, errOut := testEnv(map[string]string{"QL3_TOKEN": tok})
+		if code := Run(context.Background(), []string{"run", "now", "--addr", srv.URL, "hello"}, env); code != ExitOK {
+			t.Fatalf("exit %d: %s", code, errOut)
+		}
+		if out.String() != tc.want {
+			t.Errorf("created=%v: %q, want %q", tc.created, out.String(), tc.want)
+		}
+	}
+}

@@ -60,11 +60,13 @@ func runNow(ctx context.Context, env Env, args []string) error {
 		if cf.json {
 			return printJSON(env.Stdout, r)
 		}
-		verb := "queued"
+		// "run <id>: queued"; a repeated idempotency key names the run it
+		// already made, with that run's status now.
+		note := ""
 		if r.Created != nil && !*r.Created {
-			verb = "exists (same idempotency key)"
+			note = " (already requested with this idempotency key)"
 		}
-		fmt.Fprintf(env.Stdout, "run %s %s: %s\n", r.ID, verb, r.Status)
+		fmt.Fprintf(env.Stdout, "run %s%s: %s\n", r.ID, note, r.Status)
 		return nil
 	}
 	for !runEnded(r) {

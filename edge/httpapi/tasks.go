@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/names"
 	"github.com/ql3/ql3/core/schedule"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge"
@@ -48,7 +49,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, listOf(page.Tasks, page.NextCursor, func(t edge.Task) Task { return taskView(t, nil) }))
+	writeJSON(w, http.StatusOK, listOf(page.Tasks, page.NextCursor, func(t edge.Task) Task { return taskView(t, nil, 0) }))
 }
 
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
@@ -89,7 +90,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/api/v1/tasks/"+task.ID)
-	writeJSON(w, http.StatusCreated, taskView(task, created))
+	writeJSON(w, http.StatusCreated, taskView(task, created, s.now().UnixMilli()))
 }
 
 func newTaskInput(req CreateTaskRequest) (edge.NewTask, error) {
@@ -126,7 +127,7 @@ func validateName(name string) error {
 			return errs.Invalidf("name", "must not contain control characters")
 		}
 	}
-	return nil
+	return names.Check("name", name)
 }
 
 // triggerInput validates a trigger request completely (edge.NormalizeTrigger:
@@ -151,7 +152,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, taskView(t, triggers))
+	writeJSON(w, http.StatusOK, taskView(t, triggers, s.now().UnixMilli()))
 }
 
 // taskWithTriggers resolves the {task} path value (id or live name) and
@@ -203,7 +204,7 @@ func (s *Server) updateTask(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, taskView(t, nil))
+	writeJSON(w, http.StatusOK, taskView(t, nil, 0))
 }
 
 func (s *Server) patchTask(w http.ResponseWriter, r *http.Request) {
@@ -241,7 +242,7 @@ func (s *Server) applyEnabled(w http.ResponseWriter, r *http.Request, enabled bo
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, taskView(t, nil))
+	writeJSON(w, http.StatusOK, taskView(t, nil, 0))
 }
 
 func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request) {

@@ -31,7 +31,7 @@ func (s *Server) listTriggers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, listOf(triggers, "", triggerView))
+	writeJSON(w, http.StatusOK, listOf(triggers, "", func(t edge.Trigger) Trigger { return triggerView(t, 0) }))
 }
 
 func (s *Server) createTrigger(w http.ResponseWriter, r *http.Request) {
@@ -56,7 +56,7 @@ func (s *Server) createTrigger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/api/v1/tasks/"+t.ID+"/triggers/"+tr.ID)
-	writeJSON(w, http.StatusCreated, triggerView(tr))
+	writeJSON(w, http.StatusCreated, triggerView(tr, 0))
 }
 
 func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) {
@@ -65,7 +65,7 @@ func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, triggerView(tr))
+	writeJSON(w, http.StatusOK, triggerView(tr, 0))
 }
 
 func (s *Server) updateTrigger(w http.ResponseWriter, r *http.Request) {
@@ -93,7 +93,7 @@ func (s *Server) updateTrigger(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, triggerView(tr))
+	writeJSON(w, http.StatusOK, triggerView(tr, 0))
 }
 
 func (s *Server) deleteTrigger(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 
+	"github.com/ql3/ql3/core/cron"
 	"github.com/ql3/ql3/core/run"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge"
@@ -166,27 +167,47 @@ type Health struct {
 	Error   string `json:"error,omitempty"`
 }
 
-func taskView(t edge.Task, triggers []edge.Trigger) Task {
+// taskView maps a task and its triggers; nowMs (0: unknown) lets a
+// trigger the scheduler has not initialised yet show the next fire it will
+// get, when the task is enabled.
+func taskView(t edge.Task, triggers []edge.Trigger, nowMs int64) Task {
 	v := Task{
 		ID: t.ID, Name: t.Name, Enabled: t.Enabled, Revision: t.Revision,
 		Digest: t.Digest.String(), Spec: t.Spec,
 		CreatedAtMs: t.CreatedAtMs, UpdatedAtMs: t.UpdatedAtMs, DeletedAtMs: t.DeletedAtMs,
 	}
+	if !t.Enabled || t.Deleted() {
+		nowMs = 0
+	}
 	for _, tr := range triggers {
-		v.Triggers = append(v.Triggers, triggerView(tr))
+		v.Triggers = append(v.Triggers, triggerView(tr, nowMs))
 	}
 	return v
 }
 
-func triggerView(t edge.Trigger) Trigger {
+// triggerView maps a trigger. Until the scheduler initialises the cursor
+// (milliseconds after a publish) NextFireAtMs is what that initialisation
+// computes — the first occurrence after max(now, the revision's
+// activation), schedule.Decide's Init — so `task add` does not print
+// "NEXT FIRE -"; nowMs 0 leaves it empty.
+func triggerView(t edge.Trigger, nowMs int64) Trigger {
 	v := Trigger{
 		ID: t.ID, TaskID: t.TaskID, Revision: t.Revision, Expression: t.Expression,
 		TimeZone: t.TimeZone, Misfire: string(t.Misfire), GraceMs: t.GraceMs, Enabled: t.Enabled,
 		CreatedAtMs: t.CreatedAtMs, UpdatedAtMs: t.UpdatedAtMs,
 		LastScheduledAtMs: t.Schedule.LastScheduledAtMs, MissedTotal: t.Schedule.MissedTotal,
 	}
-	if t.Schedule.Initialized && t.Schedule.TriggerRevision == t.Revision {
+	switch {
+	case t.Schedule.Initialized && t.Schedule.TriggerRevision == t.Revision:
 		v.NextFireAtMs = t.Schedule.NextFireAtMs
+	case nowMs > 0 && t.Enabled && t.Schedule.LastError == "":
+		if loc, err := edge.LoadZone(t.TimeZone); err == nil {
+			if c, err := cron.Parse(t.Expression, loc); err == nil {
+				if next, err := c.NextMs(max(nowMs, t.UpdatedAtMs)); err == nil {
+					v.NextFireAtMs = next
+				}
+			}
+		}
 	}
 	return v
 }

@@ -95,7 +95,7 @@ func TestCLIEndToEnd(t *testing.T) {
 		t.Errorf("run now --wait: %d %q", code, out)
 	}
 	code, out, _ = s.ql3(nil, "run", "now", "home", "--key", "k1")
-	if code != 0 || !strings.Contains(out, "same idempotency key") {
+	if code != 0 || !strings.Contains(out, "already requested with this idempotency key") {
 		t.Errorf("repeated key: %d %q", code, out)
 	}
 

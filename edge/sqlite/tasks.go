@@ -10,6 +10,7 @@ import (
 
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/names"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge"
 )
@@ -31,7 +32,7 @@ func validateTaskName(name string) error {
 			return errs.Invalidf("name", "control character at byte %d", i)
 		}
 	}
-	return nil
+	return names.Check("name", name)
 }
 
 // compiledSpec is a validated spec with its canonical bytes and digest.
@@ -81,10 +82,17 @@ func (s *Store) CreateTask(ctx context.Context, in edge.NewTask) (edge.Task, err
 		return edge.Task{}, errs.TooLargef("triggers", "a task has at most %d triggers, got %d", maxTriggersPerTask, len(in.Triggers))
 	}
 	triggers := make([]edge.TriggerInput, len(in.Triggers))
+	seen := make(map[string]int, len(in.Triggers))
 	for i, t := range in.Triggers {
 		if triggers[i], err = edge.NormalizeTrigger(t); err != nil {
 			return edge.Task{}, errs.Prefix("triggers["+strconv.Itoa(i)+"]", err)
 		}
+		key := edge.ScheduleKey(triggers[i])
+		if j, dup := seen[key]; dup {
+			return edge.Task{}, errs.E(errs.Conflict, "triggers["+strconv.Itoa(i)+"].expression",
+				"same expression and time zone as triggers[%d]: the task would run twice per instant", j)
+		}
+		seen[key] = i
 	}
 	now := s.clock.Now().UnixMilli()
 	id := newID()

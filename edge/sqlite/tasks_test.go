@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -238,12 +239,13 @@ func TestTriggerInputRejects(t *testing.T) {
 	if _, err := s.CreateTrigger(context.Background(), "no-such-task", edge.TriggerInput{Expression: "* * * * *"}); errs.Code(err) != errs.NotFound {
 		t.Fatalf("trigger for a missing task: %v", err)
 	}
+	// Distinct schedules (one task may not have the same one twice).
 	for i := 0; i < maxTriggersPerTask; i++ {
-		if _, err := s.CreateTrigger(context.Background(), task.ID, edge.TriggerInput{Expression: "* * * * *"}); err != nil {
+		if _, err := s.CreateTrigger(context.Background(), task.ID, edge.TriggerInput{Expression: fmt.Sprintf("%d %d * * *", i%60, i/60)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.CreateTrigger(context.Background(), task.ID, edge.TriggerInput{Expression: "* * * * *"}); errs.Code(err) != errs.TooLarge {
+	if _, err := s.CreateTrigger(context.Background(), task.ID, edge.TriggerInput{Expression: "59 * * * *"}); errs.Code(err) != errs.TooLarge {
 		t.Fatalf("trigger beyond the limit: %v", err)
 	}
 }

@@ -71,6 +71,9 @@ func (s *Store) CreateTrigger(ctx context.Context, taskID string, in edge.Trigge
 		if n >= maxTriggersPerTask {
 			return errs.TooLargef("triggers", "a task has at most %d triggers", maxTriggersPerTask)
 		}
+		if err := checkNotDuplicate(ctx, tx, taskID, in, ""); err != nil {
+			return err
+		}
 		if err := insertTrigger(ctx, tx, id, taskID, in, task.Enabled, now); err != nil {
 			return err
 		}
@@ -81,6 +84,30 @@ func (s *Store) CreateTrigger(ctx context.Context, taskID string, in edge.Trigge
 		return edge.Trigger{}, err
 	}
 	return getTrigger(ctx, s.reader, id)
+}
+
+// checkNotDuplicate refuses a trigger whose schedule another live trigger
+// of the task (other than exceptID) already has: two Runs per instant.
+func checkNotDuplicate(ctx context.Context, tx *wtx, taskID string, in edge.TriggerInput, exceptID string) error {
+	rows, err := tx.QueryContext(ctx, `SELECT tr.id, r.expression, r.time_zone FROM triggers tr
+        JOIN trigger_revisions r ON r.trigger_id = tr.id AND r.revision = tr.current_revision
+        WHERE tr.task_id = ? AND tr.deleted_at_ms IS NULL AND tr.id <> ?`, taskID, exceptID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	want := edge.ScheduleKey(in)
+	for rows.Next() {
+		var id string
+		var other edge.TriggerInput
+		if err := rows.Scan(&id, &other.Expression, &other.TimeZone); err != nil {
+			return err
+		}
+		if edge.ScheduleKey(other) == want {
+			return errs.E(errs.Conflict, "expression", "the task already has trigger %s with this expression and time zone: it would run twice per instant", id)
+		}
+	}
+	return rows.Err()
 }
 
 // insertTrigger writes a new trigger at revision 1 with its uninitialised
@@ -120,6 +147,9 @@ func (s *Store) UpdateTrigger(ctx context.Context, triggerID string, expectedRev
 		}
 		task, err := getTask(ctx, tx, cur.TaskID)
 		if err != nil {
+			return err
+		}
+		if err := checkNotDuplicate(ctx, tx, cur.TaskID, in, triggerID); err != nil {
 			return err
 		}
 		next := cur.Revision + 1
