@@ -24,7 +24,7 @@ func SystemClock() Clock { return systemClock{} }
 // Diagnostic is one low-sensitivity event: no tokens, no specs, no
 // connection strings; the error text is the translated (coded) error.
 type Diagnostic struct {
-	Kind      string // decide_failed, admit_failed, batch_fallback, admission_refused_{corrupt,raced,stale}, claim_failed, round_failed, listen_failed, next_due_failed, recovery_candidate
+	Kind      string // run_admitted, decide_failed, admit_failed, batch_fallback, admission_refused_{corrupt,raced,stale}, claim_failed, round_failed, listen_failed, next_due_failed, recovery_candidate
 	Owner     string
 	TriggerID string
 	RunID     string
@@ -34,6 +34,8 @@ type Diagnostic struct {
 	// refused as raced or stale): logged at debug level, counted in
 	// Metrics either way.
 	Debug bool
+	// Info marks a Run transition (run_admitted): logged at info level.
+	Info bool
 }
 
 // Sink receives diagnostics. It must not block for long: the loop calls it
@@ -49,6 +51,9 @@ func SlogSink(l *slog.Logger) Sink {
 			lg = slog.Default()
 		}
 		level := slog.LevelWarn
+		if d.Info {
+			level = slog.LevelInfo
+		}
 		if d.Debug {
 			level = slog.LevelDebug
 			if !lg.Enabled(context.Background(), level) {

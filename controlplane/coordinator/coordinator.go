@@ -421,6 +421,7 @@ func (c *Coordinator) tally(batch []postgres.Admission, metas []decisionMeta, ou
 			res.Admitted++
 			c.metrics.Admitted.Add(1)
 			c.metrics.FireLag.Observe(metas[i].lagMs)
+			c.report(Diagnostic{Kind: "run_admitted", TriggerID: batch[i].Claim.TriggerID.String(), RunID: batch[i].RunID.String(), Info: true})
 			c.metrics.Missed.Add(metas[i].missed)
 		case postgres.OutcomeSkipped:
 			res.Skipped++

@@ -188,6 +188,12 @@ func TestRunOverTLSWithTheDispatcher(t *testing.T) {
 	if !strings.Contains(dump, "run.succeeded") || !strings.Contains(answers, offer.AttemptID) {
 		t.Fatal("the evidence is empty; the check would be vacuous")
 	}
+	// One info line per Run transition the worker drives (issue 14).
+	for _, msg := range []string{`"msg":"run leased"`, `"msg":"attempt acknowledged"`, `"msg":"attempt completed"`} {
+		if !strings.Contains(logs, `"level":"INFO",`+msg) {
+			t.Errorf("server log lacks an info line %s", msg)
+		}
+	}
 	for name, s := range map[string]string{"lease token": string(token), "lease token hex": hex.EncodeToString([]byte(token)),
 		"credential": w.cred, "credential secret": w.cred[len(w.cred)-64:]} {
 		for where, text := range map[string]string{"database": dump, "server log": logs, "responses": answers} {

@@ -232,7 +232,12 @@ func (s *Server) dispatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 		return
 	case protocol.PathLeaseAck:
 		out, err = callLease(ctx, s, body, protocol.DecodeAck, func(ctx context.Context, l LeasePort, b protocol.Ack) (protocol.LeaseControl, error) {
-			return l.Ack(ctx, p, b)
+			c, err := l.Ack(ctx, p, b)
+			if err == nil { // one info line per Run transition; never the lease token
+				s.log.Info("attempt acknowledged", "run", b.RunID, "attempt", b.AttemptID, "phase", string(b.Phase),
+					"action", string(c.Action), "worker", p.WorkerID)
+			}
+			return c, err
 		}, protocol.LeaseControl.Encode)
 	case protocol.PathLeaseLog:
 		out, err = callLease(ctx, s, body, protocol.DecodeLogChunk, func(ctx context.Context, l LeasePort, b protocol.LogChunk) (protocol.LogReceipt, error) {
@@ -240,7 +245,12 @@ func (s *Server) dispatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 		}, protocol.LogReceipt.Encode)
 	case protocol.PathLeaseComplete:
 		out, err = callLease(ctx, s, body, protocol.DecodeCompletion, func(ctx context.Context, l LeasePort, b protocol.Completion) (protocol.CompletionReceipt, error) {
-			return l.Complete(ctx, p, b)
+			rc, err := l.Complete(ctx, p, b)
+			if err == nil {
+				s.log.Info("attempt completed", "run", b.RunID, "attempt", b.AttemptID, "status", string(b.Status),
+					"class", string(b.ErrorClass), "disposition", string(rc.Disposition), "worker", p.WorkerID)
+			}
+			return rc, err
 		}, protocol.CompletionReceipt.Encode)
 	}
 	if err != nil {
@@ -333,6 +343,7 @@ func (s *Server) pull(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		s.fail(ctx, w, r, p.WorkerID, errs.E(errs.Internal, "", "encode offer: %v", err))
 		return
 	}
+	s.log.Info("run leased", "run", offer.RunID, "attemptNumber", offer.AttemptNumber, "worker", p.WorkerID)
 	writeJSON(w, http.StatusOK, raw)
 }
 
