@@ -60,6 +60,8 @@ type Config struct {
 	IngressMaxConns       int64  `json:"ingressMaxConns,omitempty"`       // QL3_INGRESS_MAX_CONNS, --ingress-max-conns: ingress pool (1..16)
 	IngressInFlight       int64  `json:"ingressInFlight,omitempty"`       // QL3_INGRESS_IN_FLIGHT, --ingress-in-flight: requests served at once
 	CredentialReconcileMs int64  `json:"credentialReconcileMs,omitempty"` // QL3_CREDENTIAL_RECONCILE_MS: how often superseded credentials are revoked
+	SessionHeartbeatMs    int64  `json:"sessionHeartbeatMs,omitempty"`    // QL3_SESSION_HEARTBEAT_MS: heartbeat the ingress names to workers (5000..60000)
+	SessionLeaseMs        int64  `json:"sessionLeaseMs,omitempty"`        // QL3_SESSION_LEASE_MS: worker session lease (≥ 2 heartbeats)
 
 	DefaultGraceMs int64 `json:"defaultGraceMs,omitempty"` // QL3_DEFAULT_GRACE_MS: misfire grace of triggers published without one
 	// The cluster scheduler (ADR 0006).
@@ -89,7 +91,8 @@ func DefaultConfig() Config {
 		AuditRetentionHours: int64(postgres.DefaultAuditRetention / time.Hour),
 		LogLevel:            "info", LogFormat: "json", Server: DefaultServer,
 		IngressListen: DefaultIngressListen, IngressMaxConns: DefaultIngressMaxConns, IngressInFlight: ingress.DefaultMaxInFlight,
-		CredentialReconcileMs: DefaultCredentialReconcileMs}
+		CredentialReconcileMs: DefaultCredentialReconcileMs, SessionHeartbeatMs: postgres.DefaultSessionHeartbeatMs,
+		SessionLeaseMs: postgres.DefaultSessionLeaseMs}
 }
 
 // setting binds one config field to its flag and environment names.
@@ -126,6 +129,8 @@ func (c *Config) settings() []setting {
 		{flag: "ingress-max-conns", usage: "worker ingress PostgreSQL connections (1..16)", integer: &c.IngressMaxConns, scope: forServe},
 		{flag: "ingress-in-flight", usage: "worker ingress requests served at once (1..1024)", integer: &c.IngressInFlight, scope: forServe},
 		{flag: "credential-reconcile-ms", usage: "how often superseded worker credentials are revoked (ms, 1000..60000)", integer: &c.CredentialReconcileMs, scope: forServe},
+		{flag: "session-heartbeat-ms", usage: "heartbeat interval the ingress names to workers (ms, 5000..60000)", integer: &c.SessionHeartbeatMs, scope: forServe},
+		{flag: "session-lease-ms", usage: "worker session lease (ms, at least 2 heartbeats, at most 600000)", integer: &c.SessionLeaseMs, scope: forServe},
 		{flag: "default-grace-ms", usage: "misfire grace of triggers published without one: how late an occurrence may fire before its misfire policy applies (ms, 0..300000; time under a dead replica's claim is not counted, ADR 0002)", integer: &c.DefaultGraceMs, scope: forServe},
 		{flag: "scheduler-budget", usage: "schedules one scheduler round claims and admits (1..256; raise it for large same-second bursts)", integer: &c.SchedulerBudget, scope: forServe},
 		{flag: "scheduler-lease-ms", usage: "claim lease of the scheduler (ms, 1000..60000)", integer: &c.SchedulerLeaseMs, scope: forServe},
@@ -251,6 +256,12 @@ func (c Config) ingressEnabled() bool {
 func (c Config) validateIngress() error {
 	if c.CredentialReconcileMs < 1000 || c.CredentialReconcileMs > 60_000 {
 		return errs.Invalidf("credential-reconcile-ms", "must be 1000..60000, got %d", c.CredentialReconcileMs)
+	}
+	if c.SessionHeartbeatMs < 5000 || c.SessionHeartbeatMs > 60_000 {
+		return errs.Invalidf("session-heartbeat-ms", "must be 5000..60000, got %d", c.SessionHeartbeatMs)
+	}
+	if c.SessionLeaseMs < 2*c.SessionHeartbeatMs || c.SessionLeaseMs > 600_000 {
+		return errs.Invalidf("session-lease-ms", "must be 2 × session-heartbeat-ms (%d)..600000, got %d", 2*c.SessionHeartbeatMs, c.SessionLeaseMs)
 	}
 	if !c.ingressEnabled() {
 		if c.IngressCRL != "" {

@@ -39,7 +39,7 @@ func (m *Main) startIngress(ctx context.Context, pub *postgres.Publisher) error 
 	m.mu.Lock()
 	m.ingress.pool = pool
 	m.mu.Unlock()
-	sessions, err := postgres.NewSessions(pool, postgres.SessionOptions{})
+	sessions, err := postgres.NewSessions(pool, postgres.SessionOptions{LeaseMs: m.Config.SessionLeaseMs, HeartbeatMs: m.Config.SessionHeartbeatMs})
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (m *Main) startIngress(ctx context.Context, pub *postgres.Publisher) error 
 	m.mu.Lock()
 	m.ingress.dispatch = dpool
 	m.mu.Unlock()
-	leases, err := postgres.NewDispatcher(dpool, postgres.DispatchOptions{})
+	leases, err := postgres.NewDispatcher(dpool, postgres.DispatchOptions{CancelGraceMs: m.Config.CancelGraceMs})
 	if err != nil {
 		return err
 	}
