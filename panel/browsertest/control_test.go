@@ -19,8 +19,10 @@ import (
 
 // TestControlPanel drives the panel against a real ql3-control on a
 // PostgreSQL cluster the harness starts: the same form, then what only the
-// cluster has — why a queued Run waits (no worker session), cancelling
-// it, and the workers page.
+// cluster has — why a queued Run waits (no worker session yet) and
+// cancelling it; then a real ql3-worker joins over mTLS, a Run's log lines
+// arrive live through the cluster and the tail stops at completion, a
+// running Run is cancelled, and the workers page shows both workers.
 func TestControlPanel(t *testing.T) {
 	cluster := pgtest.NewCluster(t)
 	db := cluster.NewDB(t)
@@ -37,14 +39,29 @@ func TestControlPanel(t *testing.T) {
 		t.Fatalf("token create: %v\n%s", err, stderr.String())
 	}
 	tok := strings.TrimSpace(string(out))
-	addr := freeAddr(t)
+	// A dev PKI for the worker ingress (ql3-control pki, as scripts/cluster.sh).
+	pki := filepath.Join(dir, "pki")
+	ctl(t, nil, "pki", "init", "--dir", pki)
+	ctl(t, nil, "pki", "issue-server", "--dir", pki, "--host", "127.0.0.1,localhost")
+	addr, ingress := freeAddr(t), freeAddr(t)
 	logPath := filepath.Join(dir, "control.log")
-	p := start(t, "ql3-control", []string{"serve", "--dsn", dsn, "--listen", addr}, nil, logPath)
+	p := start(t, "ql3-control", []string{"serve", "--dsn", dsn, "--listen", addr,
+		"--ingress-listen", ingress, "--ingress-tls-cert", filepath.Join(pki, "ingress.crt"),
+		"--ingress-tls-key", filepath.Join(pki, "ingress.key"), "--ingress-client-ca", filepath.Join(pki, "ca.crt")}, nil, logPath)
 	base := "http://" + addr
 	waitReady(t, p, base+"/readyz", logPath)
-	tg := target{name: "ql3-control", base: base, token: tok, release: dir, project: "demo"}
+	rel := filepath.Join(dir, "release")
+	if err := os.Mkdir(rel, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tg := target{name: "ql3-control", base: base, token: tok, release: rel, project: "demo"}
 	adminCall(t, tg, "POST", "/api/v1/projects", map[string]string{"name": "demo"}, 201)
 	adminCall(t, tg, "POST", "/api/v1/workers", map[string]string{"name": "router-1"}, 201)
+	tokFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokFile, []byte(tok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cli := []string{"QL3_SERVER=" + base, "QL3_TOKEN_FILE=" + tokFile}
 
 	tab := createThroughForm(t, tg)
 	prefix := tg.name + "-"
@@ -69,10 +86,51 @@ func TestControlPanel(t *testing.T) {
 		poll(`document.querySelectorAll('#runs tbody tr').length === 1`),
 		poll(textOf("#runs")+".includes("+jsq(runID[:13])+")"),
 	)
+
+	// A real worker (mTLS, its credential) joins: a Run's log arrives live
+	// through the cluster, and a running Run is cancelled.
+	identity := strings.TrimSpace(ctl(t, nil, "pki", "issue-worker", "--dir", pki, "--name", "w1"))
+	ctl(t, cli, "worker", "register", "--name", "w1", "--tls-identity", identity)
+	wdir := filepath.Join(pki, "workers", "w1")
+	ctl(t, cli, "worker", "issue-credential", "--id", "w1", "--credential-file", filepath.Join(wdir, "credential"))
+	state := filepath.Join(dir, "w1-state")
+	if err := os.Mkdir(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	start(t, "ql3-worker", nil, []string{"QL3_INGRESS_URL=https://" + ingress, "QL3_CREDENTIAL_FILE=" + filepath.Join(wdir, "credential"),
+		"QL3_CERT_FILE=" + filepath.Join(wdir, "client.crt"), "QL3_KEY_FILE=" + filepath.Join(wdir, "client.key"),
+		"QL3_CA_FILE=" + filepath.Join(wdir, "ca.crt"), "QL3_STATE_DIR=" + state, "QL3_PROFILE=node", "QL3_LOG_LEVEL=info"},
+		filepath.Join(dir, "w1.log"))
+	do(t, tab, "worker online",
+		hash("#/workers"),
+		poll(textOf("#workers")+".includes('w1') && "+textOf("#workers")+".includes('online')"),
+	)
+	do(t, tab, "to the task", hash("#/tasks"), chromedp.WaitVisible(css(`#tasks tr[data-task="panel-demo"]`)))
+	live := runNow(t, tab, tg)
+	do(t, tab, "first line live through the cluster",
+		poll(textOf("#log")+".includes('first') && "+textOf("#run-status")+".includes('running')"),
+	)
+	if l := get(t, tab, "log so far", chromedp.TextContent(css("#log"))); strings.Contains(l, "second") {
+		t.Fatalf("log shows %q before the Run was released", l)
+	}
+	shot(t, tab, prefix+"run-live-log")
+	release(t, tg, live)
+	do(t, tab, "second line live, tail stops at completion",
+		poll(textOf("#log")+".includes('second') && "+textOf("#run-status")+".includes('succeeded')"),
+		poll(`document.querySelector('#log-state').getAttribute('data-complete') === 'true'`),
+	)
+	do(t, tab, "back to tasks", hash("#/tasks"), chromedp.WaitVisible(css(`#tasks tr[data-task="panel-demo"]`)))
+	runNow(t, tab, tg)
+	do(t, tab, "cancel a running Run",
+		poll(textOf("#log")+".includes('first') && "+textOf("#run-status")+".includes('running')"),
+		chromedp.Click(css("#cancel")),
+		poll(textOf("#run-status")+".includes('cancelled')"),
+	)
+	do(t, tab, "all runs", hash("#/runs"), poll(`document.querySelectorAll('#runs tbody tr').length === 3`))
 	shot(t, tab, prefix+"runs-list")
 	do(t, tab, "workers",
 		hash("#/workers"),
-		poll(textOf("#workers")+".includes('router-1') && "+textOf("#workers")+".includes('no session')"),
+		poll(textOf("#workers")+".includes('router-1') && "+textOf("#workers")+".includes('no session') && "+textOf("#workers")+".includes('online')"),
 	)
 	shot(t, tab, prefix+"workers")
 	signOutAndCrossOrigin(t, tab, tg)
@@ -106,4 +164,20 @@ func adminCall(t *testing.T, tg target, method, path string, body any, want int)
 		_, _ = b.ReadFrom(resp.Body)
 		t.Fatalf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, b.String())
 	}
+}
+
+// ctl runs one ql3-control command and returns its standard output.
+func ctl(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "ql3-control"), args...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("ql3-control %s: %v\n%s", args[0], err, stderr.String())
+	}
+	return string(out)
 }

@@ -66,6 +66,7 @@ func run(m *testing.M) int {
 	for _, b := range []struct{ name, pkg string }{
 		{"ql3-edge", "github.com/ql3/ql3/edge/cmd/ql3-edge"},
 		{"ql3-control", "github.com/ql3/ql3/controlplane/cmd/ql3-control"},
+		{"ql3-worker", "github.com/ql3/ql3/worker/cmd/ql3-worker"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(binDir, b.name), b.pkg)
