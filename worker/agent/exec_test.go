@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -67,6 +69,21 @@ func groupAlive(pgid int) bool {
 
 // waitGroupGone waits (real time, bounded) for a signalled group to die:
 // there is no event for it, the kernel tears it down on its own time.
+// waitFile waits, in real time and bounded, for a real process to create path.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not created within 10 s", path)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 func waitGroupGone(t *testing.T, pgid int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -115,9 +132,13 @@ func TestSelfFenceKillsGroupBeforeLeaseExpiry(t *testing.T) {
 // and is reported as a cancelled completion after the logs.
 func TestCancelControlStopsGroupAndReportsCancelled(t *testing.T) {
 	h := newHarness(t, newExecRunner(t))
-	h.srv.AddRun("exec-run-1", "echo started; sleep 300 & sleep 300; wait", 600_000)
+	// The task says when its output is written, so the cancel never lands
+	// before the shell has run its echo (the log is asserted below).
+	ready := filepath.Join(t.TempDir(), "ready")
+	h.srv.AddRun("exec-run-1", "echo started; : > "+ready+"; sleep 300 & sleep 300; wait", 600_000)
 	h.start(nil)
 	pgid := h.startedGroup("exec-run-1")
+	waitFile(t, ready)
 	h.srv.With(func(s *fakeingress.Server) { s.Runs()[0].Cancel = true })
 	if !h.drive(time.Second, 60, func() bool { return h.srvRun("exec-run-1").CancelSent }) {
 		t.Fatal("the cancel was never sent")
