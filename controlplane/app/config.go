@@ -59,6 +59,7 @@ type Config struct {
 	IngressCRL            string `json:"ingressCrl,omitempty"`            // QL3_INGRESS_CRL, --ingress-crl: optional CRLs of those CAs
 	IngressMaxConns       int64  `json:"ingressMaxConns,omitempty"`       // QL3_INGRESS_MAX_CONNS, --ingress-max-conns: ingress pool (1..16)
 	IngressInFlight       int64  `json:"ingressInFlight,omitempty"`       // QL3_INGRESS_IN_FLIGHT, --ingress-in-flight: requests served at once
+	IngressAuthCacheMs    int64  `json:"ingressAuthCacheMs"`              // QL3_INGRESS_AUTH_CACHE_MS, --ingress-auth-cache-ms: principal cache TTL (0..10000, 0 = off; ADR 0010)
 	CredentialReconcileMs int64  `json:"credentialReconcileMs,omitempty"` // QL3_CREDENTIAL_RECONCILE_MS: how often superseded credentials are revoked
 	SessionHeartbeatMs    int64  `json:"sessionHeartbeatMs,omitempty"`    // QL3_SESSION_HEARTBEAT_MS: heartbeat the ingress names to workers (5000..60000)
 	SessionLeaseMs        int64  `json:"sessionLeaseMs,omitempty"`        // QL3_SESSION_LEASE_MS: worker session lease (≥ 2 heartbeats)
@@ -91,6 +92,7 @@ func DefaultConfig() Config {
 		AuditRetentionHours: int64(postgres.DefaultAuditRetention / time.Hour),
 		LogLevel:            "info", LogFormat: "json", Server: DefaultServer,
 		IngressListen: DefaultIngressListen, IngressMaxConns: DefaultIngressMaxConns, IngressInFlight: ingress.DefaultMaxInFlight,
+		IngressAuthCacheMs:    ingress.DefaultPrincipalCacheTTL.Milliseconds(),
 		CredentialReconcileMs: DefaultCredentialReconcileMs, SessionHeartbeatMs: postgres.DefaultSessionHeartbeatMs,
 		SessionLeaseMs: postgres.DefaultSessionLeaseMs}
 }
@@ -128,6 +130,7 @@ func (c *Config) settings() []setting {
 		{flag: "ingress-crl", usage: "optional CRL file of the worker CAs (absolute path)", str: &c.IngressCRL, scope: forServe},
 		{flag: "ingress-max-conns", usage: "worker ingress PostgreSQL connections (1..16)", integer: &c.IngressMaxConns, scope: forServe},
 		{flag: "ingress-in-flight", usage: "worker ingress requests served at once (1..1024)", integer: &c.IngressInFlight, scope: forServe},
+		{flag: "ingress-auth-cache-ms", usage: "how long a successful worker authentication is reused (ms, 0..10000, 0 = every request asks PostgreSQL); a revoked credential or disabled worker is refused at most this long after the change (ADR 0010)", integer: &c.IngressAuthCacheMs, scope: forServe},
 		{flag: "credential-reconcile-ms", usage: "how often superseded worker credentials are revoked (ms, 1000..60000)", integer: &c.CredentialReconcileMs, scope: forServe},
 		{flag: "session-heartbeat-ms", usage: "heartbeat interval the ingress names to workers (ms, 5000..60000)", integer: &c.SessionHeartbeatMs, scope: forServe},
 		{flag: "session-lease-ms", usage: "worker session lease (ms, at least 2 heartbeats, at most 600000)", integer: &c.SessionLeaseMs, scope: forServe},
@@ -291,6 +294,9 @@ func (c Config) validateIngress() error {
 	}
 	if c.IngressInFlight < 1 || c.IngressInFlight > ingress.HardMaxInFlight {
 		return errs.Invalidf("ingress-in-flight", "must be 1..%d, got %d", ingress.HardMaxInFlight, c.IngressInFlight)
+	}
+	if c.IngressAuthCacheMs < 0 || c.IngressAuthCacheMs > ingress.MaxPrincipalCacheTTL.Milliseconds() {
+		return errs.Invalidf("ingress-auth-cache-ms", "must be 0..%d, got %d", ingress.MaxPrincipalCacheTTL.Milliseconds(), c.IngressAuthCacheMs)
 	}
 	return nil
 }

@@ -58,7 +58,8 @@ func (m *Main) startIngress(ctx context.Context, pub *postgres.Publisher) error 
 	cfg := ingress.Config{
 		TLS: ingress.TLSFiles{CertFile: m.Config.IngressTLSCert, KeyFile: m.Config.IngressTLSKey,
 			ClientCAFile: m.Config.IngressClientCA, CRLFile: m.Config.IngressCRL},
-		Sessions: sessions, Auth: auth, Audit: auth, Logger: m.log.With("component", "ingress"),
+		Sessions: sessions, Audit: auth,
+		Auth: ingress.NewPrincipalCache(auth, time.Duration(m.Config.IngressAuthCacheMs)*time.Millisecond, time.Now), Logger: m.log.With("component", "ingress"),
 		MaxInFlight: int(m.Config.IngressInFlight), Leases: leases,
 	}
 	srv, err := ingress.New(cfg)

@@ -65,6 +65,7 @@ type env struct {
 	log    *syncBuffer
 	leases *fakeLeases
 	now    time.Time
+	clock  *manualClock // the principal cache's clock
 
 	crlNumber int64
 	srvCA     *devpki.CA
@@ -81,6 +82,25 @@ type envOptions struct {
 	handshake      time.Duration
 	reloadTicks    chan time.Time
 	maxInFlight    int
+	authCacheTTL   time.Duration // > 0: the authenticator behind a PrincipalCache on e.clock
+}
+
+// manualClock is a clock tests move by hand.
+type manualClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *manualClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *manualClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
 }
 
 func newEnv(t testing.TB, opts envOptions) *env {
@@ -129,9 +149,11 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		}
 	}
 	logs := &syncBuffer{}
-	auth := postgres.NewWorkerAuth(ing)
+	workerAuth := postgres.NewWorkerAuth(ing)
+	clock := &manualClock{t: now}
+	auth := ingress.NewPrincipalCache(workerAuth, opts.authCacheTTL, clock.now)
 	e := &env{t: t, db: db, pub: postgres.NewPublisher(admin, postgres.PublisherOptions{}), ca: ca, dir: dir, log: logs,
-		leases: &fakeLeases{}, now: now, files: files, crlNumber: 1, srvCA: serverCA}
+		leases: &fakeLeases{}, now: now, clock: clock, files: files, crlNumber: 1, srvCA: serverCA}
 	var leases ingress.LeasePort
 	switch {
 	case opts.dispatch:
@@ -143,7 +165,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	case !opts.noLeases:
 		leases = e.leases
 	}
-	e.srv, err = ingress.New(ingress.Config{TLS: e.files, Sessions: sessions, Leases: leases, Auth: auth, Audit: auth,
+	e.srv, err = ingress.New(ingress.Config{TLS: e.files, Sessions: sessions, Leases: leases, Auth: auth, Audit: workerAuth,
 		Logger:         slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		RequestTimeout: opts.requestTimeout, ReloadInterval: -1, ReloadTicks: opts.reloadTicks,
 		HandshakeTimeout: opts.handshake, MaxInFlight: opts.maxInFlight})

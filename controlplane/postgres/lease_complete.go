@@ -84,7 +84,8 @@ l AS (
 s AS (
 	INSERT INTO ql3.run_log_streams AS x (run_id, attempt, stream, project_id, closed, truncated, created_at_ms, updated_at_ms)
 	SELECT $1::uuid, a.attempt, v.stream, $15::uuid, true, v.reported > 0, n.ms, n.ms
-	FROM a, n, (VALUES ('stdout', $8::bigint), ('stderr', $9::bigint)) AS v(stream, reported)
+	FROM a, n, (VALUES ('stdout', $8::bigint, $18::boolean), ('stderr', $9::bigint, $19::boolean)) AS v(stream, reported, keep)
+	WHERE v.keep
 	ON CONFLICT (run_id, attempt, stream) DO UPDATE SET closed = true,
 		truncated = x.truncated OR x.length_bytes <> (CASE x.stream WHEN 'stdout' THEN $8::bigint ELSE $9::bigint END),
 		updated_at_ms = greatest(x.created_at_ms, EXCLUDED.updated_at_ms)
@@ -201,6 +202,17 @@ func (d *Dispatcher) recordCompletion(ctx context.Context, tx *dtx, l *leaseRow,
 	if err != nil {
 		return errs.E(errs.Internal, "", "completion payload: %v", err)
 	}
+	// A stream that received nothing and is reported empty gets no row:
+	// absent reads as empty, and the ended attempt takes no more output,
+	// so a closed empty row would say nothing (two row versions less per
+	// silent run).
+	keepStdout, keepStderr := streamRowNeeded(streams, "stdout", c.StdoutBytes), streamRowNeeded(streams, "stderr", c.StderrBytes)
+	wantStreams := int64(0)
+	for _, k := range []bool{keepStdout, keepStderr} {
+		if k {
+			wantStreams++
+		}
+	}
 	var exit *int32
 	if c.ExitCode != nil {
 		v := int32(*c.ExitCode)
@@ -211,16 +223,24 @@ func (d *Dispatcher) recordCompletion(ctx context.Context, tx *dtx, l *leaseRow,
 		if err := r.Scan(&na, &nr, &nl, &ns, &nev); err != nil {
 			return err
 		}
-		if na != 1 || nr != 1 || nl != 1 || ns != 2 || nev != 1 {
+		if na != 1 || nr != 1 || nl != 1 || ns != wantStreams || nev != 1 {
 			// Row locks are held: only a schema drift gets here. Roll back.
 			return errs.E(errs.Internal, "", "completion wrote attempt %d run %d lease %d streams %d events %d", na, nr, nl, ns, nev)
 		}
 		return nil
 	}, sqlComplete, l.runID, l.attemptID, l.leaseID, string(end), string(class), exit, c.Signal, c.StdoutBytes,
 		c.StderrBytes, digest[:], string(l.attemptStatus), string(runEnd), backoff, string(l.runStatus), l.projectID,
-		string(event), string(payload))
+		string(event), string(payload), keepStdout, keepStderr)
 	if err != nil {
 		return errorf(err, "postgres: record completion")
 	}
 	return nil
+}
+
+// streamRowNeeded: the completion closes a stream's row when the stream
+// has one or the worker reports bytes for it (then the stored log is
+// short and the new row records the truncation).
+func streamRowNeeded(streams map[string]logStreamState, name string, reported int64) bool {
+	_, ok := streams[name]
+	return ok || reported > 0
 }

@@ -105,8 +105,12 @@ func TestQueuedToSucceededEventSequence(t *testing.T) {
 	if n := e.scalar(`SELECT count(*) FROM ql3.runs WHERE run_id = $1 AND started_at_ms IS NOT NULL AND finished_at_ms >= started_at_ms`, r.run); n != 1 {
 		t.Errorf("run times not stamped")
 	}
-	if n := e.scalar(`SELECT count(*) FROM ql3.run_log_streams WHERE run_id = $1 AND closed AND NOT truncated`, r.run); n != 2 {
-		t.Errorf("%d closed, consistent streams, want 2", n)
+	// stdout (with output) closed; the silent stderr has no row (absent = empty).
+	if n := e.scalar(`SELECT count(*) FROM ql3.run_log_streams WHERE run_id = $1 AND stream = 'stdout' AND closed AND NOT truncated`, r.run); n != 1 {
+		t.Errorf("%d closed, consistent stdout streams, want 1", n)
+	}
+	if n := e.scalar(`SELECT count(*) FROM ql3.run_log_streams WHERE run_id = $1 AND stream = 'stderr'`, r.run); n != 0 {
+		t.Errorf("%d stderr rows for a silent stream, want 0", n)
 	}
 }
 
@@ -410,8 +414,8 @@ func TestCompletionAgainstTheStoredLog(t *testing.T) {
 		AND length_bytes = 6`, r.run); n != 1 {
 		t.Errorf("stdout not closed as truncated at its stored length")
 	}
-	if n := e.scalar(`SELECT count(*) FROM ql3.run_log_streams WHERE run_id = $1 AND stream = 'stderr' AND closed AND NOT truncated`, r.run); n != 1 {
-		t.Errorf("stderr (0 reported, 0 stored) not closed cleanly")
+	if n := e.scalar(`SELECT count(*) FROM ql3.run_log_streams WHERE run_id = $1 AND stream = 'stderr'`, r.run); n != 0 {
+		t.Errorf("stderr (0 reported, 0 stored) has a row; absent is empty")
 	}
 	if n := e.scalar(`SELECT count(*) FROM ql3.run_events WHERE run_id = $1 AND type = 'run.succeeded'
 		AND payload->>'reason' = 'log_length_mismatch' AND (payload->>'stdoutBytes')::int = 10`, r.run); n != 1 {

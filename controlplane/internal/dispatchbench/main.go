@@ -60,6 +60,7 @@ type options struct {
 	baseline               float64
 	ingressConns           int32
 	dispatchConns          int32
+	authCache              time.Duration
 }
 
 func main() {
@@ -74,6 +75,7 @@ func main() {
 	flag.Float64Var(&o.baseline, "baseline-tps", 0, "pgbench -N TPS measured in the same run")
 	ingressConns := flag.Int("ingress-conns", 4, "ingress-role pool size (DESIGN §8 default 4)")
 	dispatchConns := flag.Int("dispatch-conns", 8, "runtime-role pool size of the dispatcher")
+	flag.DurationVar(&o.authCache, "auth-cache", ingress.DefaultPrincipalCacheTTL, "principal cache TTL of the ingress (0 = every request authenticates in PostgreSQL)")
 	flag.Parse()
 	o.ingressConns, o.dispatchConns = int32(*ingressConns), int32(*dispatchConns)
 	if err := runBench(o); err != nil {
@@ -203,7 +205,8 @@ func (b *bench) start() (*stack, error) {
 		return nil, err
 	}
 	auth := postgres.NewWorkerAuth(ing)
-	srv, err := ingress.New(ingress.Config{TLS: b.files, Sessions: sessions, Leases: d, Auth: auth, Audit: auth,
+	srv, err := ingress.New(ingress.Config{TLS: b.files, Sessions: sessions, Leases: d, Audit: auth,
+		Auth:   ingress.NewPrincipalCache(auth, b.o.authCache, time.Now),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ReloadInterval: -1})
 	if err != nil {
 		return nil, err

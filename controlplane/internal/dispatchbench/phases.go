@@ -95,6 +95,7 @@ func (b *bench) claims() error {
 	}
 	rate := float64(n) / elapsed.Seconds()
 	row("claims", "sessions (TLS 1.3, capacity 1 each)", "%d", b.o.sessions)
+	row("claims", "ingress principal cache TTL (0 = every request authenticates)", "%v", b.o.authCache)
 	row("claims", "no-op runs completed (pull → starting → running → completion)", "%d in %.1f s", n, elapsed.Seconds())
 	row("claims", "runs/s", "%.0f", rate)
 	if b.o.baseline > 0 {
