@@ -18,7 +18,7 @@ import (
 
 // Principal cache bounds.
 const (
-	DefaultPrincipalCacheTTL = 2 * time.Second
+	DefaultPrincipalCacheTTL = 5 * time.Second
 	MaxPrincipalCacheTTL     = 10 * time.Second
 	// MaxPrincipalCacheEntries bounds the cache's memory: one entry per
 	// (credential, certificate identities); a full cache stops adding

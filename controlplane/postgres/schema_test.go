@@ -129,6 +129,8 @@ func TestClaimAndDiscoveryIndexesFit(t *testing.T) {
 		{`SELECT run_id FROM ql3.runs WHERE status IN ('queued', 'dispatching') AND cancel_requested_at_ms IS NULL
 			ORDER BY priority DESC, created_at_ms, run_id LIMIT 9`, "runs_dispatchable_idx"},
 		{`SELECT lease_id FROM ql3.run_leases WHERE status = 'leased' AND expires_at_ms <= 1000 ORDER BY expires_at_ms, lease_id LIMIT 64`, "run_leases_expiry_idx"},
+		// The sweeper's own timeout scan (migration 0008's predicate).
+		{strings.Replace(postgres.SweepTimeoutCandidatesSQL, "$1::int", "64", 1), "attempts_deadline_idx"},
 	} {
 		rows, err := conn.Query(ctx, "EXPLAIN "+tc.query)
 		if err != nil {

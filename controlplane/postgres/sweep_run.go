@@ -195,7 +195,8 @@ const (
 	// Started Attempts past their durable deadline (attempts_deadline_idx).
 	timeoutCandidatesSQL = `SELECT r.run_id, a.attempt_id FROM ql3.attempts a
 	JOIN ql3.runs r ON r.run_id = a.run_id AND r.attempt_count = a.attempt
-	WHERE a.status IN ('starting', 'running') AND a.deadline_at_ms <= (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+	WHERE a.status IN ('starting', 'running') AND a.finished_at_ms IS NULL
+	  AND a.deadline_at_ms <= (extract(epoch FROM clock_timestamp()) * 1000)::bigint
 	  AND r.cancel_requested_at_ms IS NULL AND r.status IN ('dispatching', 'running')
 	ORDER BY a.deadline_at_ms, a.attempt_id LIMIT $1::int`
 	// Due retries (runs_retry_wait_idx).

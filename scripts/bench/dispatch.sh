@@ -19,6 +19,7 @@
 #   scripts/bench/dispatch.sh
 #   SESSIONS=16 IDLE_SESSIONS=200 WINDOW=10s scripts/bench/dispatch.sh
 #   AUTH_CACHE=0s scripts/bench/dispatch.sh   # without the ingress principal cache
+#   CPU_PROFILE=/tmp/claims.pprof scripts/bench/dispatch.sh   # Go CPU profile of the claims phase
 #   QL3_PG_BIN=/usr/lib/postgresql/16/bin scripts/bench/dispatch.sh
 set -euo pipefail
 
@@ -32,7 +33,7 @@ SESSIONS=${SESSIONS:-32}
 IDLE_SESSIONS=${IDLE_SESSIONS:-1000}
 RUNS=${RUNS:-40000}
 # Principal cache TTL of the ingress (ADR 0010); 0s = every request authenticates in PostgreSQL.
-AUTH_CACHE=${AUTH_CACHE:-2s}
+AUTH_CACHE=${AUTH_CACHE:-5s}
 
 bin=${QL3_PG_BIN:-}
 if [ -z "$bin" ]; then
@@ -106,4 +107,4 @@ cd "$root/controlplane"
 go run ./internal/dispatchbench \
 	-dsn "host=$dir/sock user=postgres dbname=ql3bench sslmode=disable" \
 	-sessions "$SESSIONS" -idle-sessions "$IDLE_SESSIONS" -runs "$RUNS" \
-	-window "$WINDOW" -idle-window "$IDLE_WINDOW" -baseline-tps "$tps" -auth-cache "$AUTH_CACHE"
+	-window "$WINDOW" -idle-window "$IDLE_WINDOW" -baseline-tps "$tps" -auth-cache "$AUTH_CACHE" ${CPU_PROFILE:+-cpuprofile "$CPU_PROFILE"}

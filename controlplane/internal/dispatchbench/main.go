@@ -32,6 +32,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/pprof"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -61,6 +62,7 @@ type options struct {
 	ingressConns           int32
 	dispatchConns          int32
 	authCache              time.Duration
+	cpuProfile             string
 }
 
 func main() {
@@ -76,6 +78,7 @@ func main() {
 	ingressConns := flag.Int("ingress-conns", 4, "ingress-role pool size (DESIGN §8 default 4)")
 	dispatchConns := flag.Int("dispatch-conns", 8, "runtime-role pool size of the dispatcher")
 	flag.DurationVar(&o.authCache, "auth-cache", ingress.DefaultPrincipalCacheTTL, "principal cache TTL of the ingress (0 = every request authenticates in PostgreSQL)")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the claims phase to this file")
 	flag.Parse()
 	o.ingressConns, o.dispatchConns = int32(*ingressConns), int32(*dispatchConns)
 	if err := runBench(o); err != nil {
@@ -132,7 +135,20 @@ func runBench(o options) error {
 	defer os.RemoveAll(b.tlsDir)
 
 	fmt.Printf("| phase | figure | value |\n|---|---|---|\n")
-	if err := b.claims(); err != nil {
+	if b.o.cpuProfile != "" {
+		// The claims phase's CPU (client and server share this process).
+		f, err := os.Create(b.o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	err = b.claims()
+	pprof.StopCPUProfile()
+	if err != nil {
 		return fmt.Errorf("claims phase: %w", err)
 	}
 	if err := b.idle(); err != nil {
@@ -341,7 +357,7 @@ func (w *worker) pullBody() ([]byte, fence.LeaseToken, error) {
 }
 
 // dbCounters are the cumulative counters a phase is measured by.
-type dbCounters struct{ commits, walRecords, tuples int64 }
+type dbCounters struct{ commits, walRecords, tuples, hotUpdates int64 }
 
 func (b *bench) counters() (dbCounters, error) {
 	var c dbCounters
@@ -349,8 +365,9 @@ func (b *bench) counters() (dbCounters, error) {
 	// rows, which are not the dispatcher's). WAL is cluster-wide and
 	// includes background work (autovacuum, checkpoints).
 	err := b.su.QueryRow(b.ctx, `SELECT d.xact_commit, w.wal_records,
-		(SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint FROM pg_stat_user_tables WHERE schemaname = 'ql3')
-		FROM pg_stat_database d, pg_stat_wal w WHERE d.datname = current_database()`).Scan(&c.commits, &c.walRecords, &c.tuples)
+		(SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint FROM pg_stat_user_tables WHERE schemaname = 'ql3'),
+		(SELECT coalesce(sum(n_tup_hot_upd), 0)::bigint FROM pg_stat_user_tables WHERE schemaname = 'ql3')
+		FROM pg_stat_database d, pg_stat_wal w WHERE d.datname = current_database()`).Scan(&c.commits, &c.walRecords, &c.tuples, &c.hotUpdates)
 	return c, err
 }
 

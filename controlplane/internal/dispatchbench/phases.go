@@ -106,6 +106,7 @@ func (b *bench) claims() error {
 	row("claims", "database commits per run (all, read-only included)", "%.2f", float64(after.commits-before.commits)/float64(n))
 	row("claims", "WAL records per run", "%.1f", float64(after.walRecords-before.walRecords)/float64(n))
 	row("claims", "tuples written per run", "%.1f", float64(after.tuples-before.tuples)/float64(n))
+	row("claims", "of which heap-only (HOT) updates", "%.1f", float64(after.hotUpdates-before.hotUpdates)/float64(n))
 	return nil
 }
 
@@ -187,7 +188,7 @@ func (b *bench) idle() error {
 	var pulls, shed atomic.Int64
 	deadline := time.Now().Add(b.o.idleWindow)
 	var wg sync.WaitGroup
-	errc := make(chan error, len(ws))
+	errc := make(chan error, 2*len(ws)) // pulls and probes
 	for _, w := range ws {
 		wg.Add(1)
 		go func() {
@@ -221,6 +222,39 @@ func (b *bench) idle() error {
 			}
 		}()
 	}
+	// Same-run baseline of the box: every fifth session also sends, at the
+	// same cadence, a request the listener answers 404 after TLS and
+	// routing, before authentication and PostgreSQL. Its latency is what
+	// the machine and the HTTP/TLS stack cost at this concurrency; the
+	// pull's latency above it is ours.
+	var probeMu sync.Mutex
+	var probeLat []time.Duration
+	for i, w := range ws {
+		if i%5 != 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			defer func() { probeMu.Lock(); probeLat = append(probeLat, mine...); probeMu.Unlock() }()
+			next := time.Now().Add(time.Duration(mrand.Int64N(int64(b.o.idleCadence))))
+			for {
+				time.Sleep(time.Until(next))
+				if time.Now().After(deadline) {
+					return
+				}
+				t0 := time.Now()
+				raw, status, err := w.post(s, "/v1/dispatchbench-probe", []byte("{}"))
+				mine = append(mine, time.Since(t0))
+				if err != nil || status != http.StatusNotFound {
+					errc <- fmt.Errorf("probe: %d %s %v", status, raw, err)
+					return
+				}
+				next = next.Add(b.o.idleCadence)
+			}
+		}()
+	}
 	wg.Wait()
 	close(errc)
 	for err := range errc {
@@ -245,6 +279,9 @@ func (b *bench) idle() error {
 	row("idle", "pulls answered 204 / shed with 503 (in-flight bound)", "%d / %d", n, shed.Load())
 	row("idle", "latency of every answer p50 / p99 / max (goal p99 ≤ 10 ms)", "%s / %s / %s", percentile(lat, 0.5).Round(10*time.Microsecond),
 		percentile(lat, 0.99).Round(10*time.Microsecond), percentile(lat, 1).Round(10*time.Microsecond))
+	row("idle", "same-run baseline: 404 probe (TLS + HTTP, no auth, no database), 1 per 5 sessions, p50 / p99 / max", "%d probes: %s / %s / %s",
+		len(probeLat), percentile(probeLat, 0.5).Round(10*time.Microsecond), percentile(probeLat, 0.99).Round(10*time.Microsecond),
+		percentile(probeLat, 1).Round(10*time.Microsecond))
 	row("idle", "WAL records per idle pull (goal 0)", "%.3f", float64(after.walRecords-before.walRecords)/float64(all))
 	row("idle", "tuples written per idle pull (goal 0)", "%.3f", float64(after.tuples-before.tuples)/float64(all))
 	row("idle", "database commits per idle pull (read-only included)", "%.2f", float64(after.commits-before.commits)/float64(all))
