@@ -73,7 +73,7 @@ stop_all() {
 	echo "stopped."
 }
 trap stop_all EXIT
-trap 'exit 130' INT TERM
+trap 'exit 0' INT TERM # ^C is how a user stops the demo: not an error
 
 # 1. PostgreSQL on a private socket directory (no TCP port at all).
 mkdir -p "$dir/pg/sock"

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,6 +24,7 @@ func TestCluster(t *testing.T) {
 	t.Run("CancelFromCLI", func(t *testing.T) { cancelFromCLI(t, c.with(t)) })
 	t.Run("WorkerKilledRetryOnLost", func(t *testing.T) { workerKilled(t, c.with(t), true) })
 	t.Run("WorkerKilledNoRetry", func(t *testing.T) { workerKilled(t, c.with(t), false) })
+	t.Run("CredentialRotationMidRun", func(t *testing.T) { credentialRotation(t, c.with(t)) })
 	t.Run("WorkerSIGTERMDrains", func(t *testing.T) { workerDrains(t, c.with(t)) })
 	t.Run("ControlPlaneKilled", func(t *testing.T) { controlPlaneKilled(t, c.with(t)) })
 }
@@ -214,4 +216,36 @@ func controlPlaneKilled(t *testing.T, c *cluster) {
 		t.Errorf("largest gap %d ms, want ≤ claim lease %d ms + 2 s", gap, schedulerLeaseMs)
 	}
 	c.noDuplicates(t)
+}
+
+// credentialRotation rotates a worker's credential A → B while it runs a
+// task: the worker picks B up from its credential file in the same session
+// and generation, the reconciler revokes A after a session presented B
+// (reason superseded), and the task completes.
+func credentialRotation(t *testing.T, c *cluster) {
+	spec := `{"kind":"qinglong/command@v1","shell":{"command":"sleep 12; echo rotated"},"concurrency":"allow"}`
+	task := c.createTask("rotate-me", spec)
+	run := c.runNow(task)
+	c.eventually(30*time.Second, "running", func() bool {
+		return c.scalar(`SELECT count(*) FROM ql3.attempts WHERE run_id = $1 AND status = 'running'`, run) == 1
+	})
+	name := c.text(`SELECT w.name FROM ql3.attempts a JOIN ql3.workers w USING (worker_id) WHERE a.run_id = $1`, run)
+	session := c.text(`SELECT session_id::text || '/' || session_generation FROM ql3.attempts WHERE run_id = $1`, run)
+	credA := c.text(`SELECT c.credential_id::text FROM ql3.worker_credentials c JOIN ql3.workers w USING (worker_id)
+		WHERE w.name = $1 AND c.status = 'active'`, name)
+	c.mustCLI("worker", "rotate-credentials", "--id", name, "--credential-file",
+		filepath.Join(c.pki, "workers", name, "credential"))
+	c.eventually(40*time.Second, "credential A revoked as superseded", func() bool {
+		return c.scalar(`SELECT count(*) FROM ql3.worker_credentials WHERE credential_id = $1
+			AND status = 'revoked' AND revoke_reason = 'superseded'`, credA) == 1
+	})
+	c.eventually(40*time.Second, "the run succeeded", func() bool { return c.runStatus(run) == "succeeded" })
+	live := c.text(`SELECT s.session_id::text || '/' || s.generation FROM ql3.worker_sessions s JOIN ql3.workers w USING (worker_id)
+		WHERE w.name = $1 AND s.status = 'online'`, name)
+	if live != session {
+		t.Errorf("session/generation %s after the rotation, want the one the attempt ran in: %s", live, session)
+	}
+	if n := c.scalar(`SELECT count(*) FROM ql3.attempts WHERE run_id = $1`, run); n != 1 {
+		t.Errorf("%d attempts, want 1", n)
+	}
 }
