@@ -43,11 +43,12 @@ func TestControlPanel(t *testing.T) {
 	pki := filepath.Join(dir, "pki")
 	ctl(t, nil, "pki", "init", "--dir", pki)
 	ctl(t, nil, "pki", "issue-server", "--dir", pki, "--host", "127.0.0.1,localhost")
-	addr, ingress := freeAddr(t), freeAddr(t)
 	logPath := filepath.Join(dir, "control.log")
-	p := start(t, "ql3-control", []string{"serve", "--dsn", dsn, "--listen", addr,
-		"--ingress-listen", ingress, "--ingress-tls-cert", filepath.Join(pki, "ingress.crt"),
+	p := start(t, "ql3-control", []string{"serve", "--dsn", dsn, "--listen", "127.0.0.1:0", "--log-format", "json",
+		"--ingress-listen", "127.0.0.1:0", "--ingress-tls-cert", filepath.Join(pki, "ingress.crt"),
 		"--ingress-tls-key", filepath.Join(pki, "ingress.key"), "--ingress-client-ca", filepath.Join(pki, "ca.crt")}, nil, logPath)
+	addr := loggedAddr(t, p, logPath, "admin API listening", "addr")
+	ingress := loggedAddr(t, p, logPath, "worker ingress listening", "addr")
 	base := "http://" + addr
 	waitReady(t, p, base+"/readyz", logPath)
 	rel := filepath.Join(dir, "release")

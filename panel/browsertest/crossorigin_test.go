@@ -45,9 +45,9 @@ const task = JSON.stringify({name: "pwned", spec: {kind: "qinglong/command@v1", 
 func TestCrossOriginPageCannotDriveTheEdge(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	addr := freeAddr(t)
 	logPath := filepath.Join(dir, "edge.log")
-	p := start(t, "ql3-edge", []string{"serve", "--data-dir", data, "--listen", addr, "--no-auth"}, nil, logPath)
+	p := start(t, "ql3-edge", []string{"serve", "--data-dir", data, "--listen", "127.0.0.1:0", "--log-format", "json", "--no-auth"}, nil, logPath)
+	addr := loggedAddr(t, p, logPath, "ql3-edge started", "listen")
 	base := "http://" + addr
 	waitReady(t, p, base+"/readyz", logPath)
 

@@ -15,9 +15,9 @@ func TestEdgePanel(t *testing.T) {
 	if err := os.Mkdir(rel, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
 	logPath := filepath.Join(dir, "edge.log")
-	p := start(t, "ql3-edge", []string{"serve", "--data-dir", data, "--listen", addr, "--kill-grace", "1s"}, nil, logPath)
+	p := start(t, "ql3-edge", []string{"serve", "--data-dir", data, "--listen", "127.0.0.1:0", "--log-format", "json", "--kill-grace", "1s"}, nil, logPath)
+	addr := loggedAddr(t, p, logPath, "ql3-edge started", "listen")
 	base := "http://" + addr
 	waitReady(t, p, base+"/readyz", logPath)
 	tok, err := os.ReadFile(filepath.Join(data, "admin.token"))

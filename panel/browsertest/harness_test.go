@@ -2,8 +2,8 @@ package browsertest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -180,16 +180,40 @@ func sanitize(s string) string {
 	}, s)
 }
 
-// freeAddr returns a loopback address that was free a moment ago.
-func freeAddr(t *testing.T) string {
+// loggedAddr waits until the process's JSON log (logPath) carries a record
+// with message msg and a non-empty string field key, and returns that
+// address. The binaries listen on 127.0.0.1:0 and log the port the kernel
+// gave them: a port picked by the test, closed and bound later by the
+// binary could be taken in between by any other process on the machine.
+func loggedAddr(t *testing.T, p *process, logPath, msg, key string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	deadline := time.Now().Add(startTimeout)
+	delay := 10 * time.Millisecond
+	for {
+		if data, err := os.ReadFile(logPath); err == nil {
+			for _, line := range strings.Split(string(data), "\n") {
+				var rec map[string]any
+				if json.Unmarshal([]byte(line), &rec) != nil || rec["msg"] != msg {
+					continue
+				}
+				if addr, _ := rec[key].(string); addr != "" {
+					return addr
+				}
+			}
+		}
+		select {
+		case err := <-p.done:
+			p.done <- err // the cleanup waits for it too
+			out, _ := os.ReadFile(logPath)
+			t.Fatalf("server exited before logging %q: %v\n%s", msg, err, out)
+		case <-time.After(delay):
+		}
+		if time.Now().After(deadline) {
+			out, _ := os.ReadFile(logPath)
+			t.Fatalf("no %q record with %s within %v\n%s", msg, key, startTimeout, out)
+		}
+		delay = min(2*delay, 200*time.Millisecond)
 	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 // process is a started binary, stopped with SIGTERM at cleanup.
@@ -242,6 +266,7 @@ func waitReady(t *testing.T, p *process, url, logPath string) {
 		}
 		select {
 		case err := <-p.done:
+			p.done <- err // the cleanup waits for it too
 			out, _ := os.ReadFile(logPath)
 			t.Fatalf("server exited before ready: %v\n%s", err, out)
 		case <-time.After(delay):
