@@ -21,6 +21,12 @@ import (
 	"github.com/ql3/ql3/worker/journal"
 )
 
+// execRunID names the Runs these tests execute for real. Marker searches
+// (executor.FindProcesses, crash recovery) are machine-wide, so the id
+// carries this process's pid: the same tests running in another process
+// (another checkout, a parallel package) neither count nor kill ours.
+var execRunID = "exec-run-" + strconv.Itoa(os.Getpid())
+
 func newExecRunner(t *testing.T) agent.Runner {
 	t.Helper()
 	e, err := executor.New(executor.Config{WorkRoot: t.TempDir(), MaxConcurrent: 4,
@@ -102,9 +108,9 @@ func TestSelfFenceKillsGroupBeforeLeaseExpiry(t *testing.T) {
 	h.cfg.Cadence = 250 * time.Millisecond
 	fenced := make(chan string, 8)
 	h.cfg.Hooks.Fenced = func(_, reason string) { fenced <- reason }
-	h.srv.AddRun("exec-run-1", "sleep 300 & sleep 300; wait", 600_000)
+	h.srv.AddRun(execRunID, "sleep 300 & sleep 300; wait", 600_000)
 	h.start(nil)
-	pgid := h.startedGroup("exec-run-1")
+	pgid := h.startedGroup(execRunID)
 	if !groupAlive(pgid) {
 		t.Fatal("the task's group is not running")
 	}
@@ -114,7 +120,7 @@ func TestSelfFenceKillsGroupBeforeLeaseExpiry(t *testing.T) {
 	}
 	fencedAt := h.clk.Now()
 	waitGroupGone(t, pgid)
-	r := h.srvRun("exec-run-1")
+	r := h.srvRun(execRunID)
 	localExpiry := r.Expiry.Add(-time.Second) // the worker's own, conservative view
 	if !fencedAt.Before(localExpiry) {
 		t.Fatalf("fenced at %s, not before the local lease expiry %s", fencedAt, localExpiry)
@@ -135,19 +141,19 @@ func TestCancelControlStopsGroupAndReportsCancelled(t *testing.T) {
 	// The task says when its output is written, so the cancel never lands
 	// before the shell has run its echo (the log is asserted below).
 	ready := filepath.Join(t.TempDir(), "ready")
-	h.srv.AddRun("exec-run-1", "echo started; : > "+ready+"; sleep 300 & sleep 300; wait", 600_000)
+	h.srv.AddRun(execRunID, "echo started; : > "+ready+"; sleep 300 & sleep 300; wait", 600_000)
 	h.start(nil)
-	pgid := h.startedGroup("exec-run-1")
+	pgid := h.startedGroup(execRunID)
 	waitFile(t, ready)
 	h.srv.With(func(s *fakeingress.Server) { s.Runs()[0].Cancel = true })
-	if !h.drive(time.Second, 60, func() bool { return h.srvRun("exec-run-1").CancelSent }) {
+	if !h.drive(time.Second, 60, func() bool { return h.srvRun(execRunID).CancelSent }) {
 		t.Fatal("the cancel was never sent")
 	}
 	waitGroupGone(t, pgid) // real processes end in real time
-	if !h.driveUntil(time.Second, func() bool { return h.srvRun("exec-run-1").Completion != nil }) {
+	if !h.driveUntil(time.Second, func() bool { return h.srvRun(execRunID).Completion != nil }) {
 		t.Fatal("no completion after the cancel")
 	}
-	r := h.srvRun("exec-run-1")
+	r := h.srvRun(execRunID)
 	if r.Completion.Status != "cancelled" || r.Completion.ErrorClass != "cancelled_by_user" {
 		t.Fatalf("completion %s/%s, want cancelled/cancelled_by_user", r.Completion.Status, r.Completion.ErrorClass)
 	}
@@ -160,9 +166,9 @@ func TestCancelControlStopsGroupAndReportsCancelled(t *testing.T) {
 // returns at once.
 func TestSecondSignalKillsChildren(t *testing.T) {
 	h := newHarness(t, newExecRunner(t))
-	h.srv.AddRun("exec-run-1", "sleep 300 & sleep 300; wait", 600_000)
+	h.srv.AddRun(execRunID, "sleep 300 & sleep 300; wait", 600_000)
 	h.start(nil)
-	pgid := h.startedGroup("exec-run-1")
+	pgid := h.startedGroup(execRunID)
 	h.a.Drain()
 	h.drive(time.Second, 3, func() bool { return false })
 	if !groupAlive(pgid) {
@@ -182,16 +188,16 @@ func TestFencerStopsUnrenewedLease(t *testing.T) {
 	h.cfg.Cadence = 250 * time.Millisecond
 	fenced := make(chan string, 8)
 	h.cfg.Hooks.Fenced = func(_, reason string) { fenced <- reason }
-	h.srv.AddRun("exec-run-1", "sleep 300", 600_000)
+	h.srv.AddRun(execRunID, "sleep 300", 600_000)
 	h.start(nil)
-	pgid := h.startedGroup("exec-run-1")
+	pgid := h.startedGroup(execRunID)
 	h.srv.With(func(s *fakeingress.Server) { s.Runs()[0].Silent = true })
 	if !h.drive(250*time.Millisecond, 2000, func() bool { return len(fenced) > 0 }) {
 		t.Fatal("the worker never fenced the attempt")
 	}
 	fencedAt := h.clk.Now()
 	waitGroupGone(t, pgid)
-	r := h.srvRun("exec-run-1")
+	r := h.srvRun(execRunID)
 	if reason := <-fenced; reason != "lease_lapsed" {
 		t.Fatalf("fence reason %q, want lease_lapsed", reason)
 	}
@@ -219,7 +225,7 @@ func sessionOf(h *harness) (id string, gen int64, st string) {
 func TestRestartTerminatesSurvivorsAndNeverRespawns(t *testing.T) {
 	runner := newExecRunner(t)
 	h := newHarness(t, runner)
-	h.srv.AddRun("exec-run-1", "sleep 300 & sleep 300; wait", 600_000)
+	h.srv.AddRun(execRunID, "sleep 300 & sleep 300; wait", 600_000)
 	h.start(func(step string) error {
 		if step == "entry.started:dirsync" {
 			return errCrash
@@ -260,7 +266,7 @@ func TestRestartTerminatesSurvivorsAndNeverRespawns(t *testing.T) {
 	if n := len(h.requestsTo(protocol.PathLeaseAck)); n != before {
 		t.Fatalf("the restarted worker acked the attempt again (%d acks after the restart)", n-before)
 	}
-	if c := h.srvRun("exec-run-1").Completions; c != 0 {
+	if c := h.srvRun(execRunID).Completions; c != 0 {
 		t.Fatalf("a completion was sent for an attempt interrupted by a restart (%d)", c)
 	}
 }
@@ -271,9 +277,9 @@ func TestReplacedSessionFencesAndReopens(t *testing.T) {
 	h := newHarness(t, newExecRunner(t))
 	fenced := make(chan string, 8)
 	h.cfg.Hooks.Fenced = func(_, reason string) { fenced <- reason }
-	h.srv.AddRun("exec-run-1", "sleep 300", 600_000)
+	h.srv.AddRun(execRunID, "sleep 300", 600_000)
 	h.start(nil)
-	pgid := h.startedGroup("exec-run-1")
+	pgid := h.startedGroup(execRunID)
 	h.srv.ReplaceSession() // generation 2, not ours
 	if !h.drive(time.Second, 100, func() bool { return len(fenced) > 0 }) {
 		t.Fatal("the replaced session's attempt was not fenced")
@@ -295,13 +301,13 @@ func TestReplacedSessionFencesAndReopens(t *testing.T) {
 // 0017), reached through the worker.
 func TestCancelKillsSetsidAndDoubleForkedChildren(t *testing.T) {
 	h := newHarness(t, newExecRunner(t))
-	h.srv.AddRun("exec-run-1", "setsid sleep 300 & (sleep 300 &) ; sleep 300 & wait", 600_000)
+	h.srv.AddRun(execRunID, "setsid sleep 300 & (sleep 300 &) ; sleep 300 & wait", 600_000)
 	h.start(nil)
-	pgid := h.startedGroup("exec-run-1")
+	pgid := h.startedGroup(execRunID)
 	// Wait (real time, bounded) until all three sleeps carry the markers.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		procs, err := executor.FindProcesses("exec-run-1", 1, executor.Identity{})
+		procs, err := executor.FindProcesses(execRunID, 1, executor.Identity{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -314,14 +320,14 @@ func TestCancelKillsSetsidAndDoubleForkedChildren(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	h.srv.With(func(s *fakeingress.Server) { s.Runs()[0].Cancel = true })
-	if !h.drive(time.Second, 60, func() bool { return h.srvRun("exec-run-1").CancelSent }) {
+	if !h.drive(time.Second, 60, func() bool { return h.srvRun(execRunID).CancelSent }) {
 		t.Fatal("the cancel was never sent")
 	}
 	waitGroupGone(t, pgid)
-	if !h.driveUntil(time.Second, func() bool { return h.srvRun("exec-run-1").Completion != nil }) {
+	if !h.driveUntil(time.Second, func() bool { return h.srvRun(execRunID).Completion != nil }) {
 		t.Fatal("no completion after the cancel")
 	}
-	procs, err := executor.FindProcesses("exec-run-1", 1, executor.Identity{})
+	procs, err := executor.FindProcesses(execRunID, 1, executor.Identity{})
 	if err != nil || len(procs) != 0 {
 		t.Fatalf("after the cancel %d marked processes are alive (%v)", len(procs), err)
 	}
@@ -331,12 +337,12 @@ func TestCancelKillsSetsidAndDoubleForkedChildren(t *testing.T) {
 // a failed/executor_start completion, after an empty, closed log.
 func TestStartFailureIsExecutorStart(t *testing.T) {
 	h := newHarness(t, newExecRunner(t))
-	h.srv.AddRunSpec("exec-run-1", `{"kind":"qinglong/command@v1","argv":{"file":"/bin/true"},"workingDirectory":"/nonexistent/ql3-test","timeoutMs":60000}`)
+	h.srv.AddRunSpec(execRunID, `{"kind":"qinglong/command@v1","argv":{"file":"/bin/true"},"workingDirectory":"/nonexistent/ql3-test","timeoutMs":60000}`)
 	h.start(nil)
-	if !h.driveUntil(time.Second, func() bool { return h.srvRun("exec-run-1").Completion != nil }) {
+	if !h.driveUntil(time.Second, func() bool { return h.srvRun(execRunID).Completion != nil }) {
 		t.Fatal("no completion")
 	}
-	r := h.srvRun("exec-run-1")
+	r := h.srvRun(execRunID)
 	if r.Completion.Status != "failed" || r.Completion.ErrorClass != "executor_start" || r.Completion.ExitCode != nil {
 		t.Fatalf("completion %+v", r.Completion)
 	}
@@ -355,19 +361,19 @@ func TestCancelGraceShorterThanExecutorsKills(t *testing.T) {
 	}
 	t.Cleanup(e.Wait)
 	h := newHarness(t, agent.ExecRunner{E: e})
-	h.srv.AddRun("exec-run-1", "trap '' TERM; while :; do sleep 1; done", 600_000)
+	h.srv.AddRun(execRunID, "trap '' TERM; while :; do sleep 1; done", 600_000)
 	h.start(nil)
-	pgid := h.startedGroup("exec-run-1")
+	pgid := h.startedGroup(execRunID)
 	h.srv.With(func(s *fakeingress.Server) { s.Runs()[0].Cancel, s.Runs()[0].CancelNow = true, true })
-	if !h.drive(time.Second, 60, func() bool { return h.srvRun("exec-run-1").CancelSent }) {
+	if !h.drive(time.Second, 60, func() bool { return h.srvRun(execRunID).CancelSent }) {
 		t.Fatal("the cancel was never sent")
 	}
 	h.drive(time.Second, 2, func() bool { return false }) // the kill timer is due at once
 	waitGroupGone(t, pgid)
-	if !h.driveUntil(time.Second, func() bool { return h.srvRun("exec-run-1").Completion != nil }) {
+	if !h.driveUntil(time.Second, func() bool { return h.srvRun(execRunID).Completion != nil }) {
 		t.Fatal("no completion")
 	}
-	if c := h.srvRun("exec-run-1").Completion; c.Status != "cancelled" || c.Signal != "SIGKILL" {
+	if c := h.srvRun(execRunID).Completion; c.Status != "cancelled" || c.Signal != "SIGKILL" {
 		t.Fatalf("completion %s signal %q, want cancelled by SIGKILL", c.Status, c.Signal)
 	}
 }
@@ -397,7 +403,7 @@ func TestJournalCrashesWithRealExecutor(t *testing.T) {
 	var ids []string
 	add := func(n int) {
 		for range n {
-			id := fmt.Sprintf("rx-%03d", len(ids))
+			id := fmt.Sprintf("rx-%d-%03d", os.Getpid(), len(ids))
 			ids = append(ids, id)
 			h.srv.AddRun(id, "echo "+id, 60_000)
 		}

@@ -397,10 +397,14 @@ func TestIdentityAndAlive(t *testing.T) {
 // a process group started outside the executor with the attempt's markers,
 // whose grandchild ignores SIGTERM.
 func TestTerminateOrphans(t *testing.T) {
+	// The search is machine-wide: the id is this process's own, so the same
+	// test running in another process (another checkout, -count) is neither
+	// found nor killed.
+	runID := "orphan-run-" + strconv.Itoa(os.Getpid())
 	e, fake := newTestExecutor(t, func(c *Config) { c.KillGrace = time.Second })
 	out := newOutput()
 	cmd := exec.Command("/bin/sh", "-c", `trap '' TERM; sleep 1000 & echo "gc=$!"; wait`)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "QL3_RUN_ID=orphan-run", "QL3_ATTEMPT=3"}
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "QL3_RUN_ID=" + runID, "QL3_ATTEMPT=3"}
 	cmd.Stdout = out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -415,10 +419,10 @@ func TestTerminateOrphans(t *testing.T) {
 	}
 
 	// Another attempt's marker finds nothing.
-	if procs, err := FindProcesses("orphan-run", 4, Identity{}); err != nil || len(procs) != 0 {
+	if procs, err := FindProcesses(runID, 4, Identity{}); err != nil || len(procs) != 0 {
 		t.Fatalf("FindProcesses for another attempt = %v, %v", procs, err)
 	}
-	procs, err := FindProcesses("orphan-run", 3, leader)
+	procs, err := FindProcesses(runID, 3, leader)
 	if err != nil || len(procs) != 2 {
 		t.Fatalf("FindProcesses = %+v, %v; want leader and grandchild", procs, err)
 	}
@@ -440,7 +444,7 @@ func TestTerminateOrphans(t *testing.T) {
 			}
 		}
 	}()
-	rep, err := e.TerminateOrphans(context.Background(), "orphan-run", 3, leader)
+	rep, err := e.TerminateOrphans(context.Background(), runID, 3, leader)
 	if err != nil || rep.Found != 2 || rep.Remaining != 0 {
 		t.Fatalf("TerminateOrphans = %+v, %v", rep, err)
 	}
@@ -449,7 +453,7 @@ func TestTerminateOrphans(t *testing.T) {
 		t.Fatal("orphan processes survived")
 	}
 	// Nothing left: a second call finds nothing.
-	if rep, err := e.TerminateOrphans(context.Background(), "orphan-run", 3, leader); err != nil || rep.Found != 0 {
+	if rep, err := e.TerminateOrphans(context.Background(), runID, 3, leader); err != nil || rep.Found != 0 {
 		t.Fatalf("second TerminateOrphans = %+v, %v", rep, err)
 	}
 }
