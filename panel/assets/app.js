@@ -96,7 +96,7 @@
       if (p[0] === "runs" && p[1]) return await runDetail(decodeURIComponent(p[1]), g);
       if (p[0] === "runs") return await runList(params, g);
       if (p[0] === "workers" && S.control) return await workerList(g);
-      return await taskList(g);
+      return await taskList(params, g);
     } catch (e) {
       if (e.status !== 401) render(g, h("p", { class: "formerr", text: e.message }));
     }
@@ -109,8 +109,8 @@
     if (spec.argv) return [spec.argv.file].concat(spec.argv.args || []).join(" ");
     return "";
   }
-  async function taskList(g) {
-    const list = await api("GET", "/api/v1/tasks?limit=100");
+  async function taskList(params, g) {
+    const list = await api("GET", "/api/v1/tasks" + q({ limit: "50", cursor: params.get("cursor") }));
     const runs = await api("GET", "/api/v1/runs?limit=200");
     const last = {};
     for (const r of runs.items) if (!last[r.taskId]) last[r.taskId] = r;
@@ -137,7 +137,8 @@
       rows.length ? h("table", { class: "cards", id: "tasks" },
         h("thead", {}, h("tr", {}, ["Task", "Enabled", "Schedule", "Next fire", "Last run", "Actions"].map((x) => h("th", { text: x })))),
         h("tbody", {}, rows)) : h("p", { text: "No tasks yet." }),
-      list.nextCursor ? h("p", { class: "muted", text: "Showing the first 100 tasks." }) : null);
+      h("div", { class: "bar" }, params.get("cursor") ? h("a", { class: "button", href: "#/tasks", text: "First page" }) : null,
+        list.nextCursor ? h("a", { class: "button", id: "more-tasks", href: "#/tasks?" + q({ cursor: list.nextCursor }).slice(1), text: "More tasks" }) : null));
   }
   async function runNow(t) {
     const key = "panel-" + Date.now() + "-" + Math.random().toString(36).slice(2);

@@ -1,10 +1,13 @@
 package browsertest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chromedp/chromedp"
 )
 
 // TestEdgePanel drives the panel against a real ql3-edge.
@@ -29,4 +32,28 @@ func TestEdgePanel(t *testing.T) {
 		out, _ := os.ReadFile(logPath)
 		t.Logf("ql3-edge log:\n%s", out)
 	}
+}
+
+// TestEdgePanelNoAuth: with --no-auth (loopback only) the panel needs no
+// sign-in and offers no sign-out, and the task list pages (50 a page).
+func TestEdgePanelNoAuth(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	logPath := filepath.Join(dir, "edge.log")
+	p := start(t, "ql3-edge", []string{"serve", "--data-dir", filepath.Join(dir, "data"), "--listen", addr, "--no-auth"}, nil, logPath)
+	base := "http://" + addr
+	waitReady(t, p, base+"/readyz", logPath)
+	tg := target{name: "ql3-edge", base: base}
+	for i := range 51 {
+		adminCall(t, tg, "POST", "/api/v1/tasks", map[string]any{"name": fmt.Sprintf("t%02d", i),
+			"spec": map[string]any{"kind": "qinglong/command@v1", "argv": map[string]any{"file": "/bin/true"}}}, 201)
+	}
+	ctx := tab(t)
+	do(t, ctx, "no sign-in",
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(css("#new-task")),
+		poll(`document.querySelectorAll('#tasks tbody tr').length === 50 && document.getElementById('signout').hidden`),
+		chromedp.Click(css("#more-tasks")),
+		poll(`document.querySelectorAll('#tasks tbody tr').length === 1`),
+	)
 }
