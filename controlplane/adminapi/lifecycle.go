@@ -17,6 +17,8 @@ import (
 //	GET  /api/v1/runs/{run}/log                    ?attempt=&stream=stdout|stderr&offset=&limit=&follow=1
 //	GET  /api/v1/runs/{run}/attempts/{n}/log       the same for attempt n
 //	POST /api/v1/workers/{worker}/disable          disable, revoke its credentials
+//	DELETE /api/v1/tasks/{task}                    delete a task and its triggers (204)
+//	DELETE /api/v1/tasks/{task}/triggers/{trigger} delete a trigger (204)
 //
 // GET /api/v1/runs/{run} adds "waiting" (why a Run has not started) and
 // GET /api/v1/workers[/{worker}] add "session" (the newest session).
@@ -68,6 +70,30 @@ func (s *Server) lifecycleRoutes(mux routeMux) {
 	mux.HandleFunc("GET /api/v1/runs/{run}/log", s.readLog)
 	mux.HandleFunc("GET /api/v1/runs/{run}/attempts/{n}/log", s.readLog)
 	mux.HandleFunc("POST /api/v1/workers/{worker}/disable", s.disableWorker)
+	mux.HandleFunc("DELETE /api/v1/tasks/{task}", s.deleteTask)
+	mux.HandleFunc("DELETE /api/v1/tasks/{task}/triggers/{trigger}", s.deleteTrigger)
+}
+
+// deleteTask deletes a task and its triggers (204, the edge's answer); its
+// waiting Runs are cancelled by the next lifecycle sweep, running ones
+// finish. ?mutationId= makes a retry answer the same.
+func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.b.DeleteTask(r.Context(), postgres.DeleteInput{MutationID: r.URL.Query().Get("mutationId"),
+		TaskID: r.PathValue("task")}); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// deleteTrigger deletes one trigger of the task (204).
+func (s *Server) deleteTrigger(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.b.DeleteTrigger(r.Context(), postgres.DeleteInput{MutationID: r.URL.Query().Get("mutationId"),
+		TaskID: r.PathValue("task"), TriggerID: r.PathValue("trigger")}); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *Server) runOps() (RunControl, error) {

@@ -232,3 +232,64 @@ func TestCreateTaskWithTriggers(t *testing.T) {
 	mustStatus(t, "name taken by a trigger", f.call("POST", "/api/v1/tasks", `{"project":"p","name":"t2","spec":`+echoSpec+`,
 		"triggers":[{"expression":"@hourly","name":"hourly"}]}`, &eb), 409)
 }
+
+// TestDeleteTaskAndTrigger: deleting a trigger disables its schedule and
+// hides it; deleting a task hides it and its triggers, frees the names, and
+// the next lifecycle sweep cancels its waiting Runs (edge parity).
+func TestDeleteTaskAndTrigger(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	ctx := context.Background()
+	su := f.db.Conn(t)
+	mustStatus(t, "project", f.call("POST", "/api/v1/projects", `{"name":"p"}`, nil), 201)
+	var task adminapi.Task
+	mustStatus(t, "create", f.call("POST", "/api/v1/tasks", `{"project":"p","name":"t","spec":`+echoSpec+`,
+		"triggers":[{"expression":"@hourly","name":"a"},{"expression":"@daily","name":"b"}]}`, &task), 201)
+	resp := f.req("POST", "/api/v1/tasks/"+task.ID+"/runs", "", map[string]string{"Idempotency-Key": "before-delete"})
+	mustStatus(t, "run-now", resp.StatusCode, 201)
+	var run adminapi.RunView
+	decode(t, resp, &run)
+
+	trA := task.Triggers[0].ID
+	mustStatus(t, "delete trigger", f.call("DELETE", "/api/v1/tasks/"+task.ID+"/triggers/"+trA, nil, nil), 204)
+	var eb adminapi.ErrorBody
+	mustStatus(t, "deleted trigger", f.call("GET", "/api/v1/tasks/"+task.ID+"/triggers/"+trA, nil, &eb), 404)
+	var active bool
+	if err := su.QueryRow(ctx, `SELECT active FROM ql3.trigger_schedules WHERE trigger_id = $1`, trA).Scan(&active); err != nil || active {
+		t.Fatalf("deleted trigger's schedule active=%v (%v)", active, err)
+	}
+	var got adminapi.Task
+	mustStatus(t, "task", f.call("GET", "/api/v1/tasks/"+task.ID, nil, &got), 200)
+	if len(got.Triggers) != 1 || got.Triggers[0].Name != "b" {
+		t.Fatalf("triggers after delete %+v", got.Triggers)
+	}
+
+	mustStatus(t, "delete task", f.call("DELETE", "/api/v1/tasks/"+task.ID, nil, nil), 204)
+	mustStatus(t, "deleted task", f.call("GET", "/api/v1/tasks/"+task.ID, nil, &eb), 404)
+	mustStatus(t, "delete again", f.call("DELETE", "/api/v1/tasks/"+task.ID, nil, &eb), 404)
+	mustStatus(t, "trigger on a deleted task", f.call("POST", "/api/v1/tasks/"+task.ID+"/triggers", `{"expression":"@hourly"}`, &eb), 404)
+	var tasks adminapi.List[postgres.TaskRecord]
+	mustStatus(t, "tasks", f.call("GET", "/api/v1/tasks?project=p", nil, &tasks), 200)
+	if len(tasks.Items) != 0 {
+		t.Fatalf("deleted task listed: %+v", tasks.Items)
+	}
+	var n int
+	if err := su.QueryRow(ctx, `SELECT count(*) FROM ql3.trigger_schedules s JOIN ql3.triggers tr USING (trigger_id)
+		WHERE tr.task_id = $1 AND s.active`, task.ID).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d active schedules of a deleted task (%v)", n, err)
+	}
+	// The names are free again.
+	mustStatus(t, "same name", f.call("POST", "/api/v1/tasks", `{"project":"p","name":"t","spec":`+echoSpec+`,
+		"triggers":[{"expression":"@hourly","name":"a"}]}`, nil), 201)
+
+	// The queued Run of the deleted task is cancelled by the next sweep.
+	if _, err := postgres.Sweep(ctx, f.db.Pool(t, postgres.RoleRuntime), postgres.SweepOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var status, reason, evReason string
+	if err := su.QueryRow(ctx, `SELECT r.status, r.cancel_reason, e.payload->>'reason' FROM ql3.runs r
+		JOIN ql3.run_events e ON e.run_id = r.run_id AND e.type = 'run.cancelled' WHERE r.run_id = $1`, run.ID).
+		Scan(&status, &reason, &evReason); err != nil || status != "cancelled" || reason != "shutdown" || evReason != "task_deleted" {
+		t.Fatalf("run of the deleted task: %s %s %s (%v)", status, reason, evReason, err)
+	}
+}

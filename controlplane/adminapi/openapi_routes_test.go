@@ -112,6 +112,12 @@ func adminRoutes() []openapi.Route {
 		{Method: "GET", Path: "/api/v1/tasks/{task}/triggers/{trigger}", Summary: "one trigger", Params: trig, Responses: withErrors(ok("trigger", adminapi.Trigger{}), 404)},
 		{Method: "PUT", Path: "/api/v1/tasks/{task}/triggers/{trigger}", Summary: "update (expectedRevision)", Params: trig, Request: adminapi.UpdateTriggerRequest{},
 			Responses: withErrors(ok("updated", adminapi.Trigger{}), 404, 409, 413)},
+		{Method: "DELETE", Path: "/api/v1/tasks/{task}", Summary: "delete a task and its triggers (waiting runs are cancelled by the next sweep, running ones finish)",
+			Params:    append(task, query("mutationId", "string", "retry-safe id: a repeat answers the same")),
+			Responses: withErrors(map[int]openapi.Response{204: {Description: "deleted"}}, 404, 409)},
+		{Method: "DELETE", Path: "/api/v1/tasks/{task}/triggers/{trigger}", Summary: "delete a trigger",
+			Params:    append(trig, query("mutationId", "string", "retry-safe id: a repeat answers the same")),
+			Responses: withErrors(map[int]openapi.Response{204: {Description: "deleted"}}, 404, 409)},
 
 		{Method: "POST", Path: "/api/v1/tasks/{task}/runs", Summary: "run now (Idempotency-Key header or body idempotencyKey; rerunOf)",
 			Params:  append(task, openapi.Param{Name: "Idempotency-Key", In: "header", Type: "string", Description: "retry-safe key"}),

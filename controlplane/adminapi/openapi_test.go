@@ -212,6 +212,11 @@ func TestOpenAPIExamples(t *testing.T) {
 	f.call("POST", "/api/v1/runs/"+run+"/cancel", "", nil)
 	f.call("POST", "/api/v1/runs/"+run+"/cancel", "", nil)
 	f.call("GET", "/api/v1/runs/0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", nil, nil)
+	gone := id("POST", "/api/v1/tasks", `{"project":"ops","name":"gone","spec":{"kind":"qinglong/command@v1","shell":{"command":"true"}},"triggers":[{"expression":"@hourly","name":"gone-hourly"}]}`)
+	goneTrigger := id("POST", "/api/v1/tasks/"+gone+"/triggers", `{"expression":"@daily"}`)
+	f.call("DELETE", "/api/v1/tasks/"+gone+"/triggers/"+goneTrigger, nil, nil)
+	f.call("DELETE", "/api/v1/tasks/"+gone+"?mutationId=del-1", nil, nil)
+	f.call("DELETE", "/api/v1/tasks/"+gone, nil, nil)
 
 	wk := id("POST", "/api/v1/workers", `{"name":"w1"}`)
 	f.call("POST", "/api/v1/workers", `{"name":"w1"}`, nil)

@@ -72,6 +72,8 @@ type Backend interface {
 	ListTasks(ctx context.Context, projectID string, page postgres.ListRequest) (postgres.ListPage[postgres.TaskRecord], error)
 
 	PublishTrigger(ctx context.Context, in postgres.TriggerInput) (postgres.TriggerRecord, error)
+	DeleteTask(ctx context.Context, in postgres.DeleteInput) (postgres.TaskRecord, error)
+	DeleteTrigger(ctx context.Context, in postgres.DeleteInput) (postgres.TriggerRecord, error)
 	GetTrigger(ctx context.Context, id string) (postgres.TriggerRecord, error)
 	ListTriggers(ctx context.Context, taskID string, page postgres.ListRequest) (postgres.ListPage[postgres.TriggerRecord], error)
 

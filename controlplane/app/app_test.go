@@ -354,4 +354,13 @@ func TestEndToEnd(t *testing.T) {
 	if out, err = runCmd(t, cenv, "worker", "show", "--id", "edge-1"); err != nil || strings.Contains(out, `"session"`) {
 		t.Fatalf("worker show: %q %v", out, err)
 	}
+	if _, err = runCmd(t, cenv, "trigger", "delete", "--task", task.ID, "--id", tick.ID); err != nil {
+		t.Fatalf("trigger delete: %v", err)
+	}
+	if _, err = runCmd(t, cenv, "task", "delete", "--id", task.ID); err != nil {
+		t.Fatalf("task delete: %v", err)
+	}
+	if _, err = runCmd(t, cenv, "task", "get", "--id", task.ID); errs.Code(err) != errs.NotFound {
+		t.Fatalf("task get after delete: %v", err)
+	}
 }

@@ -26,7 +26,8 @@ type runArgs struct {
 }
 
 // lifecycleCommands are the operator's run and worker commands (issue 10):
-// run list|show|now|cancel|logs and worker show|disable.
+// run list|show|now|cancel|logs, worker show|disable, task and trigger
+// delete.
 func lifecycleCommands() map[string]command {
 	id := func(usage string) func(*flag.FlagSet, *cmdArgs) {
 		return func(fs *flag.FlagSet, a *cmdArgs) { fs.StringVar(&a.id, "id", "", usage) }
@@ -78,6 +79,22 @@ func lifecycleCommands() map[string]command {
 			flags: id("worker id or name"), run: getPath("/api/v1/workers/")},
 		"worker disable": {summary: "disable a worker and revoke its credentials",
 			flags: id("worker id or name"), run: postPath("/api/v1/workers/", "/disable")},
+		"task delete": {summary: "delete a task and its triggers (waiting runs are cancelled, running ones finish)",
+			flags: id("task id"), run: func(m *Main, ctx context.Context) error {
+				if err := required("id", m.args.id); err != nil {
+					return err
+				}
+				return m.call(ctx, http.MethodDelete, "/api/v1/tasks/"+url.PathEscape(m.args.id), nil)
+			}},
+		"trigger delete": {summary: "delete a trigger", flags: func(fs *flag.FlagSet, a *cmdArgs) {
+			fs.StringVar(&a.task, "task", "", "task id (required)")
+			fs.StringVar(&a.id, "id", "", "trigger id (required)")
+		}, run: func(m *Main, ctx context.Context) error {
+			if err := required("task", m.args.task, "id", m.args.id); err != nil {
+				return err
+			}
+			return m.call(ctx, http.MethodDelete, "/api/v1/tasks/"+url.PathEscape(m.args.task)+"/triggers/"+url.PathEscape(m.args.id), nil)
+		}},
 	}
 }
 

@@ -32,6 +32,9 @@ type TaskRecord struct {
 	// Triggers are the triggers created with the task (TaskInput.Triggers);
 	// empty otherwise (list them with ListTriggers).
 	Triggers []TriggerRecord `json:"triggers,omitempty"`
+	// DeletedAtMs is set on the record DeleteTask returns; deleted tasks
+	// are not found otherwise.
+	DeletedAtMs int64 `json:"deletedAtMs,omitempty"`
 }
 
 // MaxInlineTriggers bounds the triggers created with a task.
@@ -216,7 +219,7 @@ func updateTask(ctx context.Context, tx pgx.Tx, taskID uuid.UUID, in TaskInput, 
 	var projectID uuid.UUID
 	var head int64
 	var enabled bool
-	err := tx.QueryRow(ctx, `SELECT project_id, head_revision, enabled FROM ql3.tasks WHERE task_id = $1 FOR UPDATE`, taskID).
+	err := tx.QueryRow(ctx, `SELECT project_id, head_revision, enabled FROM ql3.tasks WHERE task_id = $1 AND deleted_at_ms IS NULL FOR UPDATE`, taskID).
 		Scan(&projectID, &head, &enabled)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return TaskRecord{}, errs.NotFoundf("no task %s", taskID)
@@ -277,7 +280,7 @@ func (p *Publisher) SetTaskEnabled(ctx context.Context, in TaskEnabledInput) (Ta
 	return publish(ctx, p, in.MutationID, mutationTaskEnable, req, func(ctx context.Context, tx pgx.Tx) (TaskRecord, error) {
 		var projectID uuid.UUID
 		var enabled bool
-		err := tx.QueryRow(ctx, `SELECT project_id, enabled FROM ql3.tasks WHERE task_id = $1 FOR UPDATE`, taskID).Scan(&projectID, &enabled)
+		err := tx.QueryRow(ctx, `SELECT project_id, enabled FROM ql3.tasks WHERE task_id = $1 AND deleted_at_ms IS NULL FOR UPDATE`, taskID).Scan(&projectID, &enabled)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return TaskRecord{}, errs.NotFoundf("no task %s", taskID)
 		}
@@ -304,7 +307,8 @@ func (p *Publisher) SetTaskEnabled(ctx context.Context, in TaskEnabledInput) (Ta
 
 func checkTaskNameFree(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, name string, self uuid.UUID) error {
 	var taken bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM ql3.tasks WHERE project_id = $1 AND name = $2 AND task_id <> $3)`,
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM ql3.tasks WHERE project_id = $1 AND name = $2 AND task_id <> $3
+		AND deleted_at_ms IS NULL)`,
 		projectID, name, self).Scan(&taken); err != nil {
 		return err
 	}
@@ -344,7 +348,7 @@ func insertTaskRevision(ctx context.Context, tx pgx.Tx, projectID, taskID uuid.U
 }
 
 const taskSelect = `SELECT t.task_id::text, t.project_id::text, t.name, t.enabled, t.head_revision,
-	e.digest, e.execution_revision_id::text, e.canonical_spec, t.created_at_ms, t.updated_at_ms
+	e.digest, e.execution_revision_id::text, e.canonical_spec, t.created_at_ms, t.updated_at_ms, coalesce(t.deleted_at_ms, 0)
 	FROM ql3.tasks t
 	JOIN ql3.execution_revisions e ON e.task_id = t.task_id AND e.task_revision = t.head_revision`
 
@@ -353,7 +357,7 @@ func scanTask(row pgx.Row) (TaskRecord, error) {
 	var digest []byte
 	var canonical string
 	if err := row.Scan(&t.ID, &t.ProjectID, &t.Name, &t.Enabled, &t.Revision, &digest, &t.ExecutionRevisionID,
-		&canonical, &t.CreatedAtMs, &t.UpdatedAtMs); err != nil {
+		&canonical, &t.CreatedAtMs, &t.UpdatedAtMs, &t.DeletedAtMs); err != nil {
 		return TaskRecord{}, err
 	}
 	var err error
@@ -381,6 +385,9 @@ func (p *Publisher) GetTask(ctx context.Context, id string) (TaskRecord, error) 
 		return TaskRecord{}, errs.NotFoundf("no task %.64q", id)
 	}
 	t, err := readTask(ctx, p.db, taskID)
+	if err == nil && t.DeletedAtMs != 0 {
+		return TaskRecord{}, errs.NotFoundf("no task %s (deleted)", taskID)
+	}
 	return t, pubReadErr(err)
 }
 
@@ -401,6 +408,7 @@ func (p *Publisher) ListTasks(ctx context.Context, projectID string, page ListRe
 	}
 	rows, err := p.db.Query(ctx, taskSelect+`
 		WHERE ($1::uuid IS NULL OR t.project_id = $1::uuid) AND ($2::uuid IS NULL OR t.task_id > $2::uuid)
+		  AND t.deleted_at_ms IS NULL
 		ORDER BY t.task_id LIMIT $3`, proj, after, limit+1)
 	if err != nil {
 		return ListPage[TaskRecord]{}, pubReadErr(err)

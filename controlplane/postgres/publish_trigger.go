@@ -33,6 +33,9 @@ type TriggerRecord struct {
 	CreatedAtMs         int64                  `json:"createdAtMs"`
 	UpdatedAtMs         int64                  `json:"updatedAtMs"`
 	Schedule            ScheduleRecord         `json:"schedule"`
+	// DeletedAtMs is set on the record DeleteTrigger returns; deleted
+	// triggers are not found otherwise.
+	DeletedAtMs int64 `json:"deletedAtMs,omitempty"`
 }
 
 // ScheduleRecord is the trigger's schedule row as the admin sees it. The
@@ -170,7 +173,7 @@ func lockTaskHead(ctx context.Context, tx pgx.Tx, taskID uuid.UUID) (taskHead, e
 	var digest []byte
 	err := tx.QueryRow(ctx, `SELECT t.project_id, t.head_revision, t.enabled, e.execution_revision_id, e.digest
 		FROM ql3.tasks t JOIN ql3.execution_revisions e ON e.task_id = t.task_id AND e.task_revision = t.head_revision
-		WHERE t.task_id = $1 FOR SHARE OF t`, taskID).Scan(&h.projectID, &h.revision, &h.enabled, &h.pin.id, &digest)
+		WHERE t.task_id = $1 AND t.deleted_at_ms IS NULL FOR SHARE OF t`, taskID).Scan(&h.projectID, &h.revision, &h.enabled, &h.pin.id, &digest)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return h, errs.NotFoundf("no task %s", taskID)
 	}
@@ -225,7 +228,7 @@ func updateTrigger(ctx context.Context, tx pgx.Tx, triggerID, wantTask uuid.UUID
 	var taskID uuid.UUID
 	var head int64
 	var name string
-	err := tx.QueryRow(ctx, `SELECT task_id, head_revision, name FROM ql3.triggers WHERE trigger_id = $1 FOR UPDATE`, triggerID).
+	err := tx.QueryRow(ctx, `SELECT task_id, head_revision, name FROM ql3.triggers WHERE trigger_id = $1 AND deleted_at_ms IS NULL FOR UPDATE`, triggerID).
 		Scan(&taskID, &head, &name)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return TriggerRecord{}, errs.NotFoundf("no trigger %s", triggerID)
@@ -269,7 +272,8 @@ func updateTrigger(ctx context.Context, tx pgx.Tx, triggerID, wantTask uuid.UUID
 
 func checkTriggerNameFree(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, name string, self uuid.UUID) error {
 	var taken bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM ql3.triggers WHERE project_id = $1 AND name = $2 AND trigger_id <> $3)`,
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM ql3.triggers WHERE project_id = $1 AND name = $2 AND trigger_id <> $3
+		AND deleted_at_ms IS NULL)`,
 		projectID, name, self).Scan(&taken); err != nil {
 		return err
 	}
@@ -316,7 +320,7 @@ func writeTriggerRevision(ctx context.Context, tx pgx.Tx, triggerID uuid.UUID, r
 func repinTriggers(ctx context.Context, tx pgx.Tx, taskID uuid.UUID, taskRev int64, pin executionPin, projectID uuid.UUID) error {
 	rows, err := tx.Query(ctx, `SELECT tr.trigger_id, tr.head_revision, r.expression, r.time_zone, r.misfire_policy, r.misfire_grace_ms, r.enabled
 		FROM ql3.triggers tr JOIN ql3.trigger_revisions r ON r.trigger_id = tr.trigger_id AND r.revision = tr.head_revision
-		WHERE tr.task_id = $1 ORDER BY tr.trigger_id FOR UPDATE OF tr`, taskID)
+		WHERE tr.task_id = $1 AND tr.deleted_at_ms IS NULL ORDER BY tr.trigger_id FOR UPDATE OF tr`, taskID)
 	if err != nil {
 		return err
 	}
@@ -350,7 +354,7 @@ const triggerSelect = `SELECT tr.trigger_id::text, tr.project_id::text, tr.task_
 	r.task_revision, r.execution_revision_id::text, r.execution_digest, r.expression, r.time_zone, r.misfire_policy,
 	r.misfire_grace_ms, r.enabled, r.activated_at_ms, tr.created_at_ms, tr.updated_at_ms,
 	s.trigger_revision, coalesce(s.next_fire_at_ms, 0), coalesce(s.last_scheduled_at_ms, 0), s.state_version,
-	s.claim_version, s.claim_token IS NOT NULL, s.updated_at_ms
+	s.claim_version, s.claim_token IS NOT NULL, s.updated_at_ms, coalesce(tr.deleted_at_ms, 0)
 	FROM ql3.triggers tr
 	JOIN ql3.trigger_revisions r ON r.trigger_id = tr.trigger_id AND r.revision = tr.head_revision
 	JOIN ql3.trigger_schedules s ON s.trigger_id = tr.trigger_id`
@@ -362,7 +366,7 @@ func scanTrigger(row pgx.Row) (TriggerRecord, error) {
 	if err := row.Scan(&t.ID, &t.ProjectID, &t.TaskID, &t.Name, &t.Revision, &t.TaskRevision, &t.ExecutionRevisionID,
 		&digest, &t.Expression, &t.TimeZone, &t.Misfire, &t.GraceMs, &t.Enabled, &t.ActivatedAtMs, &t.CreatedAtMs,
 		&t.UpdatedAtMs, &s.TriggerRevision, &s.NextFireAtMs, &s.LastScheduledAtMs, &s.StateVersion, &s.ClaimVersion,
-		&s.Claimed, &s.UpdatedAtMs); err != nil {
+		&s.Claimed, &s.UpdatedAtMs, &t.DeletedAtMs); err != nil {
 		return TriggerRecord{}, err
 	}
 	var err error
@@ -385,6 +389,9 @@ func (p *Publisher) GetTrigger(ctx context.Context, id string) (TriggerRecord, e
 		return TriggerRecord{}, errs.NotFoundf("no trigger %.64q", id)
 	}
 	t, err := readTrigger(ctx, p.db, triggerID)
+	if err == nil && t.DeletedAtMs != 0 {
+		return TriggerRecord{}, errs.NotFoundf("no trigger %s (deleted)", triggerID)
+	}
 	return t, pubReadErr(err)
 }
 
@@ -399,6 +406,7 @@ func (p *Publisher) ListTriggers(ctx context.Context, taskID string, page ListRe
 		return ListPage[TriggerRecord]{}, errs.NotFoundf("no task %.64q", taskID)
 	}
 	rows, err := p.db.Query(ctx, triggerSelect+` WHERE tr.task_id = $1 AND ($2::uuid IS NULL OR tr.trigger_id > $2::uuid)
+		AND tr.deleted_at_ms IS NULL
 		ORDER BY tr.trigger_id LIMIT $3`, tid, after, limit+1)
 	if err != nil {
 		return ListPage[TriggerRecord]{}, pubReadErr(err)

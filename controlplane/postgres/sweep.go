@@ -203,6 +203,7 @@ var (
 		{"timeout", timeoutCandidatesSQL, false, recoveryPage},
 		{"lost", lostCandidatesSQL, false, sweepPage},
 		{"cancel", cancelCandidatesSQL, false, sweepPage},
+		{"deleted", deletedCandidatesSQL, false, sweepPage},
 		{"held", heldCandidatesSQL, true, recoveryPage},
 		{"retry", retryCandidatesSQL, false, sweepPage},
 	}

@@ -10,7 +10,9 @@ package postgres
 //
 //	cancel   a cancel intent on created | queued | retry_wait | lost →
 //	         cancelled (timed_out for a timeout intent on queued or
-//	         retry_wait); a claimed current Attempt → cancelled.
+//	         retry_wait); a claimed current Attempt → cancelled. The same
+//	         for a waiting Run of a deleted task (intent shutdown, event
+//	         reason task_deleted).
 //	resolve  lost without intent → retry_wait (retryOnLost and attempts
 //	         left; not_before = now + the policy's backoff for attempt N,
 //	         exactly spec.RetryPolicy.BackoffMs) or failed (worker_lost).
@@ -40,11 +42,12 @@ const sweepRunSQL = `WITH lk AS MATERIALIZED (
 	SELECT r.run_id, r.project_id, r.task_id, r.status AS run_status, r.version AS run_version, r.attempt_count,
 		r.retry_max_attempts, r.retry_backoff_base_ms, r.retry_backoff_max_ms, r.retry_on_lost, r.not_before_ms,
 		r.cancel_reason, r.created_at_ms AS run_created_at_ms,
-		a.attempt_id, a.status AS attempt_status, a.deadline_at_ms, n.ms
+		a.attempt_id, a.status AS attempt_status, a.deadline_at_ms, n.ms, k.deleted_at_ms IS NOT NULL AS task_deleted
 	FROM n
 	JOIN ql3.runs r ON r.run_id = $1::uuid
 		AND r.status IN ('created', 'queued', 'dispatching', 'running', 'retry_wait', 'lost')
 	JOIN ql3.attempts a ON a.run_id = r.run_id AND a.attempt = r.attempt_count
+	JOIN ql3.tasks k ON k.task_id = r.task_id
 	FOR UPDATE OF r, a SKIP LOCKED
 ), f AS MATERIALIZED (
 	SELECT t.*,
@@ -65,7 +68,8 @@ const sweepRunSQL = `WITH lk AS MATERIALIZED (
 		CASE WHEN f.retry_backoff_base_ms = 0 THEN 0
 			ELSE least(f.retry_backoff_max_ms, f.retry_backoff_base_ms * (1::bigint << (f.attempt_count - 1))) END AS backoff_ms
 	FROM f CROSS JOIN LATERAL (SELECT CASE
-		WHEN f.cancel_reason IS NOT NULL AND f.run_status IN ('created', 'queued', 'retry_wait', 'lost') THEN 'cancel'
+		WHEN (f.cancel_reason IS NOT NULL OR f.task_deleted)
+			AND f.run_status IN ('created', 'queued', 'retry_wait', 'lost') THEN 'cancel'
 		WHEN f.run_status = 'lost' THEN 'resolve'
 		WHEN f.run_status = 'retry_wait' AND f.not_before_ms <= f.ms THEN 'promote'
 		WHEN f.run_status = 'created' AND f.cancel_reason IS NULL AND NOT f.older_active THEN 'queue'
@@ -105,8 +109,10 @@ const sweepRunSQL = `WITH lk AS MATERIALIZED (
 		error_class = coalesce(e.error_class, r.error_class),
 		finished_at_ms = CASE WHEN e.to_status IN ('cancelled', 'timed_out', 'failed') THEN greatest(e.ms, r.created_at_ms)
 			ELSE r.finished_at_ms END,
-		cancel_requested_at_ms = CASE WHEN e.action = 'timeout' THEN e.ms ELSE r.cancel_requested_at_ms END,
-		cancel_reason = CASE WHEN e.action = 'timeout' THEN 'timeout' ELSE r.cancel_reason END
+		cancel_requested_at_ms = CASE WHEN e.action = 'timeout' OR (e.action = 'cancel' AND r.cancel_reason IS NULL)
+			THEN e.ms ELSE r.cancel_requested_at_ms END,
+		cancel_reason = CASE WHEN e.action = 'timeout' THEN 'timeout'
+			WHEN e.action = 'cancel' AND r.cancel_reason IS NULL THEN 'shutdown' ELSE r.cancel_reason END
 	FROM error_of e
 	WHERE r.run_id = e.run_id AND r.version = e.run_version AND e.action <> 'replace'
 	RETURNING r.run_id
@@ -144,7 +150,7 @@ const sweepRunSQL = `WITH lk AS MATERIALIZED (
 			'attemptId', CASE WHEN e.action = 'promote' THEN $5::uuid ELSE e.attempt_id END,
 			'attemptNumber', CASE WHEN e.action = 'promote' THEN e.attempt_count + 1 ELSE e.attempt_count END,
 			'errorClass', e.error_class,
-			'reason', CASE e.action WHEN 'cancel' THEN e.cancel_reason WHEN 'timeout' THEN 'timeout'
+			'reason', CASE e.action WHEN 'cancel' THEN coalesce(e.cancel_reason, 'task_deleted') WHEN 'timeout' THEN 'timeout'
 				WHEN 'requeue' THEN 'lease_released' WHEN 'orphan' THEN 'lease_missing' WHEN 'resolve' THEN 'lease_expired' END,
 			'retryAtMs', CASE WHEN e.to_status = 'retry_wait' THEN e.ms + e.backoff_ms END)) AS payload) v
 	WHERE e.action <> 'replace'
@@ -199,6 +205,12 @@ const (
 	  AND a.deadline_at_ms <= (extract(epoch FROM clock_timestamp()) * 1000)::bigint
 	  AND r.cancel_requested_at_ms IS NULL AND r.status IN ('dispatching', 'running')
 	ORDER BY a.deadline_at_ms, a.attempt_id LIMIT $1::int`
+	// Waiting Runs of deleted tasks (tasks are few; runs_task_active_idx).
+	deletedCandidatesSQL = `SELECT r.run_id, a.attempt_id FROM ql3.tasks k
+	JOIN ql3.runs r ON r.task_id = k.task_id AND r.status IN ('created', 'queued', 'retry_wait', 'lost')
+	JOIN ql3.attempts a ON a.run_id = r.run_id AND a.attempt = r.attempt_count
+	WHERE k.deleted_at_ms IS NOT NULL AND r.cancel_requested_at_ms IS NULL
+	ORDER BY r.created_at_ms, r.run_id LIMIT $1::int`
 	// Due retries (runs_retry_wait_idx).
 	retryCandidatesSQL = `SELECT r.run_id, a.attempt_id FROM ql3.runs r
 	JOIN ql3.attempts a ON a.run_id = r.run_id AND a.attempt = r.attempt_count
