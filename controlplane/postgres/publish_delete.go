@@ -10,7 +10,7 @@ import (
 	"github.com/ql3/ql3/core/errs"
 )
 
-// Deleting tasks and triggers (edge parity, migration 0008, ADR 0014). A
+// Deleting tasks and triggers (edge parity, migration 0009, ADR 0014). A
 // delete is soft and one publication: the trigger gets a disabled head
 // revision (its schedule is reset and can never be claimed again) and
 // deleted_at_ms; a task is disabled and marked, with every live trigger of

@@ -1,4 +1,4 @@
--- ql3 control-plane schema, version 8: deleting tasks and triggers (issue
+-- ql3 control-plane schema, version 9: deleting tasks and triggers (issue
 -- 10, edge parity; ADR 0014). A delete is soft: the row and its revisions
 -- stay for the history of the Runs that pinned them, the trigger gets a
 -- disabled head revision (its schedule can never be claimed again), and the
