@@ -35,13 +35,12 @@ func TestEdgePanel(t *testing.T) {
 }
 
 // TestEdgePanelNoAuth: with --no-auth (loopback only) the panel needs no
-// sign-in and offers no sign-out, and the task list pages (50 a page).
+// sign-in and offers no sign-out; the task and run lists page (50 a page).
 func TestEdgePanelNoAuth(t *testing.T) {
 	dir := t.TempDir()
-	addr := freeAddr(t)
 	logPath := filepath.Join(dir, "edge.log")
-	p := start(t, "ql3-edge", []string{"serve", "--data-dir", filepath.Join(dir, "data"), "--listen", addr, "--no-auth"}, nil, logPath)
-	base := "http://" + addr
+	p := start(t, "ql3-edge", []string{"serve", "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0", "--log-format", "json", "--no-auth"}, nil, logPath)
+	base := "http://" + loggedAddr(t, p, logPath, "ql3-edge started", "listen")
 	waitReady(t, p, base+"/readyz", logPath)
 	tg := target{name: "ql3-edge", base: base}
 	for i := range 51 {
@@ -55,5 +54,15 @@ func TestEdgePanelNoAuth(t *testing.T) {
 		poll(`document.querySelectorAll('#tasks tbody tr').length === 50 && document.getElementById('signout').hidden`),
 		chromedp.Click(css("#more-tasks")),
 		poll(`document.querySelectorAll('#tasks tbody tr').length === 1`),
+	)
+	// The runs list pages too (keyset cursor, "Older runs").
+	for i := range 51 {
+		adminCall(t, tg, "POST", "/api/v1/tasks/t00/runs", map[string]any{"idempotencyKey": fmt.Sprintf("k%02d", i)}, 201)
+	}
+	do(t, ctx, "older runs",
+		hash("#/runs"),
+		poll(`document.querySelectorAll('#runs tbody tr').length === 50`),
+		chromedp.Click(css("#older")),
+		poll(`document.querySelectorAll('#runs tbody tr').length === 1`),
 	)
 }
