@@ -33,7 +33,7 @@ func newEnv(t *testing.T) env { return newEnvOn(t, pgtest.NewDB(t)) }
 func newEnvOn(t *testing.T, db *pgtest.DB) env {
 	t.Helper()
 	ctx := context.Background()
-	e := env{db: db, pub: postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{}), su: db.Conn(t)}
+	e := env{db: db, pub: postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{AllowDuplicateTriggers: true}), su: db.Conn(t)}
 	p, err := e.pub.PublishProject(ctx, postgres.ProjectInput{Name: "coord"})
 	if err != nil {
 		t.Fatal(err)

@@ -48,6 +48,7 @@ type Publisher struct {
 	db             PublisherDB
 	defaultGraceMs int64
 	maxAttempts    int
+	allowDupes     bool
 }
 
 // PublisherOptions configures NewPublisher.
@@ -57,6 +58,11 @@ type PublisherOptions struct {
 	DefaultGraceMs int64
 	// MaxAttempts bounds the retries of a serialization failure; 0 means 8.
 	MaxAttempts int
+	// AllowDuplicateTriggers lets one task carry several triggers with the
+	// same schedule (ADR 0024 refuses them: two Runs per instant). Only
+	// load fixtures set it, to pile identical every-second triggers on one
+	// task; the server never does.
+	AllowDuplicateTriggers bool
 }
 
 // PublishDefaultGraceMs is the cluster's default misfire grace.
@@ -64,7 +70,7 @@ const PublishDefaultGraceMs = 30_000
 
 // NewPublisher returns a Publisher over an admin pool.
 func NewPublisher(db PublisherDB, opts PublisherOptions) *Publisher {
-	p := &Publisher{db: db, defaultGraceMs: opts.DefaultGraceMs, maxAttempts: opts.MaxAttempts}
+	p := &Publisher{db: db, defaultGraceMs: opts.DefaultGraceMs, maxAttempts: opts.MaxAttempts, allowDupes: opts.AllowDuplicateTriggers}
 	if p.defaultGraceMs == 0 {
 		p.defaultGraceMs = PublishDefaultGraceMs
 	}

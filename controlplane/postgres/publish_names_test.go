@@ -35,3 +35,40 @@ func TestAmbiguousNamesRefused(t *testing.T) {
 		t.Errorf("task named like an id: %v", err)
 	}
 }
+
+// TestDuplicateTriggerRefused: a trigger with the schedule (expression,
+// white space collapsed, and zone) of another trigger of the same task is a
+// conflict, on create, inline in a task create, and on update; another zone
+// or another task is fine, and so is re-publishing a trigger's own schedule.
+func TestDuplicateTriggerRefused(t *testing.T) {
+	t.Parallel()
+	f := newPubFixture(t)
+	ctx := context.Background()
+	p := mustProject(t, f, "p1")
+	task := mustTask(t, f, p.ID, "t1")
+	first := mustTrigger(t, f, task.ID) // */5 * * * * Europe/Berlin
+	_, err := f.pub.PublishTrigger(ctx, postgres.TriggerInput{TaskID: task.ID, Expression: "*/5  * * * *", TimeZone: "Europe/Berlin"})
+	if errs.Code(err) != errs.Conflict || errs.Field(err) != "expression" {
+		t.Fatalf("identical trigger: %v", err)
+	}
+	other, err := f.pub.PublishTrigger(ctx, postgres.TriggerInput{TaskID: task.ID, Expression: "*/5 * * * *", TimeZone: "Asia/Tokyo"})
+	if err != nil {
+		t.Fatalf("same expression, another zone: %v", err)
+	}
+	_, err = f.pub.PublishTrigger(ctx, postgres.TriggerInput{TriggerID: other.ID, ExpectedRevision: other.Revision,
+		Expression: "*/5 * * * *", TimeZone: "Europe/Berlin"})
+	if errs.Code(err) != errs.Conflict {
+		t.Fatalf("update onto another trigger's schedule: %v", err)
+	}
+	if _, err := f.pub.PublishTrigger(ctx, postgres.TriggerInput{TriggerID: first.ID, ExpectedRevision: first.Revision,
+		Expression: "*/5 * * * *", TimeZone: "Europe/Berlin", Misfire: "fire_once"}); err != nil {
+		t.Fatalf("re-publishing a trigger's own schedule: %v", err)
+	}
+	task2 := mustTask(t, f, p.ID, "t2")
+	mustTrigger(t, f, task2.ID)
+	_, err = f.pub.PublishTask(ctx, postgres.TaskInput{ProjectID: p.ID, Name: "t3", Spec: shellSpec("true"),
+		Triggers: []postgres.TriggerInput{{Expression: "0 3 * * *"}, {Expression: "0 3 * * *", TimeZone: "UTC"}}})
+	if errs.Code(err) != errs.Conflict || errs.Field(err) != "triggers[1].expression" {
+		t.Fatalf("identical inline triggers: %v", err)
+	}
+}

@@ -142,7 +142,7 @@ func (p *Publisher) PublishTask(ctx context.Context, in TaskInput) (TaskRecord, 
 				return t, err
 			}
 			for i, tr := range req.Triggers {
-				rec, err := createTrigger(ctx, tx, taskID, tr)
+				rec, err := createTrigger(ctx, tx, taskID, tr, p.allowDupes)
 				if err != nil {
 					return t, errs.Prefix(fmt.Sprintf("triggers[%d]", i), err)
 				}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -142,7 +143,7 @@ func (p *Publisher) PublishTrigger(ctx context.Context, in TriggerInput) (Trigge
 			return TriggerRecord{}, errs.Invalidf("expectedRevision", "must be omitted when creating a trigger")
 		}
 		return publish(ctx, p, in.MutationID, mutationTriggerCreate, req, func(ctx context.Context, tx pgx.Tx) (TriggerRecord, error) {
-			return createTrigger(ctx, tx, taskID, req)
+			return createTrigger(ctx, tx, taskID, req, p.allowDupes)
 		})
 	}
 	triggerID, err := parsePubID("triggerId", in.TriggerID)
@@ -154,7 +155,7 @@ func (p *Publisher) PublishTrigger(ctx context.Context, in TriggerInput) (Trigge
 	}
 	req.TriggerID, req.ExpectedRevision = triggerID.String(), in.ExpectedRevision
 	return publish(ctx, p, in.MutationID, mutationTriggerUpdate, req, func(ctx context.Context, tx pgx.Tx) (TriggerRecord, error) {
-		return updateTrigger(ctx, tx, triggerID, taskID, req)
+		return updateTrigger(ctx, tx, triggerID, taskID, req, p.allowDupes)
 	})
 }
 
@@ -196,7 +197,7 @@ func checkEnableAllowed(ctx context.Context, tx pgx.Tx, h taskHead, taskID uuid.
 	return nil
 }
 
-func createTrigger(ctx context.Context, tx pgx.Tx, taskID uuid.UUID, req triggerRequest) (TriggerRecord, error) {
+func createTrigger(ctx context.Context, tx pgx.Tx, taskID uuid.UUID, req triggerRequest, allowDupes bool) (TriggerRecord, error) {
 	h, err := lockTaskHead(ctx, tx, taskID)
 	if err != nil {
 		return TriggerRecord{}, err
@@ -214,6 +215,11 @@ func createTrigger(ctx context.Context, tx pgx.Tx, taskID uuid.UUID, req trigger
 	if err := checkTriggerNameFree(ctx, tx, h.projectID, req.Name, uuid.Nil); err != nil {
 		return TriggerRecord{}, err
 	}
+	if !allowDupes {
+		if err := checkTriggerNotDuplicate(ctx, tx, taskID, req, uuid.Nil); err != nil {
+			return TriggerRecord{}, err
+		}
+	}
 	if _, err := tx.Exec(ctx, `INSERT INTO ql3.triggers (trigger_id, project_id, task_id, name, head_revision, created_at_ms, updated_at_ms)
 		VALUES ($1, $2, $3, $4, 1, `+dbNowMs+`, `+dbNowMs+`)`, id, h.projectID, taskID, req.Name); err != nil {
 		return TriggerRecord{}, err
@@ -224,7 +230,7 @@ func createTrigger(ctx context.Context, tx pgx.Tx, taskID uuid.UUID, req trigger
 	return readTrigger(ctx, tx, id)
 }
 
-func updateTrigger(ctx context.Context, tx pgx.Tx, triggerID, wantTask uuid.UUID, req triggerRequest) (TriggerRecord, error) {
+func updateTrigger(ctx context.Context, tx pgx.Tx, triggerID, wantTask uuid.UUID, req triggerRequest, allowDupes bool) (TriggerRecord, error) {
 	var taskID uuid.UUID
 	var head int64
 	var name string
@@ -255,6 +261,11 @@ func updateTrigger(ctx context.Context, tx pgx.Tx, triggerID, wantTask uuid.UUID
 	if err := checkTriggerNameFree(ctx, tx, h.projectID, req.Name, triggerID); err != nil {
 		return TriggerRecord{}, err
 	}
+	if !allowDupes {
+		if err := checkTriggerNotDuplicate(ctx, tx, taskID, req, triggerID); err != nil {
+			return TriggerRecord{}, err
+		}
+	}
 	tag, err := tx.Exec(ctx, `UPDATE ql3.triggers SET name = $2, head_revision = $3,
 		updated_at_ms = greatest(updated_at_ms, `+dbNowMs+`) WHERE trigger_id = $1 AND head_revision = $4`,
 		triggerID, req.Name, head+1, head)
@@ -268,6 +279,25 @@ func updateTrigger(ctx context.Context, tx pgx.Tx, triggerID, wantTask uuid.UUID
 		return TriggerRecord{}, err
 	}
 	return readTrigger(ctx, tx, triggerID)
+}
+
+// checkTriggerNotDuplicate refuses a trigger whose schedule (expression,
+// white space collapsed, and zone) another trigger of the same task already
+// has: two such triggers give two Runs per instant (ADR 0024).
+func checkTriggerNotDuplicate(ctx context.Context, tx pgx.Tx, taskID uuid.UUID, req triggerRequest, self uuid.UUID) error {
+	var other string
+	err := tx.QueryRow(ctx, `SELECT t.trigger_id::text FROM ql3.triggers t
+		JOIN ql3.trigger_revisions r ON r.trigger_id = t.trigger_id AND r.revision = t.head_revision
+		WHERE t.task_id = $1 AND t.trigger_id <> $2 AND r.time_zone = $4
+		  AND regexp_replace(r.expression, '\s+', ' ', 'g') = $3
+		LIMIT 1`, taskID, self, strings.Join(strings.Fields(req.Expression), " "), req.TimeZone).Scan(&other)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return errs.E(errs.Conflict, "expression", "task %s already has trigger %s with this expression and time zone: it would run twice per instant", taskID, other)
 }
 
 func checkTriggerNameFree(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, name string, self uuid.UUID) error {

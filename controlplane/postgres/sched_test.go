@@ -41,7 +41,7 @@ func newSchedFixture(t *testing.T) schedFixture {
 	t.Helper()
 	ctx := context.Background()
 	db := pgtest.NewDB(t)
-	f := schedFixture{pub: postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{}),
+	f := schedFixture{pub: postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{AllowDuplicateTriggers: true}),
 		runtime: db.Pool(t, postgres.RoleRuntime), su: db.Conn(t)}
 	project, err := f.pub.PublishProject(ctx, postgres.ProjectInput{Name: "sched"})
 	if err != nil {
@@ -671,7 +671,7 @@ func TestPublishNotifiesSchedulers(t *testing.T) {
 	if _, err := conn.Exec(ctx, "LISTEN "+postgres.ScheduleNotifyChannel); err != nil {
 		t.Fatal(err)
 	}
-	pub := postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{})
+	pub := postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{AllowDuplicateTriggers: true})
 	p, err := pub.PublishProject(ctx, postgres.ProjectInput{Name: "n"})
 	if err != nil {
 		t.Fatal(err)
