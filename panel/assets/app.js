@@ -128,7 +128,7 @@
         td("Actions", h("div", { class: "bar" },
           h("button", { type: "button", class: "run-now", onclick: () => runNow(t) , text: "Run now" }),
           h("button", { type: "button", class: "toggle", onclick: async () => { await api("POST", "/api/v1/tasks/" + t.id + (t.enabled ? "/disable" : "/enable")); route(); }, text: t.enabled ? "Disable" : "Enable" }),
-          S.control ? null : h("button", { type: "button", class: "danger delete", onclick: async () => {
+          h("button", { type: "button", class: "danger delete", onclick: async () => {
             if (!confirm("Delete task " + t.name + "? Its runs stay in the history.")) return;
             await api("DELETE", "/api/v1/tasks/" + t.id); route();
           }, text: "Delete" }))));
@@ -305,8 +305,7 @@
       const base = "/api/v1/tasks/" + id + "/triggers";
       try {
         if (r.tr && r.removed) {
-          if (S.control) await api("PUT", base + "/" + r.tr.id, Object.assign(trig(r), { expectedRevision: r.tr.revision, enabled: false }));
-          else await api("DELETE", base + "/" + r.tr.id);
+          await api("DELETE", base + "/" + r.tr.id);
         } else if (r.tr) {
           const now = trig(r);
           if (now.expression !== r.tr.expression || now.timeZone !== r.tr.timeZone || now.misfire !== r.tr.misfire || now.enabled !== r.tr.enabled)

@@ -134,6 +134,13 @@ func TestControlPanel(t *testing.T) {
 		poll(textOf("#workers")+".includes('router-1') && "+textOf("#workers")+".includes('no session') && "+textOf("#workers")+".includes('online')"),
 	)
 	shot(t, tab, prefix+"workers")
+	do(t, tab, "delete confirmed",
+		hash("#/tasks"),
+		chromedp.WaitVisible(css(`#tasks tr[data-task="panel-demo"]`)),
+		jsRun(`window.confirm = () => true`),
+		chromedp.Click(css(`#tasks tr[data-task="panel-demo"] .delete`)),
+		chromedp.WaitNotPresent(css(`#tasks tr[data-task="panel-demo"]`)),
+	)
 	signOutAndCrossOrigin(t, tab, tg)
 	if t.Failed() {
 		out, _ := os.ReadFile(logPath)
