@@ -18,8 +18,9 @@ import (
 // The run-lifecycle sweeper (issue 10, ADR 0013). Every replica's
 // coordinator runs one pass per round, before scheduling: lease sweep →
 // in-flight recovery (orphans, timeouts) → lost Runs → cancel intents →
-// held Runs → due retries. Startup recovery is the same pass, repeated
-// until it finds nothing (coordinator.Recover).
+// waiting Runs of deleted tasks → held Runs → due retries → retention.
+// Startup recovery is the same pass without retention, repeated until it
+// leaves nothing behind (coordinator.Recover).
 //
 // Each kind reads a page of candidates by database time (no lock), then
 // handles every candidate in its own transaction: one statement that
