@@ -64,3 +64,40 @@ func TestPreviewErrorsNameTheField(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPreview: any input is either refused naming one of the preview's
+// fields or answers at most count fires, strictly increasing, after
+// afterMs, each with a mark only from the documented set.
+func FuzzPreview(f *testing.F) {
+	f.Add("30 2 * * *", "America/New_York", int64(1_772_928_000_000), 10)
+	f.Add("*/15 * * * *", "Europe/Berlin", int64(1_792_540_800_000), 20)
+	f.Add("0 0 29 2 *", "UTC", int64(0), 3)
+	f.Add("@hourly", "Australia/Lord_Howe", int64(1_775_300_000_000), 5)
+	f.Fuzz(func(t *testing.T, expr, zone string, afterMs int64, count int) {
+		if count < 1 || count > MaxPreviewCount {
+			count = 1 + ((count%MaxPreviewCount)+MaxPreviewCount)%MaxPreviewCount
+		}
+		res, err := Preview(expr, zone, afterMs, count)
+		if err != nil {
+			switch errs.Field(err) {
+			case "expression", "timeZone", "after":
+			default:
+				t.Fatalf("Preview(%q, %q, %d) error names field %q: %v", expr, zone, afterMs, errs.Field(err), err)
+			}
+			return
+		}
+		if len(res.Fires) == 0 || len(res.Fires) > count {
+			t.Fatalf("%d fires for count %d", len(res.Fires), count)
+		}
+		prev := afterMs
+		for i, fire := range res.Fires {
+			if fire.AtMs <= prev {
+				t.Fatalf("fire %d at %d not after %d", i, fire.AtMs, prev)
+			}
+			if fire.Mark != "" && fire.Mark != "gap" && fire.Mark != "repeat" {
+				t.Fatalf("fire %d mark %q", i, fire.Mark)
+			}
+			prev = fire.AtMs
+		}
+	})
+}
