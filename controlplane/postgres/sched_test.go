@@ -611,53 +611,6 @@ func TestSkipOnlyAdvancesTheCursor(t *testing.T) {
 	}
 }
 
-func TestScanInFlightClassifiesPristineAndDrift(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	f := newSchedFixture(t)
-	var runs []uuid.UUID
-	for range 5 {
-		tr := f.trigger(t, "* * * * * *", schedule.MisfireSkip)
-		admit(t, f, decideFor(t, f.claim(t, "a", 1)[0]))
-		f.makeDue(t, tr.ID, 1000)
-		ad := decideFor(t, f.claim(t, "a", 1)[0])
-		admit(t, f, ad)
-		runs = append(runs, ad.RunID)
-	}
-	f.exec(t, `UPDATE ql3.attempts SET offer_id = 'offer-1' WHERE run_id = $1`, runs[1])
-	f.exec(t, `UPDATE ql3.attempts SET version = 2 WHERE run_id = $1`, runs[2])
-	f.exec(t, `UPDATE ql3.runs SET status = 'dispatching' WHERE run_id = $1`, runs[3])
-	f.exec(t, `UPDATE ql3.runs SET cancel_requested_at_ms = 1, cancel_reason = 'user' WHERE run_id = $1`, runs[4])
-	want := map[uuid.UUID]string{runs[0]: "", runs[1]: "attempt_offer", runs[2]: "attempt_version",
-		runs[3]: "run_status_dispatching", runs[4]: "cancel_requested"}
-	got := map[uuid.UUID]string{}
-	after := uuid.Nil
-	for {
-		page, err := postgres.ScanInFlight(ctx, f.runtime, after, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range page {
-			got[r.RunID] = r.Drift
-			if r.Pristine != (r.Drift == "") {
-				t.Fatalf("%+v", r)
-			}
-		}
-		if len(page) < 2 {
-			break
-		}
-		after = page[len(page)-1].RunID
-	}
-	for id, w := range want {
-		if got[id] != w {
-			t.Errorf("run %s: drift %q, want %q", id, got[id], w)
-		}
-	}
-	if len(got) != 5 {
-		t.Fatalf("scanned %d runs, want 5", len(got))
-	}
-}
-
 func TestPublishNotifiesSchedulers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

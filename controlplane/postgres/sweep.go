@@ -76,31 +76,22 @@ type SweepOptions struct {
 }
 
 func (o SweepOptions) withDefaults() SweepOptions {
-	if o.Page == 0 {
-		o.Page = DefaultSweepPage
-	}
-	if o.RecoveryPage == 0 {
-		o.RecoveryPage = DefaultRecoveryPage
-	}
-	if o.MaxPages == 0 {
-		o.MaxPages = DefaultSweepPages
-	}
-	if o.CancelGrace == 0 {
-		o.CancelGrace = DefaultCancelGrace
-	}
-	if o.Parallel == 0 {
-		o.Parallel = DefaultSweepParallel
-	}
-	if o.LogRetention == 0 {
-		o.LogRetention = DefaultLogRetention
-	}
-	if o.RunRetention == 0 {
-		o.RunRetention = DefaultRunRetention
-	}
-	if o.AuditRetention == 0 {
-		o.AuditRetention = DefaultAuditRetention
-	}
+	orDefault(&o.Page, DefaultSweepPage)
+	orDefault(&o.RecoveryPage, DefaultRecoveryPage)
+	orDefault(&o.MaxPages, DefaultSweepPages)
+	orDefault(&o.CancelGrace, DefaultCancelGrace)
+	orDefault(&o.Parallel, DefaultSweepParallel)
+	orDefault(&o.LogRetention, DefaultLogRetention)
+	orDefault(&o.RunRetention, DefaultRunRetention)
+	orDefault(&o.AuditRetention, DefaultAuditRetention)
 	return o
+}
+
+// orDefault sets a zero option to its default.
+func orDefault[T int | time.Duration](v *T, def T) {
+	if *v == 0 {
+		*v = def
+	}
 }
 
 // Validate checks the options against the hard limits; errors name the
