@@ -352,21 +352,29 @@
       ev.preventDefault();
       location.hash = "#/runs" + q({ task: fTask.value, status: fStatus.value, origin: fOrigin.value });
     } }, h("label", {}, "Task ", fTask), h("label", {}, "Status ", fStatus), h("label", {}, "Origin ", fOrigin), h("button", { type: "submit", text: "Filter" }));
-    const page = await api("GET", "/api/v1/runs" + q({ task: params.get("task"), status: params.get("status"), origin: params.get("origin"), cursor: params.get("cursor"), limit: "50" }));
-    const rows = page.items.map((r) => h("tr", {},
-      td("Run", h("a", { href: "#/runs/" + r.id, class: "mono", text: r.id.slice(0, 13) })),
-      td("Task", names[r.taskId] || r.taskId), td("Status", status(r.status)), td("Origin", r.origin),
-      td("Scheduled", when(r.scheduledForMs)), td("Attempts", r.attemptCount + "/" + r.maxAttempts),
-      td("Exit", r.exitCode === undefined || r.exitCode === null ? "—" : String(r.exitCode)),
-      td("Error", r.errorClass || r.reason || "")));
-    const next = new URLSearchParams(params); if (page.nextCursor) next.set("cursor", page.nextCursor);
-    render(g, h("h1", { text: "Runs" }), filter,
-      rows.length ? h("table", { class: "cards", id: "runs" }, h("thead", {}, h("tr", {}, ["Run", "Task", "Status", "Origin", "Scheduled", "Attempts", "Exit", "Error"].map((x) => h("th", { text: x })))), h("tbody", {}, rows)) : h("p", { text: "No runs match." }),
-      h("div", { class: "bar" }, params.get("cursor") ? h("a", { class: "button", href: "#/runs" + q({ task: params.get("task"), status: params.get("status"), origin: params.get("origin") }), text: "First page" }) : null,
-        page.nextCursor ? h("a", { class: "button", id: "older", href: "#/runs?" + next.toString(), text: "Older runs" }) : null));
-    if (g === S.gen) S.timers.push(setInterval(() => { if (!params.get("cursor")) refreshRows(params); }, 5000));
+    // The table refreshes in place every 5 s on the first page, leaving
+    // the filter form (and whatever the user is choosing there) alone.
+    const box = h("div", { id: "runs-box" });
+    const load = async () => {
+      const page = await api("GET", "/api/v1/runs" + q({ task: params.get("task"), status: params.get("status"), origin: params.get("origin"), cursor: params.get("cursor"), limit: "50" }));
+      const rows = page.items.map((r) => h("tr", {},
+        td("Run", h("a", { href: "#/runs/" + r.id, class: "mono", text: r.id.slice(0, 13) })),
+        td("Task", names[r.taskId] || r.taskId), td("Status", status(r.status)), td("Origin", r.origin),
+        td("Scheduled", when(r.scheduledForMs)), td("Attempts", r.attemptCount + "/" + r.maxAttempts),
+        td("Exit", r.exitCode === undefined || r.exitCode === null ? "—" : String(r.exitCode)),
+        td("Error", r.errorClass || r.reason || "")));
+      const next = new URLSearchParams(params); if (page.nextCursor) next.set("cursor", page.nextCursor);
+      put(box, rows.length ? h("table", { class: "cards", id: "runs" }, h("thead", {}, h("tr", {}, ["Run", "Task", "Status", "Origin", "Scheduled", "Attempts", "Exit", "Error"].map((x) => h("th", { text: x })))), h("tbody", {}, rows)) : h("p", { text: "No runs match." }),
+        h("div", { class: "bar" }, params.get("cursor") ? h("a", { class: "button", href: "#/runs" + q({ task: params.get("task"), status: params.get("status"), origin: params.get("origin") }), text: "First page" }) : null,
+          page.nextCursor ? h("a", { class: "button", id: "older", href: "#/runs?" + next.toString(), text: "Older runs" }) : null));
+    };
+    await load();
+    render(g, h("h1", { text: "Runs" }), filter, box);
+    if (g === S.gen && !params.get("cursor")) {
+      const timer = setInterval(() => { load().catch(() => clearInterval(timer)); }, 5000);
+      S.timers.push(timer);
+    }
   }
-  async function refreshRows(params) { if (location.hash.startsWith("#/runs") && !location.hash.startsWith("#/runs/")) await route(); }
 
   async function runDetail(id, g) {
     const pre = h("pre", { class: "log", id: "log", "aria-label": "log output" });
