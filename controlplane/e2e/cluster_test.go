@@ -26,6 +26,8 @@ func TestCluster(t *testing.T) {
 	t.Run("WorkerKilledNoRetry", func(t *testing.T) { workerKilled(t, c.with(t), false) })
 	t.Run("CredentialRotationMidRun", func(t *testing.T) { credentialRotation(t, c.with(t)) })
 	t.Run("WorkerSIGTERMDrains", func(t *testing.T) { workerDrains(t, c.with(t)) })
+	t.Run("PullAnswerDropped", func(t *testing.T) { pullAnswerDropped(t, c.with(t)) })
+	t.Run("PartitionedWorkerFencesItself", func(t *testing.T) { partitionedWorker(t, c.with(t)) })
 	t.Run("ControlPlaneKilled", func(t *testing.T) { controlPlaneKilled(t, c.with(t)) })
 }
 
@@ -248,4 +250,63 @@ func credentialRotation(t *testing.T, c *cluster) {
 	if n := c.scalar(`SELECT count(*) FROM ql3.attempts WHERE run_id = $1`, run); n != 1 {
 		t.Errorf("%d attempts, want 1", n)
 	}
+}
+
+// partitionedWorker cuts w1 off from the authority (its replica is
+// SIGSTOPped) while it runs attempt 1 of a retryOnLost task: the worker
+// must stop the process group itself before its lease lapses (ADR 0019),
+// so when the sweeper calls attempt 1 lost and attempt 2 starts on w2, no
+// process of attempt 1 is left: never two attempts of one Run at once.
+func partitionedWorker(t *testing.T, c *cluster) {
+	c.mu.Lock()
+	w1, w2, cp := c.workers["w1"], c.workers["w2"], c.controls[0]
+	c.mu.Unlock()
+	// Only w1 pulls while the run is offered.
+	_ = w2.cmd.Process.Signal(syscall.SIGTERM)
+	<-w2.done
+	retry := `,"retry":{"maxAttempts":2,"backoffBaseMs":1000,"backoffMaxMs":1000,"retryOnLost":true}`
+	run, name, marker := c.startLongRun(t, "fence-me", retry)
+	if name != "w1" {
+		t.Fatalf("attempt 1 ran on %s, want w1", name)
+	}
+	c.startWorkerProc(w2)
+	c.waitOnline("w2")
+	if err := cp.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = cp.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	defer resume()
+	var fencedAt time.Time
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		alive := len(processesMatching("sleep "+marker)) > 0
+		if !alive && fencedAt.IsZero() {
+			fencedAt = time.Now()
+			t.Logf("w1 stopped attempt 1's group on its own while cut off")
+		}
+		if c.scalar(`SELECT count(*) FROM ql3.attempts WHERE run_id = $1 AND attempt = 2 AND started_at_ms IS NOT NULL`, run) > 0 {
+			if alive {
+				t.Fatalf("attempt 2 started while attempt 1's process group still runs on the cut-off worker: two attempts at once")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("attempt 2 never started within 120 s (attempt 1 %s)", c.text(`SELECT status FROM ql3.attempts WHERE run_id = $1 AND attempt = 1`, run))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	resume()
+	c.eventually(30*time.Second, "the retry succeeded", func() bool { return c.runStatus(run) == "succeeded" })
+	if s := c.text(`SELECT status FROM ql3.attempts WHERE run_id = $1 AND attempt = 1`, run); s != "lost" {
+		t.Errorf("attempt 1 %s, want lost", s)
+	}
+	c.waitOnline("w1")
+	_ = w1
+	c.noDuplicates(t)
 }

@@ -1,0 +1,118 @@
+package e2e
+
+import (
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// dropProxy relays TCP between a worker and an ingress. Armed, it drops
+// the connection instead of relaying the first server→client read of at
+// least minBytes: with TLS it cannot read paths, but while nothing else is
+// large an offer (the spec rides in it) is the only such answer, so the
+// worker sent its pull, the authority committed the claim, and the answer
+// never arrives.
+type dropProxy struct {
+	ln       net.Listener
+	target   string
+	minBytes int
+	armed    atomic.Bool
+	fired    chan struct{}
+	once     sync.Once
+	wg       sync.WaitGroup
+}
+
+func startDropProxy(t *testing.T, target string, minBytes int) *dropProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &dropProxy{ln: ln, target: target, minBytes: minBytes, fired: make(chan struct{})}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(func() { _ = ln.Close(); p.wg.Wait() })
+	return p
+}
+
+func (p *dropProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *dropProxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		go func() { _, _ = io.Copy(s, c); _ = s.Close() }()
+		go func() {
+			defer c.Close()
+			defer s.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := s.Read(buf)
+				if n > 0 {
+					if n >= p.minBytes && p.armed.CompareAndSwap(true, false) {
+						p.once.Do(func() { close(p.fired) })
+						return // the answer is lost with the connection
+					}
+					if _, werr := c.Write(buf[:n]); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// pullAnswerDropped: the pull's answer (an offer) is lost once; the worker
+// sends the identical pull again (its pending-pull journal, ADR 0018) and
+// gets the same offer replayed: one lease, one dispatch event, and the
+// run succeeds.
+func pullAnswerDropped(t *testing.T, c *cluster) {
+	c.mu.Lock()
+	w1, w2, cp := c.workers["w1"], c.workers["w2"], c.controls[1]
+	c.mu.Unlock()
+	proxy := startDropProxy(t, cp.ingress, 700)
+	w3 := c.addWorker("w3", &control{admin: cp.admin, ingress: proxy.addr()})
+	c.waitOnline("w3")
+	// Only w3 pulls while the run is offered.
+	for _, w := range []*worker{w1, w2} {
+		_ = w.cmd.Process.Signal(syscall.SIGTERM)
+		<-w.done
+	}
+	proxy.armed.Store(true)
+	task := c.createTask("replay-me", `{"kind":"qinglong/command@v1","shell":{"command":"echo replayed"},"concurrency":"allow"}`)
+	run := c.runNow(task)
+	select {
+	case <-proxy.fired:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the proxy never saw an offer-sized answer to drop")
+	}
+	c.eventually(60*time.Second, "the run succeeded after the replayed pull", func() bool { return c.runStatus(run) == "succeeded" })
+	leases := c.scalar(`SELECT count(*) FROM ql3.run_leases WHERE run_id = $1`, run)
+	dispatched := c.scalar(`SELECT count(*) FROM ql3.run_events WHERE run_id = $1 AND type = 'run.dispatched'`, run)
+	attempts := c.scalar(`SELECT count(*) FROM ql3.attempts WHERE run_id = $1`, run)
+	t.Logf("pull answer dropped once: %d lease(s), %d dispatch event(s), %d attempt(s)", leases, dispatched, attempts)
+	if leases != 1 || dispatched != 1 || attempts != 1 {
+		t.Errorf("after a dropped pull answer: %d leases, %d dispatch events, %d attempts; want 1 each", leases, dispatched, attempts)
+	}
+	_ = w3.cmd.Process.Signal(syscall.SIGTERM)
+	<-w3.done
+	for _, w := range []*worker{w1, w2} {
+		c.startWorkerProc(w)
+	}
+	c.waitOnline("w1", "w2")
+}

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# cluster.sh — the whole cluster's throughput (issue #12), through the real
+# binaries on one ephemeral PostgreSQL (data on tmpfs when available,
+# default durability settings), in the same run:
+#   1. baseline: pgbench -N (8 clients, 2 threads, PGBENCH_SECONDS) on a
+#      scale-10 pgbench database;
+#   2. 2 ql3-control replicas (scheduler + admin API + mTLS ingress each)
+#      and WORKERS ql3-worker processes (node profile) with 32 slots in
+#      all, fed by TRIGGERS every-second no-op triggers (offered load
+#      TRIGGERS runs/s); over WINDOW seconds after WARMUP:
+#      - remote runs/s (attempts finished succeeded in the window) and its
+#        ratio to pgbench TPS (goal ≥ 0.10);
+#      - commits per run (pg_stat_database xact_commit delta / runs);
+#      - fire → process start latency p50/p99/max (attempt started_at −
+#        the occurrence's scheduled time; goal p99 ≤ 1 s, node profile);
+#      - worker RSS (max VmRSS sampled every second, per worker).
+# Benchmark, not a test: nothing asserts; read the figures as this machine's.
+#
+#   scripts/bench/cluster.sh
+#   TRIGGERS=60 WORKERS=4 WINDOW=30 scripts/bench/cluster.sh
+set -euo pipefail
+die() { echo "cluster.sh: $*" >&2; exit 1; }
+root=$(cd "$(dirname "$0")/../.." && pwd)
+TRIGGERS=${TRIGGERS:-100}
+WORKERS=${WORKERS:-2}
+WARMUP=${WARMUP:-10}
+WINDOW=${WINDOW:-30}
+PGBENCH_SECONDS=${PGBENCH_SECONDS:-20}
+export PATH=$PATH:/usr/local/go/bin
+command -v jq >/dev/null || die "jq is required"
+case $WORKERS in 2 | 4) ;; *) die "WORKERS must be 2 or 4 (32 slots in all)" ;; esac
+capacity=$((32 / WORKERS))
+
+bin=${QL3_PG_BIN:-}
+[ -n "$bin" ] || bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k5,5V | tail -n1 || true)
+[ -n "$bin" ] && [ -x "$bin/initdb" ] && [ -x "$bin/pgbench" ] || die "PostgreSQL server binaries and pgbench not found (set QL3_PG_BIN)"
+as_server=()
+if [ "$(id -u)" -eq 0 ]; then
+	pg_user=${QL3_PG_USER:-postgres}
+	as_server=(setpriv --reuid="$(id -u "$pg_user")" --regid="$(id -g "$pg_user")" --init-groups --)
+fi
+base=${TMPDIR:-/tmp}
+[ -d /dev/shm ] && [ -w /dev/shm ] && base=/dev/shm
+dir=$(mktemp -d "$base/ql3clusterbench-XXXXXX")
+chmod 711 "$dir"
+pids="" pgpid=""
+cleanup() {
+	for p in $pids; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in $pids; do for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done; kill -KILL "$p" 2>/dev/null || true; done
+	[ -f "$dir/pg/data/postmaster.pid" ] && pgpid=$(head -n1 "$dir/pg/data/postmaster.pid" 2>/dev/null || echo "$pgpid")
+	if [ -n "$pgpid" ] && kill -0 "$pgpid" 2>/dev/null; then
+		kill -INT "$pgpid" 2>/dev/null || true
+		for _ in $(seq 1 300); do kill -0 "$pgpid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$pgpid" 2>/dev/null || true
+	fi
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+(cd "$root/controlplane" && go build -o "$dir/ql3-control" ./cmd/ql3-control) || die "build failed"
+(cd "$root/worker" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$dir/ql3-worker" ./cmd/ql3-worker) || die "build failed"
+ctl="$dir/ql3-control" wkr="$dir/ql3-worker"
+
+mkdir -p "$dir/pg/sock"
+[ ${#as_server[@]} -gt 0 ] && chown -R "$pg_user" "$dir/pg"
+"${as_server[@]}" "$bin/initdb" -D "$dir/pg/data" -U postgres -A trust -E UTF8 --locale=C --no-sync --no-instructions \
+	>"$dir/pg/initdb.log" 2>&1 || { cat "$dir/pg/initdb.log" >&2; die "initdb failed"; }
+chmod 777 "$dir/pg/sock"
+"${as_server[@]}" "$bin/postgres" -D "$dir/pg/data" -k "$dir/pg/sock" -c listen_addresses= -c max_connections=100 \
+	-c shared_buffers=256MB -c log_min_messages=warning >"$dir/pg/postgres.log" 2>&1 &
+pgpid=$!
+for _ in $(seq 1 300); do "$bin/pg_isready" -q -h "$dir/pg/sock" -U postgres && break; sleep 0.1; done
+psql=("$bin/psql" -X -q -A -t -h "$dir/pg/sock" -U postgres -v ON_ERROR_STOP=1)
+"${psql[@]}" -d postgres -c 'CREATE DATABASE ql3' -c 'CREATE DATABASE bench'
+
+"$bin/pgbench" -q -i -s 10 -h "$dir/pg/sock" -U postgres bench >/dev/null 2>&1
+tps=$("$bin/pgbench" -N -c 8 -j 2 -T "$PGBENCH_SECONDS" -h "$dir/pg/sock" -U postgres bench 2>/dev/null |
+	awk '/^tps/ {print int($3); exit}')
+echo "baseline: pgbench -N, 8 clients, ${PGBENCH_SECONDS}s: $tps TPS"
+
+psql+=(-d ql3)
+export QL3_DSN="host=$dir/pg/sock user=postgres dbname=ql3 sslmode=disable" QL3_LOG_LEVEL=warn
+"$ctl" migrate >/dev/null 2>&1 || die "migrate failed"
+pki="$dir/pki"
+"$ctl" pki init --dir "$pki" >/dev/null
+"$ctl" pki issue-server --dir "$pki" --host 127.0.0.1 >/dev/null
+port0=$((20000 + RANDOM % 20000))
+for i in 0 1; do
+	QL3_LOG_LEVEL=info "$ctl" serve --listen "127.0.0.1:$((port0 + 2 * i))" --ingress-listen "127.0.0.1:$((port0 + 2 * i + 1))" \
+		--ingress-tls-cert "$pki/ingress.crt" --ingress-tls-key "$pki/ingress.key" --ingress-client-ca "$pki/ca.crt" \
+		--scheduler-budget 256 >"$dir/control-$i.log" 2>&1 &
+	pids="$pids $!"
+done
+for _ in $(seq 1 300); do
+	[ "$(cat "$dir"/control-*.log | grep -c 'worker ingress listening' || true)" -ge 2 ] && break
+	sleep 0.1
+done
+export QL3_SERVER="http://127.0.0.1:$port0"
+QL3_TOKEN=$("$ctl" token create --name bench 2>/dev/null | tail -n1 | awk '{print $NF}')
+export QL3_TOKEN
+wpids=""
+for i in $(seq 0 $((WORKERS - 1))); do
+	identity=$("$ctl" pki issue-worker --dir "$pki" --name "w$i" 2>/dev/null)
+	"$ctl" worker register --name "w$i" --tls-identity "$identity" >/dev/null
+	"$ctl" worker issue-credential --id "w$i" --credential-file "$pki/workers/w$i/credential" >/dev/null
+	mkdir -m 0700 "$dir/w$i"
+	QL3_INGRESS_URL="https://127.0.0.1:$((port0 + 2 * (i % 2) + 1))" QL3_CREDENTIAL_FILE="$pki/workers/w$i/credential" \
+		QL3_CERT_FILE="$pki/workers/w$i/client.crt" QL3_KEY_FILE="$pki/workers/w$i/client.key" \
+		QL3_CA_FILE="$pki/workers/w$i/ca.crt" QL3_STATE_DIR="$dir/w$i" QL3_PROFILE=node QL3_CAPACITY=$capacity \
+		QL3_LOG_LEVEL=warn "$wkr" >"$dir/w$i.log" 2>&1 &
+	wpids="$wpids $!"
+done
+pids="$wpids $pids"
+
+"$ctl" project create --name bench >/dev/null
+printf '{"kind":"qinglong/command@v1","argv":{"file":"/bin/true"},"concurrency":"allow"}' >"$dir/spec.json"
+task=$("$ctl" task create --project bench --name noop --spec-file "$dir/spec.json" | jq -r '.id')
+for i in $(seq 1 "$TRIGGERS"); do
+	"$ctl" trigger create --task "$task" --name "t$i" --expression '* * * * * *' >/dev/null
+done
+sleep "$WARMUP"
+
+nowms() { "${psql[@]}" -c "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"; }
+commits() { "${psql[@]}" -c "SELECT pg_stat_force_next_flush(); SELECT xact_commit FROM pg_stat_database WHERE datname = 'ql3'" | tail -n1; }
+w0=$(nowms); c0=$(commits)
+declare -A maxrss
+for _ in $(seq 1 "$WINDOW"); do
+	for p in $wpids; do
+		r=$(awk '/^VmRSS/ {print $2}' "/proc/$p/status" 2>/dev/null || echo 0)
+		[ "${r:-0}" -gt "${maxrss[$p]:-0}" ] && maxrss[$p]=$r
+	done
+	sleep 1
+done
+w1=$(nowms); c1=$(commits)
+
+runs=$("${psql[@]}" -c "SELECT count(*) FROM ql3.attempts WHERE status = 'succeeded' AND finished_at_ms >= $w0 AND finished_at_ms < $w1")
+lat=$("${psql[@]}" -c "SELECT coalesce(percentile_disc(0.5) WITHIN GROUP (ORDER BY d), 0) || ' ' ||
+	coalesce(percentile_disc(0.99) WITHIN GROUP (ORDER BY d), 0) || ' ' || coalesce(max(d), 0) || ' ' || count(*)
+	FROM (SELECT a.started_at_ms - r.scheduled_for_ms AS d FROM ql3.attempts a JOIN ql3.runs r USING (run_id)
+	WHERE a.started_at_ms >= $w0 AND a.started_at_ms < $w1) x")
+backlog=$("${psql[@]}" -c "SELECT count(*) FROM ql3.runs WHERE status IN ('created', 'queued', 'dispatching')")
+secs=$(( (w1 - w0) ))
+read -r p50 p99 pmax nlat <<<"$lat"
+echo "| figure | value |"
+echo "|---|---|"
+echo "| offered load | $TRIGGERS runs/s ($TRIGGERS every-second triggers) |"
+echo "| workers × slots | $WORKERS × $capacity (node profile), 2 replicas |"
+awk -v n="$runs" -v ms="$secs" -v tps="$tps" 'BEGIN {r = n * 1000 / ms; printf "| remote runs/s | %.1f (%d in %.1f s) |\n| ratio to pgbench -N TPS (%d) | %.3f (goal ≥ 0.10) |\n", r, n, ms/1000, tps, r / tps}'
+awk -v c=$((c1 - c0)) -v n="$runs" 'BEGIN {printf "| commits per run | %.1f (%d commits) |\n", (n ? c / n : 0), c}'
+echo "| fire → process start p50 / p99 / max | $p50 / $p99 / $pmax ms over $nlat attempts (goal p99 ≤ 1000 ms) |"
+echo "| queued at the end of the window | $backlog |"
+for p in $wpids; do echo "| worker pid $p max VmRSS | ${maxrss[$p]:-0} kB |"; done
