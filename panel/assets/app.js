@@ -267,7 +267,14 @@
       else spec.argv = { file: file.value, args: args.value.split("\n").filter((x) => x !== "") };
       if (Object.keys(environment).length) spec.environment = environment;
       if (wd.value) spec.workingDirectory = wd.value;
-      const trig = (r) => ({ expression: r.expr.value, timeZone: r.zone.value, misfire: r.misfire.value, enabled: r.enabled.checked });
+      // An update replaces the trigger: keep what the form does not show
+      // (grace, the cluster's trigger name) from the stored one.
+      const trig = (r) => {
+        const v = { expression: r.expr.value, timeZone: r.zone.value, misfire: r.misfire.value, enabled: r.enabled.checked };
+        if (r.tr && r.tr.graceMs) v.graceMs = r.tr.graceMs;
+        if (r.tr && r.tr.name) v.name = r.tr.name;
+        return v;
+      };
       try {
         let id;
         if (!t) {

@@ -226,6 +226,8 @@ func panelFlow(t *testing.T, tg target) {
 		poll(`document.querySelectorAll('ol.preview li').length > 0`), // the stored trigger's preview
 		clear(`[data-field="spec.timeoutMs"]`),
 		chromedp.SendKeys(css(`[data-field="spec.timeoutMs"]`), "120"),
+		clear(`[data-field="triggers[0].expression"]`),
+		chromedp.SendKeys(css(`[data-field="triggers[0].expression"]`), "45 2 * * *"),
 		chromedp.Click(css("#save")),
 		chromedp.WaitVisible(css(`#tasks tr[data-task="panel-demo"]`)),
 	)
@@ -234,10 +236,17 @@ func panelFlow(t *testing.T, tg target) {
 		Spec     struct {
 			TimeoutMs int64 `json:"timeoutMs"`
 		} `json:"spec"`
+		Triggers []struct {
+			Expression string `json:"expression"`
+			TimeZone   string `json:"timeZone"`
+		} `json:"triggers"`
 	}
 	apiGet(t, tg, "/api/v1/tasks/panel-demo", &edited) // the edge resolves names
 	if edited.Revision != 2 || edited.Spec.TimeoutMs != 120000 {
 		t.Errorf("after the edit: revision %d, timeout %d ms; want 2, 120000", edited.Revision, edited.Spec.TimeoutMs)
+	}
+	if len(edited.Triggers) != 1 || edited.Triggers[0].Expression != "45 2 * * *" || edited.Triggers[0].TimeZone != "America/New_York" {
+		t.Errorf("after the edit: triggers %+v; want one, 45 2 * * * in America/New_York", edited.Triggers)
 	}
 	do(t, ctx, "disable, enable",
 		chromedp.Click(css(`#tasks tr[data-task="panel-demo"] .toggle`)),
