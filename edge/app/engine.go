@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/edge/clock"
 	"github.com/ql3/ql3/edge/logstore"
 	"github.com/ql3/ql3/edge/runner"
 	"github.com/ql3/ql3/edge/scheduler"
 	"github.com/ql3/ql3/edge/sqlite"
+	"github.com/ql3/ql3/worker/clock"
 	"github.com/ql3/ql3/worker/executor"
 )
 
@@ -59,7 +59,7 @@ func startEngine(ctx context.Context, cfg engineConfig) (*engine, error) {
 		WorkRoot:      cfg.WorkRoot,
 		MaxConcurrent: cfg.MaxConcurrency,
 		KillGrace:     cfg.KillGrace,
-		Clock:         runner.ExecutorClock(cfg.Clock),
+		Clock:         cfg.Clock,
 		Logger:        cfg.Logger.With("component", "executor"),
 	})
 	if err != nil {

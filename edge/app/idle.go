@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ql3/ql3/edge/clock"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 // idleQuietFor is how long the server must be quiet (no API request, no

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ql3/ql3/edge/clock"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 func TestShouldRelease(t *testing.T) {

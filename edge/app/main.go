@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/edge/clock"
 	"github.com/ql3/ql3/edge/httpapi"
 	"github.com/ql3/ql3/edge/logstore"
 	"github.com/ql3/ql3/edge/sqlite"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 // File names inside the data directory.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ql3/ql3/edge/clock"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 func startTestMain(t *testing.T, dataDir string, mutate func(*Main)) (*Main, *bytes.Buffer, error) {

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ql3/ql3/edge/clock"
 	"github.com/ql3/ql3/edge/logstore"
 	"github.com/ql3/ql3/edge/sqlite"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 // fixture is an API server over a real SQLite store and log store in a

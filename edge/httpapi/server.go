@@ -43,9 +43,9 @@ import (
 
 	"github.com/ql3/ql3/core/metrics"
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/edge/clock"
 	"github.com/ql3/ql3/edge/logstore"
 	"github.com/ql3/ql3/panel"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 // Config wires a Server.

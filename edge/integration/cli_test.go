@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/edge/cli"
-	"github.com/ql3/ql3/edge/clock"
 	"github.com/ql3/ql3/edge/httpapi"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 // ql3 runs a CLI command against s and returns exit code, stdout, stderr.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ql3/ql3/edge/clock"
 	"github.com/ql3/ql3/edge/httpapi"
+	"github.com/ql3/ql3/worker/clock"
 	"github.com/ql3/ql3/worker/executor"
 )
 

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/edge/app"
-	"github.com/ql3/ql3/edge/clock"
 	"github.com/ql3/ql3/edge/httpapi"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 // t0 is a fixed start on a whole second.

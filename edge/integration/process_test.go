@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ql3/ql3/edge/clock"
 	"github.com/ql3/ql3/edge/httpapi"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 // shellSpec is a spec running script with /bin/sh.

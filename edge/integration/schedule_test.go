@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ql3/ql3/edge/clock"
 	"github.com/ql3/ql3/edge/httpapi"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 const quickSpec = `{"kind":"qinglong/command@v1","argv":{"file":"true"},"concurrency":"allow"}`

@@ -15,9 +15,9 @@ import (
 
 	"github.com/ql3/ql3/core/run"
 	"github.com/ql3/ql3/core/spec"
-	"github.com/ql3/ql3/edge/clock"
 	"github.com/ql3/ql3/edge/logstore"
 	"github.com/ql3/ql3/edge/sqlite"
+	"github.com/ql3/ql3/worker/clock"
 	"github.com/ql3/ql3/worker/executor"
 	"go.uber.org/goleak"
 )

@@ -14,9 +14,9 @@ import (
 	"github.com/ql3/ql3/core/run"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/edge/clock"
 	"github.com/ql3/ql3/edge/logstore"
 	"github.com/ql3/ql3/edge/sqlite"
+	"github.com/ql3/ql3/worker/clock"
 	"github.com/ql3/ql3/worker/executor"
 )
 
@@ -60,7 +60,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 func (e *env) openRunner(opts ...envOption) {
 	t := e.t
 	t.Helper()
-	xcfg := executor.Config{WorkRoot: filepath.Join(e.dir, "work"), Clock: ExecutorClock(e.clock), KillGrace: 10 * time.Second}
+	xcfg := executor.Config{WorkRoot: filepath.Join(e.dir, "work"), Clock: e.clock, KillGrace: 10 * time.Second}
 	for _, o := range opts {
 		o(&xcfg)
 	}

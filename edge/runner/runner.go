@@ -52,8 +52,8 @@ import (
 	"github.com/ql3/ql3/core/run"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/edge/clock"
 	"github.com/ql3/ql3/edge/logstore"
+	"github.com/ql3/ql3/worker/clock"
 	"github.com/ql3/ql3/worker/executor"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/edge/clock"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 // BenchmarkAdmission measures whole scheduler rounds: 256 every-second

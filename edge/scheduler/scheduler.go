@@ -27,7 +27,7 @@ import (
 	"github.com/ql3/ql3/core/metrics"
 	"github.com/ql3/ql3/core/schedule"
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/edge/clock"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 // Defaults and limits (DESIGN.md §8).

@@ -13,8 +13,8 @@ import (
 	"github.com/ql3/ql3/core/schedule"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/edge/clock"
 	"github.com/ql3/ql3/edge/sqlite"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 // t0 is minute-aligned so every-second and every-minute triggers line up.

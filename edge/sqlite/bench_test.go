@@ -9,7 +9,7 @@ import (
 	"github.com/ql3/ql3/core/schedule"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/edge/clock"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 // BenchmarkAdmission measures Fire admissions: one transaction each with the

@@ -12,7 +12,7 @@ import (
 	"github.com/ql3/ql3/core/run"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/edge/clock"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 const crashEnv = "QL3_SQLITE_CRASH_DB"

@@ -43,8 +43,8 @@ import (
 
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/edge/clock"
 	"github.com/ql3/ql3/migrations"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 var _ edge.Store = (*Store)(nil)

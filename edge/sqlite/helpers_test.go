@@ -8,7 +8,7 @@ import (
 
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/edge/clock"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 // t0 is a fixed, second-aligned start time for fake clocks.

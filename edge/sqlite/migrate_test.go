@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/ql3/ql3/core/errs"
-	"github.com/ql3/ql3/edge/clock"
 	"github.com/ql3/ql3/migrations"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 func migration(version int, name, body string) migrations.Migration {

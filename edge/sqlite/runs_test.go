@@ -11,7 +11,7 @@ import (
 	"github.com/ql3/ql3/core/schedule"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/edge/clock"
+	"github.com/ql3/ql3/worker/clock"
 )
 
 func retrySpec(max int, baseMs int64, onLost bool, conc spec.ConcurrencyPolicy) spec.Command {

@@ -1,8 +1,7 @@
-// Package clock is the injected time source of ql3-worker (and of the
-// process executor the edge shares with it). Production code uses Real;
-// tests use Fake and step it, so no test sleeps or asserts on the wall
-// clock. It is a stdlib-only copy of edge/clock: the worker module may not
-// import the edge (DESIGN.md §1).
+// Package clock is the injected time source of ql3-worker and of ql3-edge
+// (which imports it with the process executor whose Clock names it: the one
+// sideways arrow of DESIGN.md §1). Production code uses Real; tests use Fake
+// and step it, so no test sleeps or asserts on the wall clock. Stdlib only.
 package clock
 
 import (
