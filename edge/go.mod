@@ -28,7 +28,7 @@ replace github.com/ql3/ql3/migrations => ../migrations
 require github.com/ql3/ql3/scripts v0.0.0
 
 require (
-	github.com/getkin/kin-openapi v0.153.0
+	github.com/getkin/kin-openapi v0.153.0 // indirect
 	github.com/go-openapi/jsonpointer v0.22.5 // indirect
 	github.com/go-openapi/swag/jsonname v0.25.5 // indirect
 	github.com/gorilla/mux v1.8.0 // indirect

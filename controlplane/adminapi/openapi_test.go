@@ -1,27 +1,19 @@
 package adminapi_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"github.com/ql3/ql3/controlplane/adminapi"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/scripts/openapitest"
 )
 
 var updateOpenAPI = flag.Bool("update", false, "rewrite openapi.json from the route table")
@@ -33,104 +25,26 @@ func TestOpenAPIDocumentUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *updateOpenAPI {
-		if err := os.WriteFile("openapi.json", doc, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if !bytes.Equal(doc, adminapi.OpenAPIDocument()) {
-		t.Fatal("openapi.json is stale: run `go test ./adminapi -run TestOpenAPIDocumentUpToDate -update` and review the diff")
-	}
+	openapitest.CheckUpToDate(t, doc, adminapi.OpenAPIDocument(), "openapi.json", *updateOpenAPI,
+		"go test ./adminapi -run TestOpenAPIDocumentUpToDate -update")
 }
 
 // notAPI are mux patterns outside the JSON API: the panel's static files
 // and the JSON 404 for everything else.
 var notAPI = map[string]bool{"GET /{$}": true, "GET /panel/app.js": true, "GET /panel/app.css": true, "/": true}
 
-func documentedOperations(t *testing.T, doc []byte) map[string]bool {
-	t.Helper()
-	var d struct {
-		Paths map[string]map[string]json.RawMessage `json:"paths"`
-	}
-	if err := json.Unmarshal(doc, &d); err != nil {
-		t.Fatal(err)
-	}
-	ops := map[string]bool{}
-	for path, methods := range d.Paths {
-		for m := range methods {
-			ops[strings.ToUpper(m)+" "+path] = true
-		}
-	}
-	return ops
-}
-
 // TestOpenAPIRoutesMatchMux walks the patterns the server registered on
 // its ServeMux against the served document, both ways.
 func TestOpenAPIRoutesMatchMux(t *testing.T) {
-	documented := documentedOperations(t, adminapi.OpenAPIDocument())
-	served := map[string]bool{}
-	for _, p := range adminapi.Patterns(adminapi.New(adminapi.Config{})) {
-		if notAPI[p] {
-			continue
-		}
-		served[p] = true
-		if !documented[p] {
-			t.Errorf("served but not in the OpenAPI document: %s (add it to adminRoutes, then -update)", p)
-		}
-	}
-	for op := range documented {
-		if !served[op] {
-			t.Errorf("in the OpenAPI document but not served: %s", op)
-		}
-	}
-}
-
-type exchange struct {
-	req    *http.Request
-	body   []byte
-	status int
-	header http.Header
-	resp   []byte
-}
-
-type recorder struct {
-	mu  sync.Mutex
-	log []exchange
-}
-
-func (rc *recorder) wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		rw := httptest.NewRecorder()
-		next.ServeHTTP(rw, r)
-		for k, v := range rw.Header() {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(rw.Code)
-		_, _ = w.Write(rw.Body.Bytes())
-		rc.mu.Lock()
-		rc.log = append(rc.log, exchange{req: r.Clone(context.Background()), body: body, status: rw.Code, header: rw.Header(), resp: rw.Body.Bytes()})
-		rc.mu.Unlock()
-	})
+	openapitest.CheckRoutes(t, adminapi.OpenAPIDocument(), adminapi.Patterns(adminapi.New(adminapi.Config{})), notAPI,
+		" (add it to adminRoutes, then -update)")
 }
 
 // TestOpenAPIExamples drives every route on PostgreSQL, records each
 // exchange and validates it against the document with kin-openapi
 // (OpenAPI 3.1, JSON Schema 2020-12).
 func TestOpenAPIExamples(t *testing.T) {
-	doc, err := openapi3.NewLoader().LoadFromData(adminapi.OpenAPIDocument())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("document invalid: %v", err)
-	}
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := openapitest.Load(t, adminapi.OpenAPIDocument())
 	db := pgtest.NewDB(t)
 	pub := postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{})
 	_, token, err := pub.CreateAPIToken(context.Background(), "test", 0)
@@ -138,8 +52,8 @@ func TestOpenAPIExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	adminPool := db.Pool(t, postgres.RoleAdmin)
-	rec := &recorder{}
-	srv := httptest.NewServer(rec.wrap(adminapi.New(adminapi.Config{Backend: pub, Version: "test",
+	rec := &openapitest.Recorder{}
+	srv := httptest.NewServer(rec.Wrap(adminapi.New(adminapi.Config{Backend: pub, Version: "test",
 		Logger: slog.New(slog.DiscardHandler),
 		Runs:   postgres.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
@@ -233,39 +147,5 @@ func TestOpenAPIExamples(t *testing.T) {
 	send("GET", "/api/v1/projects", "", "Authorization", "Bearer wrong")
 	send("POST", "/api/v1/projects", `{"name":"x"}`, "Authorization", "Bearer "+token, "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site")
 
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	seen := map[string]bool{}
-	for _, ex := range rec.log {
-		ex.req.Body = io.NopCloser(bytes.NewReader(ex.body))
-		ex.req.RequestURI = ""
-		route, params, err := router.FindRoute(ex.req)
-		if err != nil {
-			t.Errorf("%s %s: no documented route: %v", ex.req.Method, ex.req.URL, err)
-			continue
-		}
-		seen[ex.req.Method+" "+route.Path] = true
-		in := &openapi3filter.RequestValidationInput{Request: ex.req, PathParams: params, Route: route,
-			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
-		if ex.status < 400 {
-			if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
-				t.Errorf("%s %s: request does not match the document: %v", ex.req.Method, ex.req.URL, err)
-			}
-		}
-		out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: ex.status, Header: ex.header,
-			Body: io.NopCloser(bytes.NewReader(ex.resp)), Options: &openapi3filter.Options{IncludeResponseStatus: true}}
-		if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
-			t.Errorf("%s %s → %d: response does not match the document: %v\n%s", ex.req.Method, ex.req.URL, ex.status, err, ex.resp)
-		}
-	}
-	var missing []string
-	for op := range documentedOperations(t, adminapi.OpenAPIDocument()) {
-		if !seen[op] {
-			missing = append(missing, op)
-		}
-	}
-	sort.Strings(missing)
-	if len(missing) > 0 {
-		t.Errorf("documented operations without a recorded example: %v", missing)
-	}
+	doc.Validate(t, rec)
 }

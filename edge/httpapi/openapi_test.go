@@ -1,22 +1,11 @@
 package httpapi
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"flag"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"sort"
-	"strings"
-	"sync"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/ql3/ql3/scripts/openapitest"
 )
 
 var updateOpenAPI = flag.Bool("update", false, "rewrite openapi.json from the route table")
@@ -29,91 +18,19 @@ func TestOpenAPIDocumentUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *updateOpenAPI {
-		if err := os.WriteFile("openapi.json", doc, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if !bytes.Equal(doc, openAPIDocument) {
-		t.Fatal("openapi.json is stale: run `go test ./httpapi -run TestOpenAPIDocumentUpToDate -update` and review the diff")
-	}
+	openapitest.CheckUpToDate(t, doc, openAPIDocument, "openapi.json", *updateOpenAPI,
+		"go test ./httpapi -run TestOpenAPIDocumentUpToDate -update")
 }
 
 // notAPI are mux patterns that are not part of the JSON API: the panel's
 // static files and the JSON 404 for unknown /api/ paths.
 var notAPI = map[string]bool{"GET /{$}": true, "GET /panel/app.js": true, "GET /panel/app.css": true, "/api/": true}
 
-// documentedOperations returns "METHOD path" of every operation in doc.
-func documentedOperations(t *testing.T, doc []byte) map[string]bool {
-	t.Helper()
-	var d struct {
-		Paths map[string]map[string]json.RawMessage `json:"paths"`
-	}
-	if err := json.Unmarshal(doc, &d); err != nil {
-		t.Fatal(err)
-	}
-	ops := map[string]bool{}
-	for path, methods := range d.Paths {
-		for m := range methods {
-			ops[strings.ToUpper(m)+" "+path] = true
-		}
-	}
-	return ops
-}
-
 // TestOpenAPIRoutesMatchMux walks the patterns the server registered on
 // its ServeMux and the served document: a route or method missing from the
 // document, or documented but not served, fails.
 func TestOpenAPIRoutesMatchMux(t *testing.T) {
-	s := New(Config{})
-	documented := documentedOperations(t, openAPIDocument)
-	served := map[string]bool{}
-	for _, p := range s.patterns {
-		if notAPI[p] {
-			continue
-		}
-		served[p] = true
-		if !documented[p] {
-			t.Errorf("served but not in the OpenAPI document: %s", p)
-		}
-	}
-	for op := range documented {
-		if !served[op] {
-			t.Errorf("in the OpenAPI document but not served: %s", op)
-		}
-	}
-}
-
-// exchange is one recorded request and its response.
-type exchange struct {
-	req    *http.Request
-	body   []byte
-	status int
-	header http.Header
-	resp   []byte
-}
-
-type recorder struct {
-	mu  sync.Mutex
-	log []exchange
-}
-
-func (rc *recorder) wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		rw := httptest.NewRecorder()
-		next.ServeHTTP(rw, r)
-		for k, v := range rw.Header() {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(rw.Code)
-		_, _ = w.Write(rw.Body.Bytes())
-		rc.mu.Lock()
-		rc.log = append(rc.log, exchange{req: r.Clone(context.Background()), body: body, status: rw.Code, header: rw.Header(), resp: rw.Body.Bytes()})
-		rc.mu.Unlock()
-	})
+	openapitest.CheckRoutes(t, openAPIDocument, New(Config{}).patterns, notAPI, "")
 }
 
 // TestOpenAPIExamples drives every route over HTTP (successes and the
@@ -121,22 +38,9 @@ func (rc *recorder) wrap(next http.Handler) http.Handler {
 // against the document with kin-openapi (OpenAPI 3.1, JSON Schema 2020-12):
 // an undocumented status, a missing or extra field, a wrong type fails.
 func TestOpenAPIExamples(t *testing.T) {
-	doc, err := openapi3.NewLoader().LoadFromData(openAPIDocument)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !doc.IsOpenAPI31OrLater() {
-		t.Fatalf("document is OpenAPI %s", doc.OpenAPI)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		t.Fatalf("document invalid: %v", err)
-	}
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorder{}
-	f := newFixtureWith(t, rec.wrap)
+	doc := openapitest.Load(t, openAPIDocument)
+	rec := &openapitest.Recorder{}
+	f := newFixtureWith(t, rec.Wrap)
 
 	task := f.createHello()
 	trig := task.Triggers[0]
@@ -183,41 +87,5 @@ func TestOpenAPIExamples(t *testing.T) {
 	f.send("POST", "/api/v1/tasks", helloTask, "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site")
 	f.call("DELETE", "/api/v1/tasks/hello", "")
 
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	seen := map[string]bool{}
-	for _, ex := range rec.log {
-		ex.req.Body = io.NopCloser(bytes.NewReader(ex.body))
-		ex.req.RequestURI = ""
-		route, params, err := router.FindRoute(ex.req)
-		if err != nil {
-			t.Errorf("%s %s: no documented route: %v", ex.req.Method, ex.req.URL, err)
-			continue
-		}
-		seen[ex.req.Method+" "+route.Path] = true
-		in := &openapi3filter.RequestValidationInput{Request: ex.req, PathParams: params, Route: route,
-			Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}}
-		// Requests the server refused (4xx) may be invalid on purpose;
-		// accepted ones must match the document.
-		if ex.status < 400 {
-			if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
-				t.Errorf("%s %s: request does not match the document: %v", ex.req.Method, ex.req.URL, err)
-			}
-		}
-		out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: ex.status, Header: ex.header,
-			Body: io.NopCloser(bytes.NewReader(ex.resp)), Options: &openapi3filter.Options{IncludeResponseStatus: true}}
-		if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
-			t.Errorf("%s %s → %d: response does not match the document: %v\n%s", ex.req.Method, ex.req.URL, ex.status, err, ex.resp)
-		}
-	}
-	var missing []string
-	for op := range documentedOperations(t, openAPIDocument) {
-		if !seen[op] {
-			missing = append(missing, op)
-		}
-	}
-	sort.Strings(missing)
-	if len(missing) > 0 {
-		t.Errorf("documented operations without a recorded example: %v", missing)
-	}
+	doc.Validate(t, rec)
 }
