@@ -45,8 +45,12 @@ dir=$(mktemp -d "$base/ql3clusterbench-XXXXXX")
 chmod 711 "$dir"
 pids="" pgpid=""
 cleanup() {
-	for p in $pids; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in $pids; do for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done; kill -KILL "$p" 2>/dev/null || true; done
+	# Workers first (they drain through a live ingress), then the replicas.
+	for p in $pids; do
+		kill -TERM "$p" 2>/dev/null || true
+		for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$p" 2>/dev/null || true
+	done
 	[ -f "$dir/pg/data/postmaster.pid" ] && pgpid=$(head -n1 "$dir/pg/data/postmaster.pid" 2>/dev/null || echo "$pgpid")
 	if [ -n "$pgpid" ] && kill -0 "$pgpid" 2>/dev/null; then
 		kill -INT "$pgpid" 2>/dev/null || true
@@ -115,8 +119,9 @@ pids="$wpids $pids"
 
 "$ctl" project create --name bench >/dev/null
 printf '{"kind":"qinglong/command@v1","argv":{"file":"/bin/true"},"concurrency":"allow"}' >"$dir/spec.json"
-task=$("$ctl" task create --project bench --name noop --spec-file "$dir/spec.json" | jq -r '.id')
+# One task per trigger: a task refuses two triggers firing at the same instants.
 for i in $(seq 1 "$TRIGGERS"); do
+	task=$("$ctl" task create --project bench --name "noop-$i" --spec-file "$dir/spec.json" | jq -r '.id')
 	"$ctl" trigger create --task "$task" --name "t$i" --expression '* * * * * *' >/dev/null
 done
 sleep "$WARMUP"

@@ -127,10 +127,11 @@ done
 
 cli project create --name soak >/dev/null
 printf '{"kind":"qinglong/command@v1","shell":{"command":"true"},"concurrency":"allow"}' >"$dir/spec.json"
-task=$(cli task create --project soak --name tick --spec-file "$dir/spec.json" | jq -r '.id')
-declare -a trig
+# One task per trigger: a task refuses two triggers firing at the same instants.
+declare -a trig task
 for i in $(seq 1 "$TRIGGERS"); do
-	trig[$i]=$(cli trigger create --task "$task" --name "t$i" --expression '* * * * * *' | jq -r '.id')
+	task[$i]=$(cli task create --project soak --name "tick-$i" --spec-file "$dir/spec.json" | jq -r '.id')
+	trig[$i]=$(cli trigger create --task "${task[$i]}" --name "t$i" --expression '* * * * * *' | jq -r '.id')
 done
 echo "# ql3 chaos soak — $(date -u +%Y-%m-%dT%H:%MZ), $(git -C "$root" rev-parse --short HEAD), $TRIGGERS every-second triggers for ${DURATION}s, 3 replicas, 3 workers"
 
@@ -162,7 +163,7 @@ while [ $(( $(date +%s) - t0 )) -lt "$DURATION" ]; do
 done
 end_ms=$("${psql[@]}" -c "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint")
 for i in $(seq 1 "$TRIGGERS"); do
-	cli trigger update --task "$task" --id "${trig[$i]}" --expected-revision 1 --expression '* * * * * *' --disabled >/dev/null ||
+	cli trigger update --task "${task[$i]}" --id "${trig[$i]}" --expected-revision 1 --expression '* * * * * *' --disabled >/dev/null ||
 		echo "could not disable trigger t$i"
 done
 echo "chaos over: $kills_cp replica kills, $kills_w worker kills, $terms backend terminations, $pgrestarts PostgreSQL restart; triggers disabled; settling ${SETTLE}s"
