@@ -48,7 +48,7 @@ func TestCredentialAndCertRotationWithoutRestart(t *testing.T) {
 	// The server sees the close when its read returns: an event in real
 	// time, waited for with a bound.
 	closed := false
-	for deadline := time.Now().Add(5 * time.Second); !closed && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(realWait); !closed && time.Now().Before(deadline); {
 		h.srv.With(func(s *fakeingress.Server) { closed = s.Closed(before.Conn) })
 		if !closed {
 			time.Sleep(time.Millisecond)
