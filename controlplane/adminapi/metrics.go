@@ -1,7 +1,6 @@
 package adminapi
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"net/http"
@@ -12,10 +11,8 @@ import (
 	"github.com/ql3/ql3/core/metrics"
 )
 
-// Collector writes the process's own families (scheduler, sweeper, cluster
-// gauges) into a scrape; an error fails the scrape with 503 rather than
-// serving partial figures.
-type Collector func(ctx context.Context, w *metrics.Writer) error
+// Collector writes the process's own families into a scrape (metrics.Render).
+type Collector = metrics.Collector
 
 // MetricsPath is the Prometheus scrape endpoint on the admin listener.
 const MetricsPath = "/metrics"
@@ -28,22 +25,14 @@ const metricsTimeout = 5 * time.Second
 func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), metricsTimeout)
 	defer cancel()
-	var buf bytes.Buffer
-	mw := metrics.NewWriter(&buf)
-	if s.collect != nil {
-		if err := s.collect(ctx, mw); err != nil {
-			s.log.WarnContext(r.Context(), "metrics: collect failed", "err", err)
-			http.Error(w, "metrics unavailable", http.StatusServiceUnavailable)
-			return
-		}
-	}
-	s.httpStats.Write(mw)
-	if err := mw.Flush(); err != nil {
+	body, err := metrics.Render(ctx, s.collect, s.httpStats.Write)
+	if err != nil {
+		s.log.WarnContext(r.Context(), "metrics: collect failed", "err", err)
 		http.Error(w, "metrics unavailable", http.StatusServiceUnavailable)
 		return
 	}
 	w.Header().Set("Content-Type", metrics.ContentType)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(body)
 }
 
 // scrapeFromLoopback reports whether r is a GET of /metrics without an

@@ -10,6 +10,8 @@ package metrics
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"io"
 	"math"
 	"sort"
@@ -22,6 +24,31 @@ import (
 
 // ContentType is the exposition's media type.
 const ContentType = "text/plain; version=0.0.4; charset=utf-8"
+
+// Collector writes a process's own families into a scrape; an error fails
+// the scrape rather than serving partial figures.
+type Collector func(ctx context.Context, w *Writer) error
+
+// Render writes one whole scrape into memory: collect (if any), then each
+// of also (e.g. HTTPStats.Write). The exposition is rendered before any of
+// it is served, so a failed collector never leaves a half-written 200
+// behind; on an error the caller answers 503.
+func Render(ctx context.Context, collect Collector, also ...func(*Writer)) ([]byte, error) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	if collect != nil {
+		if err := collect(ctx, w); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range also {
+		f(w)
+	}
+	if err := w.Flush(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
 
 // Label is one name="value" pair.
 type Label struct{ Name, Value string }

@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -117,4 +119,35 @@ func FuzzLabelEscaping(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestRender(t *testing.T) {
+	gauge := func(name string) func(*Writer) {
+		return func(w *Writer) { w.Gauge(name, "h", nil, 1) }
+	}
+	failing := Collector(func(context.Context, *Writer) error { return errors.New("store down") })
+	tests := []struct {
+		name    string
+		collect Collector
+		also    []func(*Writer)
+		want    string
+		wantErr bool
+	}{
+		{name: "nothing", want: ""},
+		{name: "collector then the rest in order", collect: func(_ context.Context, w *Writer) error { gauge("a")(w); return nil },
+			also: []func(*Writer){gauge("b"), gauge("c")},
+			want: "# HELP a h\n# TYPE a gauge\na 1\n# HELP b h\n# TYPE b gauge\nb 1\n# HELP c h\n# TYPE c gauge\nc 1\n"},
+		{name: "a failed collector serves nothing", collect: failing, also: []func(*Writer){gauge("b")}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Render(context.Background(), tt.collect, tt.also...)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
+			}
+			if string(got) != tt.want {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"time"
@@ -9,10 +8,8 @@ import (
 	"github.com/ql3/ql3/core/metrics"
 )
 
-// Collector writes the process's own families (scheduler, runner, store)
-// into a scrape. It is called once per GET /metrics with a bounded context;
-// an error fails the scrape with 503 rather than serving partial figures.
-type Collector func(ctx context.Context, w *metrics.Writer) error
+// Collector writes the process's own families into a scrape (metrics.Render).
+type Collector = metrics.Collector
 
 // metricsTimeout bounds one scrape's store reads.
 const metricsTimeout = 5 * time.Second
@@ -24,22 +21,12 @@ const metricsTimeout = 5 * time.Second
 func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), metricsTimeout)
 	defer cancel()
-	// Render into a buffer first: a failed collector must not leave a
-	// half-written 200 behind.
-	var buf bytes.Buffer
-	mw := metrics.NewWriter(&buf)
-	if s.collect != nil {
-		if err := s.collect(ctx, mw); err != nil {
-			s.log.WarnContext(r.Context(), "metrics: collect failed", "err", err)
-			http.Error(w, "metrics unavailable", http.StatusServiceUnavailable)
-			return
-		}
-	}
-	s.httpStats.Write(mw)
-	if err := mw.Flush(); err != nil {
+	body, err := metrics.Render(ctx, s.collect, s.httpStats.Write)
+	if err != nil {
+		s.log.WarnContext(r.Context(), "metrics: collect failed", "err", err)
 		http.Error(w, "metrics unavailable", http.StatusServiceUnavailable)
 		return
 	}
 	w.Header().Set("Content-Type", metrics.ContentType)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(body)
 }
