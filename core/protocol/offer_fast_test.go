@@ -3,44 +3,19 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/ql3/ql3/core/canonjson"
-	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/internal/fastcheck"
 )
 
 // checkOfferFastPath holds decodeOfferFast to decodeOfferReference for one
-// body: what the fast path accepts the reference accepts with an equal
-// value; a fast-path validation refusal is a reference refusal with the
-// same code and field; and the re-encoding of anything the reference
-// accepts takes the fast path. It reports whether the fast path accepted.
+// body (fastcheck.Check; the encoding is Offer.Encode) and reports whether
+// the fast path accepted it.
 func checkOfferFastPath(t *testing.T, data []byte) bool {
 	t.Helper()
-	fast, fastErr := decodeOfferFast(data)
-	ref, refErr := decodeOfferReference(data)
-	switch {
-	case fastErr == nil && refErr != nil:
-		t.Fatalf("fast path accepts %q, reference refuses: %v", data, refErr)
-	case fastErr == nil && !reflect.DeepEqual(fast, ref):
-		t.Fatalf("fast path and reference disagree on %q:\n fast %#v\n ref  %#v", data, fast, ref)
-	case fastErr != nil && !errors.Is(fastErr, canonjson.ErrNotFast):
-		if refErr == nil || errs.Code(fastErr) != errs.Code(refErr) || errs.Field(fastErr) != errs.Field(refErr) {
-			t.Fatalf("fast path refuses %q with %v, reference: %v", data, fastErr, refErr)
-		}
-	}
-	if refErr == nil {
-		raw, err := ref.Encode()
-		if err != nil {
-			t.Fatalf("accepted %q does not re-encode: %v", data, err)
-		}
-		if o, err := decodeOfferFast(raw); err != nil || !reflect.DeepEqual(o, ref) {
-			t.Fatalf("encoded offer %s leaves the fast path: %v", raw, err)
-		}
-	}
-	return fastErr == nil
+	return fastcheck.Check(t, data, decodeOfferFast, decodeOfferReference, Offer.Encode)
 }
 
 func TestOfferFastPath(t *testing.T) {

@@ -3,44 +3,20 @@ package spec
 import (
 	"bytes"
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/internal/fastcheck"
 )
 
 // checkFastPath holds the fast path to the reference decoder for one
-// document: whatever the fast path accepts the reference accepts with an
-// equal value, a refusal on the fast path is a refusal by the reference
-// with the same code and field (or ErrNotFast), and the canonical encoding
-// of anything accepted takes the fast path. It reports whether the fast
-// path accepted data.
+// document (fastcheck.Check; the encoding is the canonical form) and
+// reports whether the fast path accepted data.
 func checkFastPath(t *testing.T, data []byte) bool {
 	t.Helper()
-	fast, fastErr := decodeFast(data)
-	ref, refErr := decodeReference(data)
-	switch {
-	case fastErr == nil && refErr != nil:
-		t.Fatalf("fast path accepts %q, reference refuses: %v", data, refErr)
-	case fastErr == nil && !reflect.DeepEqual(fast, ref):
-		t.Fatalf("fast path and reference disagree on %q:\n fast %#v\n ref  %#v", data, fast, ref)
-	case fastErr != nil && !errors.Is(fastErr, canonjson.ErrNotFast):
-		if refErr == nil || errs.Code(fastErr) != errs.Code(refErr) || errs.Field(fastErr) != errs.Field(refErr) {
-			t.Fatalf("fast path refuses %q with %v, reference: %v", data, fastErr, refErr)
-		}
-	}
-	if refErr == nil {
-		canon, err := ref.Canonical()
-		if err != nil {
-			t.Fatalf("accepted %q but Canonical failed: %v", data, err)
-		}
-		if c, err := decodeFast(canon); err != nil || !reflect.DeepEqual(c, ref) {
-			t.Fatalf("canonical form %s leaves the fast path: %v", canon, err)
-		}
-	}
-	return fastErr == nil
+	return fastcheck.Check(t, data, decodeFast, decodeReference, Command.Canonical)
 }
 
 // checkCanonicalReference: the hand-written encoder writes what
