@@ -8,6 +8,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/panel"
 )
 
 // The operator's run and worker actions (issue 10, ADR 0014):
@@ -60,9 +61,6 @@ type RunNowRequest struct {
 	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 	RerunOf        string `json:"rerunOf,omitempty"`
 }
-
-// maxIdempotencyKey bounds a client idempotency key.
-const maxIdempotencyKey = 128
 
 func (s *Server) lifecycleRoutes(mux routeMux) {
 	mux.HandleFunc("POST /api/v1/tasks/{task}/runs", s.runNow)
@@ -152,28 +150,14 @@ func (s *Server) runNow(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, v)
 }
 
-// idempotencyKey picks the header or the body key (required: one of them);
-// both present must agree.
+// idempotencyKey is panel.IdempotencyKey with the key required: a cluster
+// manual run always carries a client key.
 func idempotencyKey(header, body string) (string, error) {
-	field, key := "Idempotency-Key", header
-	switch {
-	case header != "" && body != "" && header != body:
-		return "", errs.Invalidf("idempotencyKey", "differs from the Idempotency-Key header")
-	case header == "":
-		field, key = "idempotencyKey", body
-	}
-	if key == "" {
+	key, err := panel.IdempotencyKey(header, body)
+	if err == nil && key == "" {
 		return "", errs.Invalidf("Idempotency-Key", "required: a client key (header or body idempotencyKey)")
 	}
-	if len(key) > maxIdempotencyKey {
-		return "", errs.Invalidf(field, "must be at most %d bytes, got %d", maxIdempotencyKey, len(key))
-	}
-	for i := 0; i < len(key); i++ {
-		if key[i] < 0x21 || key[i] > 0x7e {
-			return "", errs.Invalidf(field, "must be printable ASCII without spaces")
-		}
-	}
-	return key, nil
+	return key, err
 }
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {

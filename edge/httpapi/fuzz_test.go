@@ -55,26 +55,3 @@ func FuzzCreateTaskBody(f *testing.F) {
 		}
 	})
 }
-
-// FuzzIdempotencyKey: an accepted key is printable ASCII of bounded length
-// and equals the input that carried it.
-func FuzzIdempotencyKey(f *testing.F) {
-	f.Add("deploy-42", "")
-	f.Add("", "k")
-	f.Add("a", "b")
-	f.Add("with space", "")
-	f.Fuzz(func(t *testing.T, header, body string) {
-		key, err := idempotencyKey(header, body)
-		if err != nil {
-			return
-		}
-		if len(key) > maxIdempotencyKey || (key != header && key != body) {
-			t.Fatalf("key %q from header %q body %q", key, header, body)
-		}
-		for i := 0; i < len(key); i++ {
-			if key[i] < 0x21 || key[i] > 0x7e {
-				t.Fatalf("accepted byte %#x", key[i])
-			}
-		}
-	})
-}

@@ -8,10 +8,8 @@ import (
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/run"
 	"github.com/ql3/ql3/edge"
+	"github.com/ql3/ql3/panel"
 )
-
-// maxIdempotencyKey bounds a client idempotency key (edge.ManualRun).
-const maxIdempotencyKey = 128
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -108,7 +106,7 @@ func (s *Server) runNow(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	key, err := idempotencyKey(r.Header.Get("Idempotency-Key"), req.IdempotencyKey)
+	key, err := panel.IdempotencyKey(r.Header.Get("Idempotency-Key"), req.IdempotencyKey)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
@@ -132,26 +130,6 @@ func (s *Server) runNow(w http.ResponseWriter, r *http.Request) {
 		s.log.InfoContext(r.Context(), "run queued", "run", rn.ID, "task", t.ID, "origin", "manual")
 	}
 	writeJSON(w, status, v)
-}
-
-// idempotencyKey picks the header or the body key; both present must agree.
-func idempotencyKey(header, body string) (string, error) {
-	field, key := "Idempotency-Key", header
-	switch {
-	case header != "" && body != "" && header != body:
-		return "", errs.Invalidf("idempotencyKey", "differs from the Idempotency-Key header")
-	case header == "":
-		field, key = "idempotencyKey", body
-	}
-	if len(key) > maxIdempotencyKey {
-		return "", errs.Invalidf(field, "must be at most %d bytes, got %d", maxIdempotencyKey, len(key))
-	}
-	for i := 0; i < len(key); i++ {
-		if key[i] < 0x21 || key[i] > 0x7e {
-			return "", errs.Invalidf(field, "must be printable ASCII without spaces")
-		}
-	}
-	return key, nil
 }
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
