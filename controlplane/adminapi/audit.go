@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/panel"
 )
 
 // listAudit returns audit lines newest first (?action=&subject=&actor=
@@ -22,5 +23,5 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, listOf(page))
+	panel.WriteJSON(w, http.StatusOK, listOf(page))
 }

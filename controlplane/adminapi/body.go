@@ -1,7 +1,6 @@
 package adminapi
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -11,6 +10,7 @@ import (
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/panel"
 )
 
 // ErrorBody is the JSON shape of every error response (the edge API's:
@@ -27,16 +27,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case body.Code == errs.Unavailable:
 		s.log.WarnContext(r.Context(), "request unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	writeJSON(w, errs.HTTPStatus(body.Code), body)
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v) // a failure here only means the client went away
+	panel.WriteJSON(w, errs.HTTPStatus(body.Code), body)
 }
 
 // bodyLimits are the structural limits of a request body; the spec inside

@@ -147,7 +147,7 @@ func (s *Server) runNow(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", "/api/v1/runs/"+run.ID)
 		s.log.InfoContext(r.Context(), "run created", "run", run.ID, "task", run.TaskID, "status", run.Status, "origin", "manual")
 	}
-	writeJSON(w, status, v)
+	panel.WriteJSON(w, status, v)
 }
 
 // idempotencyKey is panel.IdempotencyKey with the key required: a cluster
@@ -186,7 +186,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusAccepted
 		s.log.InfoContext(r.Context(), "run cancel requested", "run", run.ID, "status", run.Status)
 	}
-	writeJSON(w, status, RunView{RunRecord: run})
+	panel.WriteJSON(w, status, RunView{RunRecord: run})
 }
 
 // runView adds the wait explanation to a Run that has not started.
@@ -227,7 +227,7 @@ func (s *Server) disableWorker(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	panel.WriteJSON(w, http.StatusOK, v)
 }
 
 // workerView is the worker with its newest session.

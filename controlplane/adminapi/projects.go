@@ -2,6 +2,8 @@ package adminapi
 
 import (
 	"net/http"
+
+	"github.com/ql3/ql3/panel"
 )
 
 func (s *Server) listProjects(w http.ResponseWriter, r *http.Request) {
@@ -15,7 +17,7 @@ func (s *Server) listProjects(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, listOf(page))
+	panel.WriteJSON(w, http.StatusOK, listOf(page))
 }
 
 func (s *Server) createProject(w http.ResponseWriter, r *http.Request) {
@@ -30,7 +32,7 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/api/v1/projects/"+p.ID)
-	writeJSON(w, http.StatusCreated, p)
+	panel.WriteJSON(w, http.StatusCreated, p)
 }
 
 func (s *Server) getProject(w http.ResponseWriter, r *http.Request) {
@@ -39,7 +41,7 @@ func (s *Server) getProject(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	panel.WriteJSON(w, http.StatusOK, p)
 }
 
 func (s *Server) archiveProject(w http.ResponseWriter, r *http.Request) {
@@ -58,5 +60,5 @@ func (s *Server) archiveProject(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	panel.WriteJSON(w, http.StatusOK, p)
 }

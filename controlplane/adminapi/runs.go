@@ -7,6 +7,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/panel"
 )
 
 // maxStatusFilter bounds the statuses of one ?status= filter.
@@ -40,7 +41,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, listOf(page))
+	panel.WriteJSON(w, http.StatusOK, listOf(page))
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
@@ -54,7 +55,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	panel.WriteJSON(w, http.StatusOK, v)
 }
 
 // listEvents returns events after ?after= (a seq); NextCursor is the last
@@ -83,5 +84,5 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 	if len(events) == limit {
 		out.NextCursor = strconv.FormatInt(events[len(events)-1].Seq, 10)
 	}
-	writeJSON(w, http.StatusOK, out)
+	panel.WriteJSON(w, http.StatusOK, out)
 }

@@ -242,7 +242,7 @@ type Health struct {
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
+	panel.WriteJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -258,11 +258,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			if errors.As(err, &se) {
 				msg = se.Error()
 			}
-			writeJSON(w, http.StatusServiceUnavailable, Health{Status: "unavailable", Version: s.version, Error: msg})
+			panel.WriteJSON(w, http.StatusServiceUnavailable, Health{Status: "unavailable", Version: s.version, Error: msg})
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
+	panel.WriteJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
 }
 
 // statusRecorder remembers the status for the access log.

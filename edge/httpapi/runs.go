@@ -52,7 +52,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, listOf(page.Runs, page.NextCursor, func(rn edge.Run) Run { return runView(rn, nil) }))
+	panel.WriteJSON(w, http.StatusOK, listOf(page.Runs, page.NextCursor, func(rn edge.Run) Run { return runView(rn, nil) }))
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
@@ -66,7 +66,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, runView(rn, attempts))
+	panel.WriteJSON(w, http.StatusOK, runView(rn, attempts))
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
@@ -97,7 +97,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 	if len(events) == limit {
 		out.NextCursor = strconv.FormatInt(events[len(events)-1].Seq, 10) // pass as ?after=
 	}
-	writeJSON(w, http.StatusOK, out)
+	panel.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) runNow(w http.ResponseWriter, r *http.Request) {
@@ -129,7 +129,7 @@ func (s *Server) runNow(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", "/api/v1/runs/"+rn.ID)
 		s.log.InfoContext(r.Context(), "run queued", "run", rn.ID, "task", t.ID, "origin", "manual")
 	}
-	writeJSON(w, status, v)
+	panel.WriteJSON(w, status, v)
 }
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
@@ -148,5 +148,5 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusAccepted // the runner is stopping the process
 	}
 	s.log.InfoContext(r.Context(), "run cancel requested", "run", rn.ID, "status", string(rn.Status))
-	writeJSON(w, status, runView(rn, nil))
+	panel.WriteJSON(w, status, runView(rn, nil))
 }

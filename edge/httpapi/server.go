@@ -175,7 +175,7 @@ func (s *Server) routes(mux panel.Mux) {
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
+	panel.WriteJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -184,9 +184,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		if err := s.ready(ctx); err != nil {
 			s.log.WarnContext(r.Context(), "not ready", "err", err)
-			writeJSON(w, http.StatusServiceUnavailable, Health{Status: "unavailable", Version: s.version, Error: "not ready"})
+			panel.WriteJSON(w, http.StatusServiceUnavailable, Health{Status: "unavailable", Version: s.version, Error: "not ready"})
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
+	panel.WriteJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
 }

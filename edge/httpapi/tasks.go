@@ -11,6 +11,7 @@ import (
 	"github.com/ql3/ql3/core/schedule"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge"
+	"github.com/ql3/ql3/panel"
 )
 
 // maxInlineTriggers bounds the triggers of one create request.
@@ -49,7 +50,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, listOf(page.Tasks, page.NextCursor, func(t edge.Task) Task { return taskView(t, nil, 0) }))
+	panel.WriteJSON(w, http.StatusOK, listOf(page.Tasks, page.NextCursor, func(t edge.Task) Task { return taskView(t, nil, 0) }))
 }
 
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
@@ -90,7 +91,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/api/v1/tasks/"+task.ID)
-	writeJSON(w, http.StatusCreated, taskView(task, created, s.now().UnixMilli()))
+	panel.WriteJSON(w, http.StatusCreated, taskView(task, created, s.now().UnixMilli()))
 }
 
 func newTaskInput(req CreateTaskRequest) (edge.NewTask, error) {
@@ -152,7 +153,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, taskView(t, triggers, s.now().UnixMilli()))
+	panel.WriteJSON(w, http.StatusOK, taskView(t, triggers, s.now().UnixMilli()))
 }
 
 // taskWithTriggers resolves the {task} path value (id or live name) and
@@ -204,7 +205,7 @@ func (s *Server) updateTask(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, taskView(t, nil, 0))
+	panel.WriteJSON(w, http.StatusOK, taskView(t, nil, 0))
 }
 
 func (s *Server) patchTask(w http.ResponseWriter, r *http.Request) {
@@ -242,7 +243,7 @@ func (s *Server) applyEnabled(w http.ResponseWriter, r *http.Request, enabled bo
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, taskView(t, nil, 0))
+	panel.WriteJSON(w, http.StatusOK, taskView(t, nil, 0))
 }
 
 func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/edge"
+	"github.com/ql3/ql3/panel"
 )
 
 // taskTrigger resolves {task} and {trigger} and checks that the trigger
@@ -31,7 +32,7 @@ func (s *Server) listTriggers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, listOf(triggers, "", func(t edge.Trigger) Trigger { return triggerView(t, 0) }))
+	panel.WriteJSON(w, http.StatusOK, listOf(triggers, "", func(t edge.Trigger) Trigger { return triggerView(t, 0) }))
 }
 
 func (s *Server) createTrigger(w http.ResponseWriter, r *http.Request) {
@@ -56,7 +57,7 @@ func (s *Server) createTrigger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/api/v1/tasks/"+t.ID+"/triggers/"+tr.ID)
-	writeJSON(w, http.StatusCreated, triggerView(tr, 0))
+	panel.WriteJSON(w, http.StatusCreated, triggerView(tr, 0))
 }
 
 func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) {
@@ -65,7 +66,7 @@ func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, triggerView(tr, 0))
+	panel.WriteJSON(w, http.StatusOK, triggerView(tr, 0))
 }
 
 func (s *Server) updateTrigger(w http.ResponseWriter, r *http.Request) {
@@ -93,7 +94,7 @@ func (s *Server) updateTrigger(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, triggerView(tr, 0))
+	panel.WriteJSON(w, http.StatusOK, triggerView(tr, 0))
 }
 
 func (s *Server) deleteTrigger(w http.ResponseWriter, r *http.Request) {
