@@ -49,4 +49,4 @@ cd "$root/controlplane"
 go run ./internal/dispatchbench \
 	-dsn "host=$dir/sock user=postgres dbname=ql3bench sslmode=disable" \
 	-sessions "$SESSIONS" -idle-sessions "$IDLE_SESSIONS" -runs "$RUNS" \
-	-window "$WINDOW" -idle-window "$IDLE_WINDOW" -baseline-tps "$tps" -auth-cache "$AUTH_CACHE" ${CPU_PROFILE:+-cpuprofile "$CPU_PROFILE"}
+	-window "$WINDOW" -idle-window "$IDLE_WINDOW" -baseline-tps "$tps" -auth-cache "$AUTH_CACHE" -baseline-server-cpu "${cpu_us}us" ${CPU_PROFILE:+-cpuprofile "$CPU_PROFILE"}

@@ -78,16 +78,55 @@ bench_pg_cleanup() {
 	rm -rf "$dir"
 }
 
+# bench_server_ticks: the server's CPU time in clock ticks (10 ms): the
+# postmaster's own and its reaped children's (exited backends), plus every
+# live child's (/proc/<pid>/stat fields 14-17; field 4 is the parent).
+bench_server_ticks() {
+	local pm total s f
+	pm=$(head -n1 "$dir/data/postmaster.pid")
+	read -r -a f < <(sed 's/^.*) //' "/proc/$pm/stat")
+	total=$((f[11] + f[12] + f[13] + f[14]))
+	for s in /proc/[0-9]*/stat; do
+		read -r -a f < <(sed 's/^.*) //' "$s" 2>/dev/null) || continue
+		[ "${f[1]:-}" = "$pm" ] && total=$((total + f[11] + f[12]))
+	done
+	echo "$total"
+}
+
+# bench_server_children: how many processes the postmaster has (backends
+# included).
+bench_server_children() {
+	local pm n=0 s f
+	pm=$(head -n1 "$dir/data/postmaster.pid")
+	for s in /proc/[0-9]*/stat; do
+		read -r -a f < <(sed 's/^.*) //' "$s" 2>/dev/null) || continue
+		[ "${f[1]:-}" = "$pm" ] && n=$((n + 1))
+	done
+	echo "$n"
+}
+
 # bench_pgbench_baseline SECONDS: pgbench -N (8 clients, 2 threads) for
-# SECONDS on a scale-10 database "pgbench" it creates; sets tps and prints
-# the baseline line.
+# SECONDS on a scale-10 database "pgbench" it creates; sets tps and cpu_us
+# (the server's CPU time per transaction, µs) and prints the baseline line.
 bench_pgbench_baseline() {
-	local seconds=$1
+	local seconds=$1 out txns children0 ticks0 ticks1
 	[ -x "$bin/pgbench" ] || die "pgbench not found next to the server (apt-get install postgresql-contrib, or set QL3_PG_BIN)"
 	"${psql[@]}" -d postgres -c 'CREATE DATABASE pgbench'
 	"$bin/pgbench" -q -i -s 10 -h "$sock" -U postgres pgbench >/dev/null 2>&1
-	tps=$("$bin/pgbench" -N -c 8 -j 2 -T "$seconds" -h "$sock" -U postgres pgbench 2>/dev/null |
-		awk '/^tps = / { print $3; exit }')
-	[ -n "$tps" ] || die "pgbench printed no tps"
-	echo "baseline: pgbench -N -c 8 -j 2 -T $seconds: $tps tps"
+	children0=$(bench_server_children)
+	ticks0=$(bench_server_ticks)
+	out=$("$bin/pgbench" -N -c 8 -j 2 -T "$seconds" -h "$sock" -U postgres pgbench 2>/dev/null)
+	# pgbench's backends are still exiting: their CPU time reaches the
+	# postmaster's reaped-children total once it has waited for them.
+	for _ in $(seq 1 100); do
+		[ "$(bench_server_children)" -le "$children0" ] && break
+		sleep 0.1
+	done
+	sleep 0.5
+	ticks1=$(bench_server_ticks)
+	tps=$(awk '/^tps = / { print $3; exit }' <<<"$out")
+	txns=$(awk '/^number of transactions actually processed: / { print $6; exit }' <<<"$out")
+	[ -n "$tps" ] && [ -n "$txns" ] && [ "$txns" -gt 0 ] || die "pgbench printed no tps"
+	cpu_us=$(((ticks1 - ticks0) * 10000 / txns))
+	echo "baseline: pgbench -N -c 8 -j 2 -T $seconds: $tps tps, $txns transactions, server CPU ${cpu_us} µs per transaction"
 }

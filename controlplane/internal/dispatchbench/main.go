@@ -63,6 +63,7 @@ type options struct {
 	dispatchConns          int32
 	authCache              time.Duration
 	cpuProfile             string
+	baselineCPU            time.Duration
 }
 
 func main() {
@@ -78,6 +79,7 @@ func main() {
 	ingressConns := flag.Int("ingress-conns", 4, "ingress-role pool size (DESIGN §8 default 4)")
 	dispatchConns := flag.Int("dispatch-conns", 8, "runtime-role pool size of the dispatcher")
 	flag.DurationVar(&o.authCache, "auth-cache", ingress.DefaultPrincipalCacheTTL, "principal cache TTL of the ingress (0 = every request authenticates in PostgreSQL)")
+	flag.DurationVar(&o.baselineCPU, "baseline-server-cpu", 0, "PostgreSQL CPU time per pgbench -N transaction, measured in the same run")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the claims phase to this file")
 	flag.Parse()
 	o.ingressConns, o.dispatchConns = int32(*ingressConns), int32(*dispatchConns)
@@ -357,7 +359,10 @@ func (w *worker) pullBody() ([]byte, fence.LeaseToken, error) {
 }
 
 // dbCounters are the cumulative counters a phase is measured by.
-type dbCounters struct{ commits, walRecords, tuples, hotUpdates int64 }
+type dbCounters struct {
+	commits, walRecords, tuples, hotUpdates int64
+	serverCPU, benchCPU                     time.Duration // read once settled (they never stop moving)
+}
 
 func (b *bench) counters() (dbCounters, error) {
 	var c dbCounters
@@ -388,7 +393,11 @@ func (b *bench) settle() (dbCounters, error) {
 		time.Sleep(200 * time.Millisecond)
 		var cur dbCounters
 		if cur, err = b.counters(); err == nil && cur == prev {
-			return cur, nil
+			if cur.serverCPU, err = b.serverCPU(); err != nil {
+				return cur, err
+			}
+			cur.benchCPU, err = processCPU()
+			return cur, err
 		}
 		prev = cur
 	}

@@ -107,6 +107,16 @@ func (b *bench) claims() error {
 	row("claims", "WAL records per run", "%.1f", float64(after.walRecords-before.walRecords)/float64(n))
 	row("claims", "tuples written per run", "%.1f", float64(after.tuples-before.tuples)/float64(n))
 	row("claims", "of which heap-only (HOT) updates", "%.1f", float64(after.hotUpdates-before.hotUpdates)/float64(n))
+	// CPU time per run is the cost figure the box's other load disturbs
+	// least (throughput swings with whatever else runs on it).
+	srvPerRun := (after.serverCPU - before.serverCPU) / time.Duration(n)
+	row("claims", "PostgreSQL CPU per run (all backends)", "%s", srvPerRun.Round(time.Microsecond))
+	if b.o.baselineCPU > 0 {
+		row("claims", "PostgreSQL CPU per pgbench -N transaction (same run) / cost ratio (goal ≥ 0.15)", "%s / %.3f",
+			b.o.baselineCPU.Round(time.Microsecond), float64(b.o.baselineCPU)/float64(srvPerRun))
+	}
+	row("claims", "benchmark process CPU per run (TLS clients + ingress + dispatcher)", "%s",
+		((after.benchCPU - before.benchCPU) / time.Duration(n)).Round(time.Microsecond))
 	return nil
 }
 
