@@ -353,12 +353,21 @@ func (s *pullSession) scanSession(row pgx.Row) error {
 func (d *Dispatcher) readPullSession(ctx context.Context, sessionID uuid.UUID, offerID string,
 	digest [sha256.Size]byte) (*pullSession, error) {
 	b := &pgx.Batch{}
+	// The plan settings of the dispatcher's transactions (dtx.begin) for
+	// this pipeline's implicit transaction too: without them the candidate
+	// page got a custom plan on every idle pull (measured with
+	// pg_stat_statements: 0.9 ms planning per call against 0.5 ms
+	// executing it, a third of the server's CPU per remote run).
+	b.Queue(planSettingsSQL)
 	b.Queue(sqlPullSession, sessionID)
 	b.Queue(sqlReplayLease, sessionID, offerID)
 	b.Queue(sqlCandidates, int32(1001), int64(0), uuid.UUID{}, int32(d.opts.PullPageRows+1))
 	b.Queue(sqlTokenReused, sessionID, offerID, digest[:])
 	br := d.db.SendBatch(ctx, b)
 	defer func() { _ = br.Close() }()
+	if _, err := br.Exec(); err != nil {
+		return nil, errorf(err, "postgres: pull plan settings")
+	}
 	s := &pullSession{}
 	if err := s.scanSession(br.QueryRow()); err != nil {
 		return nil, err

@@ -131,6 +131,9 @@ func TestClaimAndDiscoveryIndexesFit(t *testing.T) {
 		{`SELECT lease_id FROM ql3.run_leases WHERE status = 'leased' AND expires_at_ms <= 1000 ORDER BY expires_at_ms, lease_id LIMIT 64`, "run_leases_expiry_idx"},
 		// The sweeper's own timeout scan (migration 0008's predicate).
 		{strings.Replace(postgres.SweepTimeoutCandidatesSQL, "$1::int", "64", 1), "attempts_deadline_idx"},
+		// Every pull's token check (migration 0010).
+		{strings.NewReplacer("$1::uuid", "'01a22f67-f4e6-72d1-ab92-9729495a5fc1'::uuid", "$2::text", "'o'::text",
+			"$3::bytea", "'\\x00'::bytea").Replace(postgres.SQLTokenReused), "run_leases_token_idx"},
 	} {
 		rows, err := conn.Query(ctx, "EXPLAIN "+tc.query)
 		if err != nil {

@@ -29,6 +29,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -46,6 +47,7 @@ import (
 	"github.com/ql3/ql3/controlplane/internal/devpki"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/canonjson"
+	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/fence"
 	"github.com/ql3/ql3/core/placement"
 	"github.com/ql3/ql3/core/protocol"
@@ -276,7 +278,15 @@ func (b *bench) workers(n, capacity int, prefix string) ([]*worker, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			// Setup, not measurement: a serialization failure of the
+			// admin's registration (16 at a time) is retried as a
+			// client would, with jittered backoff, a few times (every
+			// try registers a fresh name).
 			w, err := b.newWorker(s, pub, i, capacity, prefix)
+			for try := 1; err != nil && errs.Code(err) == errs.Unavailable && try < 5; try++ {
+				time.Sleep(time.Duration(try)*20*time.Millisecond + time.Duration(mrand.Int64N(int64(20*time.Millisecond))))
+				w, err = b.newWorker(s, pub, i, capacity, prefix)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && firstErr == nil {
