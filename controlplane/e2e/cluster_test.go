@@ -29,6 +29,7 @@ func TestCluster(t *testing.T) {
 	t.Run("PullAnswerDropped", func(t *testing.T) { pullAnswerDropped(t, c.with(t)) })
 	t.Run("PartitionedWorkerFencesItself", func(t *testing.T) { partitionedWorker(t, c.with(t)) })
 	t.Run("ControlPlaneKilled", func(t *testing.T) { controlPlaneKilled(t, c.with(t)) })
+	t.Run("CAOverlapRotation", func(t *testing.T) { caRotation(t, c.with(t)) }) // last: ends with B's CA
 }
 
 // waitOnline waits until each named worker has an online session.
