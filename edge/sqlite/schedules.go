@@ -142,16 +142,3 @@ func (s *Store) ParkSchedule(ctx context.Context, item edge.ScheduleItem, reason
 		return nil
 	})
 }
-
-func getSchedule(ctx context.Context, q queryer, triggerID string) (edge.Schedule, error) {
-	sc := edge.Schedule{TriggerID: triggerID}
-	err := q.QueryRowContext(ctx, `SELECT trigger_revision, initialized, next_fire_at_ms, last_scheduled_at_ms,
-        state_version, missed_total, last_missed_at_ms, last_error, updated_at_ms
-        FROM trigger_schedules WHERE trigger_id = ?`, triggerID).Scan(&sc.TriggerRevision, &sc.Initialized,
-		&sc.NextFireAtMs, &sc.LastScheduledAtMs, &sc.StateVersion, &sc.MissedTotal, &sc.LastMissedAtMs,
-		&sc.LastError, &sc.UpdatedAtMs)
-	if err != nil {
-		return edge.Schedule{}, err
-	}
-	return sc, nil
-}

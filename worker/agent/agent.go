@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sort"
 	"sync"
 	"time"
 
@@ -301,6 +300,3 @@ func remaining(h http.Header, expiresAtMs int64, fallback time.Duration) time.Du
 	r := time.Duration(expiresAtMs-d.UnixMilli())*time.Millisecond - time.Second
 	return max(0, min(r, 10*time.Minute))
 }
-
-// sortStrings is a tiny helper for deterministic id lists.
-func sortStrings(s []string) []string { sort.Strings(s); return s }

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
-	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -226,10 +225,4 @@ func parseBundle(data []byte) (*x509.CertPool, [][]byte, error) {
 		return nil, nil, &FileError{"CA bundle", "holds no certificate"}
 	}
 	return pool, raws, nil
-}
-
-// IsFileError reports whether err is a refused identity file.
-func IsFileError(err error) bool {
-	var fe *FileError
-	return errors.As(err, &fe)
 }

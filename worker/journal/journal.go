@@ -157,9 +157,6 @@ func (j *Journal) Close() error {
 	return err
 }
 
-// Dir is the state directory.
-func (j *Journal) Dir() string { return j.dir }
-
 // InboxMax is the inbox limit.
 func (j *Journal) InboxMax() int { return j.max }
 

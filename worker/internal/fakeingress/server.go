@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -500,9 +499,6 @@ func (s *Server) offer(r *Run) []byte {
 	}
 	return out
 }
-
-// JSON is a debugging helper.
-func JSON(v any) string { b, _ := json.Marshal(v); return string(b) }
 
 func (s *Server) heartbeatMs() int64 {
 	if s.HeartbeatMs > 0 {
