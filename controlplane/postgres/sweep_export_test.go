@@ -6,3 +6,6 @@ var SweepTimeoutCandidatesSQL = timeoutCandidatesSQL
 
 // SQLTokenReused is the offer pull's token check, for the same test.
 var SQLTokenReused = sqlTokenReused
+
+// SweepLeaseCandidatesSQL is the sweeper's lease scan, for its plan test.
+var SweepLeaseCandidatesSQL = leaseCandidatesSQL

@@ -171,6 +171,12 @@ FROM lk CROSS JOIN tally y LEFT JOIN d ON true`
 // (many): sessions that went offline within the last $3 ms (older ones'
 // leases have expired by their own TTL and are in the first branch) and
 // live sessions whose heartbeat lease passed (worker_sessions_lease_idx).
+// The branch is gated by an uncorrelated EXISTS over those sessions (a
+// one-time filter): with no such session it does not run at all. Without
+// the gate the planner walked run_leases_expiry_idx over every expired
+// lease and filtered by session — 25 ms of a 26 ms scan with 7,000 expired
+// leases of a live session (sweep.sh STATEMENTS=1). With a dead session
+// the branch still costs that walk; see the note of issue 10.
 // Started leases become candidates only once their authority ended more
 // than the cancel grace ($1 ms) ago.
 const leaseCandidatesSQL = `WITH n AS MATERIALIZED (
@@ -189,6 +195,9 @@ const leaseCandidatesSQL = `WITH n AS MATERIALIZED (
 	JOIN ql3.attempts a ON a.attempt_id = l.attempt_id
 	WHERE ((s.status = 'offline' AND s.closed_at_ms > n.ms - $3::bigint)
 		OR (s.status <> 'offline' AND s.lease_expires_at_ms <= n.ms))
+	  AND EXISTS (SELECT 1 FROM ql3.worker_sessions s0
+		WHERE (s0.status = 'offline' AND s0.closed_at_ms > (extract(epoch FROM clock_timestamp()) * 1000)::bigint - $3::bigint)
+		   OR (s0.status <> 'offline' AND s0.lease_expires_at_ms <= (extract(epoch FROM clock_timestamp()) * 1000)::bigint))
 	  AND (a.status NOT IN ('starting', 'running')
 		OR least(l.expires_at_ms, coalesce(s.closed_at_ms, l.expires_at_ms)) + $1::bigint <= n.ms)
 	ORDER BY l.expires_at_ms, l.lease_id LIMIT $2::int

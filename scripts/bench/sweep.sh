@@ -16,6 +16,10 @@
 #
 #   scripts/bench/sweep.sh
 #   LEASES=1000 REPLICAS=1 CASES=requeue scripts/bench/sweep.sh
+#   STATEMENTS=1 CASES=lost TRIALS=0 scripts/bench/sweep.sh   # + the server's
+#     statement profile of the sweep (pg_stat_statements: calls, rows,
+#     execution and planning time of the sweepers' role), for finding
+#     where a sweep spends its time
 set -euo pipefail
 
 die() { echo "sweep.sh: $*" >&2; exit 1; }
@@ -27,10 +31,15 @@ REPLICAS=${REPLICAS:-2}
 CASES=${CASES:-requeue,lost}
 HEARTBEAT=${HEARTBEAT:-1s}
 TRIALS=${TRIALS:-10}
+STATEMENTS=${STATEMENTS:-0}
 
 . "$root/scripts/bench/lib.sh"
-bench_pg_start ql3bench
+stat_opts=()
+[ "$STATEMENTS" = 1 ] && stat_opts=(-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all
+	-c pg_stat_statements.track_planning=on)
+bench_pg_start ql3bench "${stat_opts[@]}"
 "${psql[@]}" -d postgres -c 'CREATE DATABASE ql3bench'
+[ "$STATEMENTS" = 1 ] && "${psql[@]}" -d ql3bench -c 'CREATE EXTENSION pg_stat_statements'
 
 echo "# ql3 sweeper benchmark — $(date -u +%Y-%m-%dT%H:%MZ), nproc=$(nproc), $("$bin/postgres" --version), data in $base"
 bench_pgbench_baseline "$PGBENCH_SECONDS"
@@ -42,3 +51,14 @@ go run ./coordinator/internal/sweepbench \
 	-runtime-dsn "host=$dir/sock user=ql3_runtime dbname=ql3bench sslmode=disable" \
 	-leases "$LEASES" -replicas "$REPLICAS" -cases "$CASES" -baseline-tps "$tps" \
 	-cancel-trials "$TRIALS" -heartbeat "$HEARTBEAT"
+
+if [ "$STATEMENTS" = 1 ]; then
+	echo
+	echo "statements of ql3_runtime (pg_stat_statements; the seeding runs as postgres and is not counted):"
+	"${psql[@]}" -d ql3bench -P pager=off -c "SELECT calls, rows,
+		round(total_exec_time::numeric, 0) AS exec_ms, round(total_plan_time::numeric, 0) AS plan_ms,
+		round((total_exec_time / greatest(calls, 1))::numeric, 3) AS mean_exec_ms,
+		left(regexp_replace(query, '\s+', ' ', 'g'), 90) AS query
+	FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid WHERE r.rolname = 'ql3_runtime'
+	ORDER BY total_exec_time + total_plan_time DESC LIMIT 15"
+fi
