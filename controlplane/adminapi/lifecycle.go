@@ -31,6 +31,7 @@ type RunControl interface {
 	CancelRun(ctx context.Context, runRef, actor string) (postgres.CancelOutcome, error)
 	RunNow(ctx context.Context, in postgres.RunNowInput) (postgres.RunNowResult, error)
 	WaitReason(ctx context.Context, runRef string) (postgres.WaitReason, bool, error)
+	WaitReasons(ctx context.Context, runRefs []string) (map[string]string, error)
 	ReadLog(ctx context.Context, runRef string, attempt int, stream string, offset, limit int64) (postgres.LogRange, error)
 	WorkerSession(ctx context.Context, workerRef string) (postgres.WorkerSession, bool, error)
 }
@@ -48,6 +49,14 @@ type RunView struct {
 	// Waiting explains a Run that has not started (created, queued,
 	// retry_wait).
 	Waiting *postgres.WaitReason `json:"waiting,omitempty"`
+}
+
+// RunListItem is a row of GET /api/v1/runs: the Run and, for one that has
+// not started (created, queued, retry_wait), the short reason it waits
+// (postgres.WaitReason.Reason; GET /api/v1/runs/{run} has the details).
+type RunListItem struct {
+	postgres.RunRecord
+	WaitReason string `json:"waitReason,omitempty"`
 }
 
 // WorkerView is a worker with its newest session.

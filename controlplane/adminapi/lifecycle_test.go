@@ -73,6 +73,7 @@ func TestRunNowCancelAndWhyItWaits(t *testing.T) {
 	if got.Waiting == nil || got.Waiting.Reason != postgres.WaitNoLiveSession || len(got.Attempts) != 1 {
 		t.Fatalf("waiting %+v", got)
 	}
+	listReason(t, f, task.ID, first.ID, postgres.WaitNoLiveSession)
 	// A live session on the wrong OS: the Run is unplaceable, by category.
 	su := f.db.Conn(t)
 	var w postgres.WorkerRecord
@@ -87,6 +88,7 @@ func TestRunNowCancelAndWhyItWaits(t *testing.T) {
 	if got.Waiting == nil || got.Waiting.Reason != postgres.WaitPlacement || got.Waiting.Mismatch["os"] != 1 {
 		t.Fatalf("waiting %+v", got.Waiting)
 	}
+	listReason(t, f, task.ID, first.ID, postgres.WaitPlacement)
 	var wv adminapi.WorkerView
 	mustStatus(t, "worker", f.call("GET", "/api/v1/workers/w1", nil, &wv), 200)
 	if wv.Session == nil || wv.Session.Capacity != 2 || wv.Session.Expired || wv.Session.Status != "online" {
@@ -292,4 +294,20 @@ func TestDeleteTaskAndTrigger(t *testing.T) {
 		Scan(&status, &reason, &evReason); err != nil || status != "cancelled" || reason != "shutdown" || evReason != "task_deleted" {
 		t.Fatalf("run of the deleted task: %s %s %s (%v)", status, reason, evReason, err)
 	}
+}
+
+// listReason checks the run list's row of runID carries the wait reason.
+func listReason(t *testing.T, f fixture, taskID, runID, want string) {
+	t.Helper()
+	var page adminapi.List[adminapi.RunListItem]
+	mustStatus(t, "list", f.call("GET", "/api/v1/runs?task="+taskID, nil, &page), 200)
+	for _, it := range page.Items {
+		if it.ID == runID {
+			if it.WaitReason != want {
+				t.Fatalf("list row %s: waitReason %q, want %q", runID, it.WaitReason, want)
+			}
+			return
+		}
+	}
+	t.Fatalf("run %s not in the list (%d rows)", runID, len(page.Items))
 }

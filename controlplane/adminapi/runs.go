@@ -1,6 +1,7 @@
 package adminapi
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -41,7 +42,38 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, listOf(page))
+	items, err := s.runListItems(r.Context(), page.Items)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	panel.WriteJSON(w, http.StatusOK, listOf(postgres.ListPage[RunListItem]{Items: items, NextCursor: page.NextCursor}))
+}
+
+// runListItems adds the wait reason to the page's Runs that have not
+// started: one batched read for the page (RunControl.WaitReasons), none
+// when no row waits or no runtime port is configured.
+func (s *Server) runListItems(ctx context.Context, runs []postgres.RunRecord) ([]RunListItem, error) {
+	items := make([]RunListItem, len(runs))
+	var waiting []string
+	for i, run := range runs {
+		items[i].RunRecord = run
+		switch run.Status {
+		case "created", "queued", "retry_wait":
+			waiting = append(waiting, run.ID)
+		}
+	}
+	if s.runs == nil || len(waiting) == 0 {
+		return items, nil
+	}
+	reasons, err := s.runs.WaitReasons(ctx, waiting)
+	if err != nil {
+		return nil, err
+	}
+	for i := range items {
+		items[i].WaitReason = reasons[items[i].ID]
+	}
+	return items, nil
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {

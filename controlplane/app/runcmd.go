@@ -33,7 +33,7 @@ func lifecycleCommands() map[string]command {
 		return func(fs *flag.FlagSet, a *cmdArgs) { fs.StringVar(&a.id, "id", "", usage) }
 	}
 	return map[string]command{
-		"run list": {summary: "list runs, newest first", flags: func(fs *flag.FlagSet, a *cmdArgs) {
+		"run list": {summary: "list runs, newest first (waitReason: why one has not started; run show explains it)", flags: func(fs *flag.FlagSet, a *cmdArgs) {
 			fs.StringVar(&a.project, "project", "", "only this project (id or name)")
 			fs.StringVar(&a.task, "task", "", "only this task (id)")
 			fs.StringVar(&a.run.trigger, "trigger", "", "only this trigger (id)")

@@ -51,35 +51,135 @@ func (o *RunOps) WaitReason(ctx context.Context, runRef string) (WaitReason, boo
 	if err != nil {
 		return WaitReason{}, false, errs.NotFoundf("no run %.64q", runRef)
 	}
-	var status, canonical string
-	var digest []byte
-	var revID uuid.UUID
-	var notBefore int64
-	var cancel bool
-	err = o.db.QueryRow(ctx, `SELECT r.status, r.not_before_ms, r.cancel_requested_at_ms IS NOT NULL,
-		e.execution_revision_id, e.canonical_spec, e.digest
-		FROM ql3.runs r JOIN ql3.execution_revisions e ON e.execution_revision_id = r.execution_revision_id
-		WHERE r.run_id = $1`, runID).Scan(&status, &notBefore, &cancel, &revID, &canonical, &digest)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return WaitReason{}, false, errs.NotFoundf("no run %s", runID)
-	}
-	if err != nil {
-		return WaitReason{}, false, Translate(err)
-	}
-	switch {
-	case cancel && (status == "created" || status == "queued" || status == "retry_wait" || status == "lost"):
-		return WaitReason{Reason: WaitCancelling}, true, nil
-	case status == "created":
-		return WaitReason{Reason: WaitConcurrency}, true, nil
-	case status == "retry_wait":
-		return WaitReason{Reason: WaitRetryBackoff, NotBeforeMs: notBefore}, true, nil
-	case status != "queued":
-		return WaitReason{}, false, nil
-	}
-	rev, err := compileRevision(revID, canonical, digest)
+	ws, err := o.waitingRuns(ctx, []uuid.UUID{runID})
 	if err != nil {
 		return WaitReason{}, false, err
 	}
+	if len(ws) == 0 {
+		return WaitReason{}, false, errs.NotFoundf("no run %s", runID)
+	}
+	w, ok := ws[0].early()
+	if !ok || w.Reason != "" {
+		return w, ok, nil
+	}
+	sessions, truncated, err := o.liveSessions(ctx)
+	if err != nil {
+		return WaitReason{}, false, err
+	}
+	rev, err := compileRevision(ws[0].revID, ws[0].canonical, ws[0].digest)
+	if err != nil {
+		return WaitReason{}, false, err
+	}
+	return placementWait(rev, sessions, truncated), true, nil
+}
+
+// MaxWaitReasons bounds the Runs of one WaitReasons call (a list page).
+const MaxWaitReasons = 200
+
+// WaitReasons gives the short reason (WaitReason.Reason) for each of the
+// Runs (a list page, ≤ MaxWaitReasons) that has not started; others are
+// absent from the map. It costs two reads for the whole page — the Runs
+// with their execution revisions and the live sessions, once — and one
+// placement compile per distinct revision.
+func (o *RunOps) WaitReasons(ctx context.Context, runRefs []string) (map[string]string, error) {
+	if len(runRefs) > MaxWaitReasons {
+		return nil, errs.Invalidf("runs", "at most %d, got %d", MaxWaitReasons, len(runRefs))
+	}
+	ids := make([]uuid.UUID, 0, len(runRefs))
+	for _, ref := range runRefs {
+		if id, err := uuid.Parse(ref); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	out := map[string]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	ws, err := o.waitingRuns(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var sessions []liveSession
+	var truncated, loaded bool
+	revs := map[uuid.UUID]*compiledRevision{}
+	for _, r := range ws {
+		w, ok := r.early()
+		if !ok {
+			continue
+		}
+		if w.Reason == "" {
+			if !loaded {
+				if sessions, truncated, err = o.liveSessions(ctx); err != nil {
+					return nil, err
+				}
+				loaded = true
+			}
+			rev := revs[r.revID]
+			if rev == nil {
+				if rev, err = compileRevision(r.revID, r.canonical, r.digest); err != nil {
+					return nil, err
+				}
+				revs[r.revID] = rev
+			}
+			w = placementWait(rev, sessions, truncated)
+		}
+		out[r.id.String()] = w.Reason
+	}
+	return out, nil
+}
+
+// waitingRun is what explaining one Run needs.
+type waitingRun struct {
+	id, revID         uuid.UUID
+	status, canonical string
+	digest            []byte
+	notBefore         int64
+	cancel            bool
+}
+
+// early answers what the Run's own row decides; Reason "" with ok means
+// the Run is queued and the live sessions decide (placementWait).
+func (r waitingRun) early() (WaitReason, bool) {
+	switch {
+	case r.cancel && (r.status == "created" || r.status == "queued" || r.status == "retry_wait" || r.status == "lost"):
+		return WaitReason{Reason: WaitCancelling}, true
+	case r.status == "created":
+		return WaitReason{Reason: WaitConcurrency}, true
+	case r.status == "retry_wait":
+		return WaitReason{Reason: WaitRetryBackoff, NotBeforeMs: r.notBefore}, true
+	case r.status != "queued":
+		return WaitReason{}, false
+	}
+	return WaitReason{}, true
+}
+
+func (o *RunOps) waitingRuns(ctx context.Context, ids []uuid.UUID) ([]waitingRun, error) {
+	rows, err := o.db.Query(ctx, `SELECT r.run_id, r.status, r.not_before_ms, r.cancel_requested_at_ms IS NOT NULL,
+		e.execution_revision_id, e.canonical_spec, e.digest
+		FROM ql3.runs r JOIN ql3.execution_revisions e ON e.execution_revision_id = r.execution_revision_id
+		WHERE r.run_id = ANY($1::uuid[])`, ids)
+	if err != nil {
+		return nil, Translate(err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (waitingRun, error) {
+		var r waitingRun
+		return r, row.Scan(&r.id, &r.status, &r.notBefore, &r.cancel, &r.revID, &r.canonical, &r.digest)
+	})
+	if err != nil {
+		return nil, translateDriver(err)
+	}
+	return out, nil
+}
+
+// liveSession is a session that could take work now.
+type liveSession struct {
+	caps             string
+	capacity, leases int
+}
+
+// liveSessions reads up to maxWaitSessions live sessions; truncated says
+// there were more.
+func (o *RunOps) liveSessions(ctx context.Context) ([]liveSession, bool, error) {
 	rows, err := o.db.Query(ctx, `SELECT s.capabilities::text, s.capacity,
 		(SELECT count(*) FROM ql3.run_leases l WHERE l.session_id = s.session_id AND l.status = 'leased'
 			AND l.expires_at_ms > `+dbNowMs+`)
@@ -87,24 +187,24 @@ func (o *RunOps) WaitReason(ctx context.Context, runRef string) (WaitReason, boo
 		WHERE s.status = 'online' AND s.lease_expires_at_ms > `+dbNowMs+` AND w.status = 'active'
 		ORDER BY s.session_id LIMIT $1`, maxWaitSessions+1)
 	if err != nil {
-		return WaitReason{}, false, Translate(err)
+		return nil, false, Translate(err)
 	}
-	type live struct {
-		caps             string
-		capacity, leases int
-	}
-	sessions, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (live, error) {
-		var l live
+	sessions, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (liveSession, error) {
+		var l liveSession
 		return l, r.Scan(&l.caps, &l.capacity, &l.leases)
 	})
 	if err != nil {
-		return WaitReason{}, false, translateDriver(err)
+		return nil, false, translateDriver(err)
 	}
-	w := WaitReason{}
 	if len(sessions) > maxWaitSessions {
-		sessions, w.Truncated = sessions[:maxWaitSessions], true
+		return sessions[:maxWaitSessions], true, nil
 	}
-	w.LiveSessions = len(sessions)
+	return sessions, false, nil
+}
+
+// placementWait explains a queued Run of revision rev by the live sessions.
+func placementWait(rev *compiledRevision, sessions []liveSession, truncated bool) WaitReason {
+	w := WaitReason{LiveSessions: len(sessions), Truncated: truncated}
 	for _, s := range sessions {
 		if rev.match != nil {
 			caps, err := placement.DecodeCapabilities([]byte(s.caps))
@@ -130,7 +230,7 @@ func (o *RunOps) WaitReason(ctx context.Context, runRef string) (WaitReason, boo
 	default:
 		w.Reason = WaitForPull
 	}
-	return w, true, nil
+	return w
 }
 
 func (w *WaitReason) count(category string) {
