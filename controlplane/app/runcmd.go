@@ -79,7 +79,7 @@ func lifecycleCommands() map[string]command {
 			flags: id("worker id or name"), run: getPath("/api/v1/workers/")},
 		"worker disable": {summary: "disable a worker and revoke its credentials",
 			flags: id("worker id or name"), run: postPath("/api/v1/workers/", "/disable")},
-		"task delete": {summary: "delete a task and its triggers (waiting runs are cancelled, running ones finish)",
+		"task delete": {summary: "delete a task and its triggers (its waiting runs are cancelled by the next sweep, within one coordinator round; running ones finish)",
 			flags: id("task id"), run: func(m *Main, ctx context.Context) error {
 				if err := required("id", m.args.id); err != nil {
 					return err
