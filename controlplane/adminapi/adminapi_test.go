@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -19,34 +18,17 @@ import (
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/scripts/testio"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// lockedBuffer collects log output from concurrent handlers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 type fixture struct {
 	t     *testing.T
 	url   string
 	token string
 	db    *pgtest.DB
-	logs  *lockedBuffer
+	logs  *testio.Buffer
 }
 
 func newFixture(t *testing.T, ready func(context.Context) error) fixture {
@@ -57,7 +39,7 @@ func newFixture(t *testing.T, ready func(context.Context) error) fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &testio.Buffer{}
 	adminPool := db.Pool(t, postgres.RoleAdmin)
 	srv := httptest.NewServer(adminapi.New(adminapi.Config{Backend: pub, Version: "test", Ready: ready,
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

@@ -8,30 +8,13 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ql3/ql3/controlplane/app"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/scripts/testio"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestMetricsScrapeAndTextLogs serves ql3-control with --log-format text at
 // debug, makes three Runs (two stay queued, one is cancelled), then scrapes
@@ -55,7 +38,7 @@ func TestMetricsScrapeAndTextLogs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var logs lockedBuffer
+	var logs testio.Buffer
 	srv := &app.Main{Stdout: io.Discard, Stderr: &logs, Getenv: func(string) string { return "" }, Version: "test"}
 	app.NoMetricsSettle(srv)
 	if err := srv.ParseFlags([]string{"serve", "--admin-dsn", db.DSN(postgres.RoleAdmin),

@@ -29,27 +29,10 @@ import (
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/placement"
 	"github.com/ql3/ql3/core/protocol"
+	"github.com/ql3/ql3/scripts/testio"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
-
-// syncBuffer collects the server log (slog writes from many goroutines).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // env is one test's ingress: real PostgreSQL (its own database), the real
 // session store and authenticator on a ql3_worker_ingress pool, a dev PKI,
@@ -62,7 +45,7 @@ type env struct {
 	ca     *devpki.CA
 	dir    string
 	files  ingress.TLSFiles
-	log    *syncBuffer
+	log    *testio.Buffer
 	leases *fakeLeases
 	now    time.Time
 	clock  *manualClock // the principal cache's clock
@@ -148,7 +131,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 			t.Fatal(err)
 		}
 	}
-	logs := &syncBuffer{}
+	logs := &testio.Buffer{}
 	workerAuth := postgres.NewWorkerAuth(ing)
 	clock := &manualClock{t: now}
 	auth := ingress.NewPrincipalCache(workerAuth, opts.authCacheTTL, clock.now)

@@ -4,15 +4,15 @@ package app
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/ql3/ql3/scripts/testio"
 )
 
 // edgeCall makes one API request; tok "" sends no Authorization header.
@@ -50,7 +50,7 @@ func edgeCall(t *testing.T, method, url, tok, body string) (int, []byte) {
 // JSON, each request and Run transition has its line, and the admin token
 // (sent in Authorization headers, right and wrong) appears in none.
 func TestMetricsAfterRunsAndJSONLogs(t *testing.T) {
-	var logBuf syncBuffer
+	var logBuf testio.Buffer
 	m, _, err := startTestMain(t, filepath.Join(t.TempDir(), "data"), func(m *Main) {
 		m.Config.LogFormat = "json"
 		m.Config.LogLevel = "debug"
@@ -159,22 +159,4 @@ func TestMetricsAfterRunsAndJSONLogs(t *testing.T) {
 	if requests < 8 || queued != 3 || finished != 3 {
 		t.Errorf("log lines: %d requests, %d queued, %d finished; want >= 8, 3, 3:\n%s", requests, queued, finished, logs)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

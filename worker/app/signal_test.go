@@ -2,34 +2,21 @@ package app
 
 import (
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ql3/ql3/core/protocol"
+	"github.com/ql3/ql3/scripts/testio"
 	"github.com/ql3/ql3/worker/clock"
 	"github.com/ql3/ql3/worker/executor"
 	"github.com/ql3/ql3/worker/internal/fakeingress"
 	"github.com/ql3/ql3/worker/journal"
 )
 
-// syncBuffer collects the worker's log lines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 // startMain runs Main (the real wiring, real clock, real executor) against
 // a fake ingress until the run is started; it returns the exit channel.
-func startMain(t *testing.T, script string) (*fakeingress.Server, chan int, *syncBuffer, string) {
+func startMain(t *testing.T, script string) (*fakeingress.Server, chan int, *testio.Buffer, string) {
 	t.Helper()
 	pki := fakeingress.NewPKI(t, time.Now().Add(-time.Hour))
 	srv := fakeingress.New(t, pki, clock.Real{})
@@ -39,7 +26,7 @@ func startMain(t *testing.T, script string) (*fakeingress.Server, chan int, *syn
 	args := []string{"--ingress-url", srv.URL(), "--credential-file", f.Credential, "--cert-file", f.Cert,
 		"--key-file", f.Key, "--ca-file", f.CA, "--state-dir", state,
 		"--cadence-ms", "100", "--kill-grace-ms", "500", "--drain-grace-ms", "20000", "--log-level", "debug"}
-	out := &syncBuffer{}
+	out := &testio.Buffer{}
 	exit := make(chan int, 1)
 	go func() { exit <- Main("test", args, func(string) string { return "" }, out) }()
 	waitFor(t, "the run to start", func() bool {
