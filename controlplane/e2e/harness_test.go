@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,8 +144,9 @@ type cluster struct {
 	db       *pgtest.DB
 	dir, pki string
 	token    string
-	pool     *pgxpool.Pool // superuser, to read tables in assertions
-	*procs                 // shared by every view of the cluster (with)
+	pool     *pgxpool.Pool            // superuser, to read tables in assertions
+	dsn      func(role string) string // where replicas log in (a promotion moves it)
+	*procs                            // shared by every view of the cluster (with)
 }
 
 // procs are the cluster's processes.
@@ -187,10 +189,16 @@ const (
 
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	db := pgtest.NewDB(t)
+	return newClusterOn(t, pgtest.NewDB(t))
+}
+
+// newClusterOn is newCluster on a given database.
+func newClusterOn(t *testing.T, db *pgtest.DB) *cluster {
+	t.Helper()
 	dir := t.TempDir()
 	c := &cluster{t: t, db: db, dir: dir, pki: filepath.Join(dir, "pki"), procs: &procs{workers: map[string]*worker{}}}
 	c.pool = db.Pool(t, "")
+	c.dsn = db.DSN
 	c.mustCLI("pki", "init", "--dir", c.pki)
 	c.mustCLI("pki", "issue-server", "--dir", c.pki, "--host", "127.0.0.1,localhost")
 	out := c.mustCLIEnv([]string{"QL3_ADMIN_DSN=" + db.DSN(postgres.RoleAdmin)}, "token", "create", "--name", "e2e")
@@ -272,52 +280,83 @@ func (c *cluster) startControl(extra ...string) *control {
 	c.mu.Lock()
 	n := len(c.controls)
 	c.mu.Unlock()
-	name := fmt.Sprintf("control-%d", n)
-	args := []string{"serve", "--listen", "127.0.0.1:0", "--ingress-listen", "127.0.0.1:0",
-		"--admin-dsn", c.db.DSN(postgres.RoleAdmin), "--runtime-dsn", c.db.DSN(postgres.RoleRuntime),
-		"--ingress-dsn", c.db.DSN(postgres.RoleWorkerIngress),
-		"--ingress-tls-cert", filepath.Join(c.pki, "ingress.crt"), "--ingress-tls-key", filepath.Join(c.pki, "ingress.key"),
-		"--ingress-client-ca", filepath.Join(c.pki, "ca.crt"),
-		"--scheduler-lease-ms", strconv.Itoa(schedulerLeaseMs),
-		"--session-heartbeat-ms", strconv.Itoa(heartbeatMs), "--session-lease-ms", strconv.Itoa(sessionLeaseMs),
-		"--cancel-grace-ms", strconv.Itoa(cancelGraceMs),
-		"--credential-reconcile-ms", "1000", "--log-level", "info"}
-	args = append(args, extra...)
-	cp := &control{args: args}
-	cp.proc = startProc(c.t, name, filepath.Join(c.dir, name+".log"), nil, ctlBin, args...)
-	cp.admin = c.waitLogAddr(cp.proc, "admin API listening")
-	cp.ingress = c.waitLogAddr(cp.proc, "worker ingress listening")
+	cp := &control{admin: freeAddr(c.t), ingress: freeAddr(c.t), args: extra}
+	cp.proc = c.launchControl(fmt.Sprintf("control-%d", n), cp)
 	c.mu.Lock()
 	c.controls = append(c.controls, cp)
 	c.mu.Unlock()
 	return cp
 }
 
-// waitLogAddr waits for a JSON log line with msg and returns its addr.
-func (c *cluster) waitLogAddr(p *proc, msg string) string {
+// restartControl starts a stopped replica again on its addresses, logging
+// in where c.dsn now points.
+func (c *cluster) restartControl(cp *control) {
 	c.t.Helper()
-	var addr string
+	cp.proc = c.launchControl(cp.name, cp)
+}
+
+func (c *cluster) launchControl(name string, cp *control) *proc {
+	c.t.Helper()
+	args := []string{"serve", "--listen", cp.admin, "--ingress-listen", cp.ingress,
+		"--admin-dsn", c.dsn(postgres.RoleAdmin), "--runtime-dsn", c.dsn(postgres.RoleRuntime),
+		"--ingress-dsn", c.dsn(postgres.RoleWorkerIngress),
+		"--ingress-tls-cert", filepath.Join(c.pki, "ingress.crt"), "--ingress-tls-key", filepath.Join(c.pki, "ingress.key"),
+		"--ingress-client-ca", filepath.Join(c.pki, "ca.crt"),
+		"--scheduler-lease-ms", strconv.Itoa(schedulerLeaseMs),
+		"--session-heartbeat-ms", strconv.Itoa(heartbeatMs), "--session-lease-ms", strconv.Itoa(sessionLeaseMs),
+		"--cancel-grace-ms", strconv.Itoa(cancelGraceMs),
+		"--credential-reconcile-ms", "1000", "--log-level", "info"}
+	args = append(args, cp.args...)
+	log := filepath.Join(c.dir, name+".log")
+	admins, ingresses := countLog(log, "admin API listening", cp.admin), countLog(log, "worker ingress listening", cp.ingress)
+	p := startProc(c.t, name, log, nil, ctlBin, args...)
+	c.waitLog(p, "admin API listening", cp.admin, admins)
+	c.waitLog(p, "worker ingress listening", cp.ingress, ingresses)
+	return p
+}
+
+// freeAddr returns a loopback address with a port free right now (fixed
+// addresses let a restarted replica keep its workers' ingress URL).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+// countLog counts the JSON log lines of path with msg and addr.
+func countLog(path, msg, addr string) int {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	n := 0
+	for sc.Scan() {
+		var line struct{ Msg, Addr string }
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == msg && line.Addr == addr {
+			n++
+		}
+	}
+	return n
+}
+
+// waitLog waits for one more JSON log line with msg and addr than before
+// (a restarted replica appends to the same file).
+func (c *cluster) waitLog(p *proc, msg, addr string, before int) {
+	c.t.Helper()
 	c.eventually(30*time.Second, p.name+": "+msg, func() bool {
 		if !p.alive() {
 			c.t.Fatalf("%s exited: %v\n%s", p.name, p.err, tailFile(p.log, 4000))
 		}
-		f, err := os.Open(p.log)
-		if err != nil {
-			return false
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			var line struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == msg && line.Addr != "" {
-				addr = line.Addr
-				return true
-			}
-		}
-		return false
+		return countLog(p.log, msg, addr) > before
 	})
-	return addr
 }
 
 // addWorker issues a certificate and a credential for a new worker,
