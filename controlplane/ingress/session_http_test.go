@@ -110,7 +110,9 @@ func TestHeartbeatAfterExpiryByDatabaseTimeConflicts(t *testing.T) {
 func TestTransitionFailureLeavesSessionDraining(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e := newEnv(t, envOptions{requestTimeout: 400 * time.Millisecond})
+	// The timeout ends the blocked request below; the requests around it
+	// must fit in it too, so not so short that a loaded machine fails them.
+	e := newEnv(t, envOptions{requestTimeout: 2 * time.Second})
 	w := e.worker("w")
 	c := e.client(w.cert)
 	st := e.open(c, w)

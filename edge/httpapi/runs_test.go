@@ -302,8 +302,12 @@ func TestFollowOutlivesServerTimeouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(New(Config{Store: f.store, Logs: f.logs, Clock: f.clock, Auth: Auth{Disabled: true}}))
-	srv.Config.ReadTimeout = 50 * time.Millisecond
-	srv.Config.WriteTimeout = 50 * time.Millisecond
+	// The server's timeouts must not be so short that the handler's own
+	// start (store and log reads on a loaded machine) outlasts them: the
+	// read deadline left by the server would fire in its background read
+	// and cancel the request before the handler drops it.
+	srv.Config.ReadTimeout = 500 * time.Millisecond
+	srv.Config.WriteTimeout = 500 * time.Millisecond
 	srv.Start()
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/api/v1/runs/" + rn.ID + "/attempts/1/log?follow=1")
@@ -312,7 +316,7 @@ func TestFollowOutlivesServerTimeouts(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	// Stay quiet for several timeouts, then write and finish.
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond)
 	fmt.Fprint(w, "late\n")
 	if _, err := w.Close(); err != nil {
 		t.Fatal(err)
