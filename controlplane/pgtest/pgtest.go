@@ -235,11 +235,9 @@ func (c *Cluster) buildTemplate(ctx context.Context) error {
 		_ = conn.Close(ctx)
 		return fmt.Errorf("pgtest: migrate template: %w", err)
 	}
-	for _, role := range postgres.Roles() {
-		if err := postgres.EnableLogin(ctx, conn, role, c.password); err != nil {
-			_ = conn.Close(ctx)
-			return err
-		}
+	if err := postgres.EnableLogins(ctx, conn, c.password); err != nil {
+		_ = conn.Close(ctx)
+		return err
 	}
 	if err := conn.Close(ctx); err != nil {
 		return err

@@ -217,9 +217,20 @@ func setLocalMigratorRole(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// EnableLogin lets role log in, with password when it is not empty (sent to
-// the server as a literal: use a TLS or local connection). Migrate never
-// does this itself; deployments and the test harness decide.
+// EnableLogins lets every ql3 role (Roles) log in, with password when it
+// is not empty (sent to the server as a literal: use a TLS or local
+// connection). Migrate never does this itself; deployments, benchmarks and
+// the test harness decide.
+func EnableLogins(ctx context.Context, db DB, password string) error {
+	for _, role := range Roles() {
+		if err := EnableLogin(ctx, db, role, password); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EnableLogin lets one ql3 role log in (see EnableLogins).
 func EnableLogin(ctx context.Context, db DB, role, password string) error {
 	if !slices.Contains(Roles(), role) {
 		return fmt.Errorf("postgres: %q is not a ql3 role", role)

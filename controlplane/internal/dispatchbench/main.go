@@ -127,10 +127,8 @@ func runBench(o options) error {
 	if _, err := postgres.Migrate(ctx, su, postgres.MigrateOptions{}); err != nil {
 		return err
 	}
-	for _, role := range postgres.Roles() {
-		if err := postgres.EnableLogin(ctx, su, role, ""); err != nil {
-			return err
-		}
+	if err := postgres.EnableLogins(ctx, su, ""); err != nil {
+		return err
 	}
 	b := &bench{o: o, ctx: ctx, su: su}
 	if err := b.pki(); err != nil {

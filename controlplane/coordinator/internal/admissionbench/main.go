@@ -117,10 +117,8 @@ func run(dsn, runtimeDSN string, triggers int, casesFlag string, window, warmup 
 	if _, err := postgres.Migrate(ctx, su, postgres.MigrateOptions{}); err != nil {
 		return err
 	}
-	for _, role := range postgres.Roles() {
-		if err := postgres.EnableLogin(ctx, su, role, ""); err != nil {
-			return err
-		}
+	if err := postgres.EnableLogins(ctx, su, ""); err != nil {
+		return err
 	}
 	seedN := triggers
 	for _, c := range cases {

@@ -71,10 +71,8 @@ func run(dsn, runtimeDSN string, n, replicas int, cases string, baseline float64
 	if _, err := postgres.Migrate(ctx, su, postgres.MigrateOptions{}); err != nil {
 		return err
 	}
-	for _, role := range postgres.Roles() {
-		if err := postgres.EnableLogin(ctx, su, role, ""); err != nil {
-			return err
-		}
+	if err := postgres.EnableLogins(ctx, su, ""); err != nil {
+		return err
 	}
 	e, err := setup(ctx, su, dsn)
 	if err != nil {
