@@ -15,7 +15,8 @@ import (
 )
 
 // startMain runs Main (the real wiring, real clock, real executor) against
-// a fake ingress until the run is started; it returns the exit channel.
+// a fake ingress until the run's process is started; it returns the exit
+// channel.
 func startMain(t *testing.T, script string) (*fakeingress.Server, chan int, *testio.Buffer, string) {
 	t.Helper()
 	pki := fakeingress.NewPKI(t, time.Now().Add(-time.Hour))
@@ -29,10 +30,20 @@ func startMain(t *testing.T, script string) (*fakeingress.Server, chan int, *tes
 	out := &testio.Buffer{}
 	exit := make(chan int, 1)
 	go func() { exit <- Main("test", args, func(string) string { return "" }, out) }()
-	waitFor(t, "the run to start", func() bool {
-		started := false
-		srv.With(func(s *fakeingress.Server) { started = s.Runs()[0].State == "started" })
-		return started
+	// Started means spawned and journaled: the worker sends the running
+	// Ack only after both. (The server's "started" state comes earlier,
+	// from the starting Ack before the spawn; a SIGTERM then drops the
+	// attempt unstarted, which these tests do not exercise.)
+	waitFor(t, "the run's process to start", func() bool {
+		running := false
+		srv.With(func(s *fakeingress.Server) {
+			for _, r := range s.Requests() {
+				if r.Path == protocol.PathLeaseAck && strings.Contains(string(r.Body), `"phase":"`+string(protocol.AckRunning)+`"`) {
+					running = true
+				}
+			}
+		})
+		return running
 	})
 	return srv, exit, out, state
 }
