@@ -200,24 +200,7 @@ func TestCrashBetweenInboxWriteAndPendingClearReplays(t *testing.T) {
 	r.hold = true
 	h := newHarness(t, r)
 	h.srv.AddRun("run-1", "true", 60_000)
-	h.start(func(step string) error {
-		if step == "pending.clear:remove" {
-			return errCrash
-		}
-		return nil
-	})
-	h.drive(time.Second, 100, func() bool {
-		select {
-		case err := <-h.done:
-			h.done <- err
-			return true
-		default:
-			return false
-		}
-	})
-	if err, ok := h.exited(); !ok || !errors.Is(err, errCrash) {
-		t.Fatalf("want the simulated crash, got %v (exited %v)", err, ok)
-	}
+	h.startCrashingAt("pending.clear:remove")
 	p := readPending(t, h.state)
 	if p == nil {
 		t.Fatal("no pending pull after the crash")

@@ -231,24 +231,7 @@ func TestRestartTerminatesSurvivorsAndNeverRespawns(t *testing.T) {
 	runner := newExecRunner(t)
 	h := newHarness(t, runner)
 	h.srv.AddRun(execRunID, "sleep 300 & sleep 300; wait", 600_000)
-	h.start(func(step string) error {
-		if step == "entry.started:dirsync" {
-			return errCrash
-		}
-		return nil
-	})
-	h.drive(time.Second, 100, func() bool {
-		select {
-		case err := <-h.done:
-			h.done <- err
-			return true
-		default:
-			return false
-		}
-	})
-	if err, ok := h.exited(); !ok || !errors.Is(err, errCrash) {
-		t.Fatalf("want the simulated crash, got %v", err)
-	}
+	h.startCrashingAt("entry.started:dirsync")
 	j, err := journal.Open(h.state, 0, nil)
 	if err != nil {
 		t.Fatal(err)

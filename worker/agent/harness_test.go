@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -118,6 +119,30 @@ func (h *harness) stop() error {
 	h.j.Close()
 	h.a = nil
 	return err
+}
+
+// startCrashingAt runs a new agent whose journal fails at step (a simulated
+// crash) and drives it until that crash stops it.
+func (h *harness) startCrashingAt(step string) {
+	h.t.Helper()
+	h.start(func(s string) error {
+		if s == step {
+			return errCrash
+		}
+		return nil
+	})
+	h.drive(time.Second, 100, func() bool {
+		select {
+		case err := <-h.done:
+			h.done <- err
+			return true
+		default:
+			return false
+		}
+	})
+	if err, ok := h.exited(); !ok || !errors.Is(err, errCrash) {
+		h.t.Fatalf("want the simulated crash at %s, got %v (exited %v)", step, err, ok)
+	}
 }
 
 // exited returns the agent's result once it stopped by itself.
