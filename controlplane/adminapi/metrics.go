@@ -1,14 +1,13 @@
 package adminapi
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
-	"time"
 
 	"github.com/ql3/ql3/core/metrics"
+	"github.com/ql3/ql3/panel"
 )
 
 // Collector writes the process's own families into a scrape (metrics.Render).
@@ -17,22 +16,11 @@ type Collector = metrics.Collector
 // MetricsPath is the Prometheus scrape endpoint on the admin listener.
 const MetricsPath = "/metrics"
 
-const metricsTimeout = 5 * time.Second
-
 // metricsHandler serves the Prometheus text exposition. wrap lets a
 // loopback scraper in without a token (scrapeFromLoopback); anyone else
 // needs an API token, like every admin route.
 func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), metricsTimeout)
-	defer cancel()
-	body, err := metrics.Render(ctx, s.collect, s.httpStats.Write)
-	if err != nil {
-		s.log.WarnContext(r.Context(), "metrics: collect failed", "err", err)
-		http.Error(w, "metrics unavailable", http.StatusServiceUnavailable)
-		return
-	}
-	w.Header().Set("Content-Type", metrics.ContentType)
-	_, _ = w.Write(body)
+	panel.ServeMetrics(w, r, s.log, s.collect, s.httpStats.Write)
 }
 
 // scrapeFromLoopback reports whether r is a GET of /metrics without an
