@@ -73,6 +73,7 @@ type Agent struct {
 	transitionFails  int
 	transitionAfter  time.Time
 	identityWarnedAt string
+	shortLeaseWarned bool
 }
 
 // session is the authority's session as this worker last saw it.

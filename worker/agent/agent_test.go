@@ -33,3 +33,24 @@ func TestRunsOneOfferToCompletion(t *testing.T) {
 		}
 	}
 }
+
+// A session lease that the authority allows (two heartbeat intervals) but
+// that is short for this worker's fence margin and kill grace: the worker
+// heartbeats early instead of giving the session up before its first
+// heartbeat and churning sessions.
+func TestShortSessionLeaseHeartbeatsEarlyInsteadOfChurning(t *testing.T) {
+	h := newHarness(t, newFakeRunner(""))
+	h.srv.HeartbeatMs, h.srv.SessionMs = 5_000, 10_000
+	h.cfg.FenceMargin = 5 * time.Second
+	h.start(nil)
+	steps := 0
+	h.drive(time.Second, 200, func() bool { steps++; return steps > 60 })
+	if opens := len(h.requestsTo(protocol.PathSessionOpen)); opens != 1 {
+		t.Fatalf("%d session opens in 60 s; want 1 (the session was given up before a heartbeat renewed it)", opens)
+	}
+	// Give-up point ≈ 9 s − 5.2 s after each renewal: a beat at most
+	// halfway there, i.e. at least one per 2 s of fake time.
+	if beats := len(h.requestsTo(protocol.PathSessionHeartbeat)); beats < 25 {
+		t.Fatalf("%d heartbeats in 60 s; want ≥ 25", beats)
+	}
+}

@@ -63,9 +63,9 @@ func (a *Agent) openSession(ctx context.Context) {
 	interval := time.Duration(st.HeartbeatIntervalMs) * time.Millisecond
 	a.sess = &session{
 		id: st.SessionID, gen: st.Generation, status: st.Status, interval: interval,
-		nextBeat: a.cfg.Clock.Now().Add(interval),
 		deadline: sent.Add(remaining(resp.Header, st.LeaseExpiresAtMs, 2*interval)),
 	}
+	a.sess.nextBeat = a.nextBeatAt(a.cfg.Clock.Now(), a.sess.interval)
 	a.sessFailures = 0
 	a.lastGeneration = st.Generation
 	a.pullNotBefore = time.Time{}
@@ -144,17 +144,41 @@ func (a *Agent) heartbeat(ctx context.Context) {
 	s.failures = 0
 	s.status = st.Status
 	s.interval = time.Duration(st.HeartbeatIntervalMs) * time.Millisecond
-	s.nextBeat = a.cfg.Clock.Now().Add(s.interval)
 	s.deadline = sent.Add(remaining(resp.Header, st.LeaseExpiresAtMs, 2*s.interval))
+	s.nextBeat = a.nextBeatAt(a.cfg.Clock.Now(), s.interval)
 	// An attempt of this session the authority said nothing about keeps
 	// its old deadline: no control, no renewal.
+}
+
+// nextBeatAt is when the next heartbeat goes out: after wait, but never
+// later than halfway to the moment this worker gives its session up
+// (deadline − fence margin − kill grace), so one lost heartbeat can still
+// be retried in time. The authority only requires its lease to be two
+// heartbeat intervals; with this worker's margins a lease that short would
+// otherwise be given up before the first heartbeat, and the worker would
+// churn sessions. When that happens the worker says so once.
+func (a *Agent) nextBeatAt(now time.Time, wait time.Duration) time.Time {
+	s := a.sess
+	next := now.Add(wait)
+	giveUp := s.deadline.Add(-a.cfg.FenceMargin - a.cfg.KillGrace)
+	half := now.Add(max(0, giveUp.Sub(now)/2))
+	if !half.Before(next) {
+		return next
+	}
+	if !a.shortLeaseWarned {
+		a.shortLeaseWarned = true
+		a.log.Warn("session lease is short for this worker's fence margin and kill grace; heartbeating early",
+			"intervalMs", s.interval.Milliseconds(), "everyMs", half.Sub(now).Milliseconds(),
+			"fenceMarginMs", a.cfg.FenceMargin.Milliseconds(), "killGraceMs", a.cfg.KillGrace.Milliseconds())
+	}
+	return half
 }
 
 func (a *Agent) heartbeatFailed(msg string, err error) {
 	s := a.sess
 	s.failures++
 	wait := min(s.interval, fullJitter(a.cfg.Rand, s.failures, time.Second, s.interval))
-	s.nextBeat = a.cfg.Clock.Now().Add(wait)
+	s.nextBeat = a.nextBeatAt(a.cfg.Clock.Now(), wait)
 	a.log.Warn(msg, "err", err, "failures", s.failures)
 }
 

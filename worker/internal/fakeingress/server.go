@@ -81,6 +81,7 @@ type Server struct {
 	BlackHole   map[string]bool                            // path → hang up without answering
 	Fail503     map[string]int                             // path → answer 503 this many more times (-1: forever)
 	HeartbeatMs int64                                      // interval the fake asks for; 0 → Heartbeat
+	SessionMs   int64                                      // session lease the fake grants; 0 → SessionLease
 	Log         func(path string, status int, body []byte) // called per answered request (benchmarks)
 	DropAnswer  map[string]int                             // path → apply, then hang up, this many more times
 	Refuse401   map[string]int                             // path → answer 401 this many more times
@@ -129,7 +130,7 @@ func (s *Server) ReplaceSession() {
 	s.live = "s-" + strconv.FormatInt(s.gen, 10)
 	s.sessions[s.live] = s.gen
 	s.status = protocol.SessionOnline
-	s.sessExp = s.Clk.Now().Add(SessionLease)
+	s.sessExp = s.Clk.Now().Add(s.sessionLease())
 }
 
 // URL is the base URL.
@@ -299,7 +300,7 @@ func (s *Server) route(path string, body []byte, now time.Time) (int, []byte, ma
 		s.live = "s-" + strconv.FormatInt(s.gen, 10)
 		s.sessions[s.live] = s.gen
 		s.status = protocol.SessionOnline
-		s.sessExp = now.Add(SessionLease)
+		s.sessExp = now.Add(s.sessionLease())
 		return 200, s.state(now, nil), nil
 	case protocol.PathSessionHeartbeat:
 		h, err := protocol.DecodeSessionHeartbeat(body)
@@ -323,7 +324,7 @@ func (s *Server) route(path string, body []byte, now time.Time) (int, []byte, ma
 		if h.SessionID != s.live || h.Generation != s.gen {
 			return 409, errBody("conflict"), nil
 		}
-		s.sessExp = now.Add(SessionLease)
+		s.sessExp = now.Add(s.sessionLease())
 		var controls []protocol.LeaseControl
 		for _, id := range h.RunningAttemptIDs {
 			r := s.byAttempt(id)
@@ -505,6 +506,13 @@ func (s *Server) heartbeatMs() int64 {
 		return s.HeartbeatMs
 	}
 	return Heartbeat.Milliseconds()
+}
+
+func (s *Server) sessionLease() time.Duration {
+	if s.SessionMs > 0 {
+		return time.Duration(s.SessionMs) * time.Millisecond
+	}
+	return SessionLease
 }
 
 // revoke builds the "this session no longer holds that lease" control.
