@@ -167,6 +167,18 @@
     const input = form.querySelector('[data-field="' + CSS.escape(slot.getAttribute("data-err")) + '"]');
     if (input) { input.setAttribute("aria-invalid", "true"); input.focus(); }
   }
+  // Editing a refused field clears its error: a corrected value must not
+  // keep the old message next to it until the next submit.
+  function clearFieldErrorOnEdit(form) {
+    const clear = (ev) => {
+      const el = ev.target.closest && ev.target.closest("[data-field]");
+      if (!el || !el.hasAttribute("aria-invalid")) return;
+      el.removeAttribute("aria-invalid");
+      const slot = form.querySelector('[data-err="' + CSS.escape(el.getAttribute("data-field")) + '"]');
+      if (slot) slot.textContent = "";
+    };
+    form.addEventListener("input", clear); form.addEventListener("change", clear);
+  }
   function clearErrors(form) {
     form.querySelectorAll(".ferr,.formerr").forEach((x) => { x.textContent = ""; });
     form.querySelectorAll("[aria-invalid]").forEach((x) => x.removeAttribute("aria-invalid"));
@@ -246,6 +258,7 @@
       h("datalist", { id: "zones" }, ["UTC", "Europe/Berlin", "Europe/London", "America/New_York", "America/Los_Angeles", "Asia/Shanghai", "Asia/Tokyo", "Australia/Sydney"].map((z) => h("option", { value: z }))),
       h("div", { class: "bar" }, h("button", { type: "submit", class: "primary", id: "save", text: t ? "Save" : "Create" }), h("a", { href: "#/tasks", class: "button", text: "Cancel" })));
 
+    clearFieldErrorOnEdit(form);
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault(); clearErrors(form);
       const environment = {};

@@ -164,6 +164,12 @@ func createThroughForm(t *testing.T, tg target) context.Context {
 		chromedp.SendKeys(css(`input.from`), "2027-03-10"),
 		poll(`document.querySelectorAll('ol.preview li').length === 8 && !!document.querySelector('ol.preview li[data-mark="gap"]')`),
 	)
+	// Correcting the field clears its error at once, not at the next submit.
+	staleErr := get(t, ctx, "field error after the fix", chromedp.Text(css(`[data-err="triggers[0].expression"]`)))
+	stillInvalid := get(t, ctx, "aria-invalid after the fix", chromedp.Evaluate[bool](`document.querySelector('[data-field="triggers[0].expression"]').hasAttribute("aria-invalid")`))
+	if staleErr != "" || stillInvalid {
+		t.Errorf("after correcting the expression: field error %q, aria-invalid %v; want both cleared", staleErr, stillInvalid)
+	}
 	gapNote := get(t, ctx, "gap entry", chromedp.Text(css(`ol.preview li[data-mark="gap"]`)))
 	if !strings.Contains(gapNote, "2027-03-14 03:00:00") || !strings.Contains(gapNote, "DST gap") {
 		t.Errorf("gap entry %q: want 2027-03-14 03:00 marked as a DST gap", gapNote)
