@@ -112,3 +112,42 @@ func (c *Cluster) WaitReplayed(ctx context.Context, s *Cluster) error {
 		}
 	}
 }
+
+// RequireSynchronousStandby makes every commit in database db wait until
+// a standby has flushed it (synchronous_standby_names = '*' on c, and the
+// database's synchronous_commit = on, which outranks the harness's
+// command-line off), and returns once a standby reports sync. A promoted
+// standby does not inherit synchronous_standby_names (ALTER SYSTEM writes
+// only c's own directory), so it does not wait for a standby it lacks.
+func (c *Cluster) RequireSynchronousStandby(ctx context.Context, db string) error {
+	for _, sql := range []string{
+		"ALTER SYSTEM SET synchronous_standby_names = '*'",
+		"SELECT pg_reload_conf()",
+		fmt.Sprintf("ALTER DATABASE %q SET synchronous_commit = on", db),
+	} {
+		if _, err := c.exec(ctx, "postgres", sql); err != nil {
+			return fmt.Errorf("pgtest: %s: %w", sql, err)
+		}
+	}
+	conn, err := c.Connect(ctx, "postgres")
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	for {
+		var sync bool
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_replication WHERE sync_state = 'sync')").Scan(&sync); err != nil {
+			return err
+		}
+		if sync {
+			return nil
+		}
+		t := time.NewTimer(10 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("pgtest: no standby became synchronous: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
