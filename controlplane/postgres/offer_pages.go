@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/placement/matcher"
 	"github.com/ql3/ql3/core/protocol"
 )
@@ -37,7 +38,8 @@ type pageWalk struct {
 	eligible []candidate // the current page's eligible candidates, in claim order
 	full     bool        // the current page had its limit+1 row
 	pageNo   int
-	tries    int
+	tries    int                          // claim statements
+	placed   map[uuid.UUID]placedRevision // every eligible revision of the pages read
 }
 
 func (w *pageWalk) first(ctx context.Context, q querier, rows []candidate) error {
@@ -80,6 +82,9 @@ func (w *pageWalk) load(ctx context.Context, q querier, page []candidate) error 
 		if err != nil {
 			return err
 		}
+		if !slices.Equal(rev.digest[:], c.revisionDigest) {
+			return errs.E(errs.Internal, "", "run %s pins a digest its revision does not have", c.runID)
+		}
 		if rev.match != nil {
 			res := rev.match.MatchPrepared(w.prepared)
 			if !res.OK {
@@ -89,6 +94,10 @@ func (w *pageWalk) load(ctx context.Context, q querier, page []candidate) error 
 			c.score = res.Score
 		}
 		w.eligible = append(w.eligible, c)
+		if w.placed == nil {
+			w.placed = map[uuid.UUID]placedRevision{}
+		}
+		w.placed[rev.id] = placedRevision{rev: rev, score: c.score}
 	}
 	slices.SortStableFunc(w.eligible, func(a, b candidate) int {
 		if a.priority != b.priority {
@@ -99,26 +108,36 @@ func (w *pageWalk) load(ctx context.Context, q querier, page []candidate) error 
 	return nil
 }
 
-// claim tries the eligible candidates of the current page, then of the
-// next pages, until one claim succeeds or the tries or pages are spent.
+// claim runs claim statements (ADR 0031: one statement picks among the
+// window's candidates) until one succeeds or the claim tries are spent:
+// after a miss the first page is read afresh (and further pages while none
+// of it is eligible), so revisions that appeared meanwhile are placed too.
+// Nothing eligible in the pages: nothing for now.
 func (w *pageWalk) claim(ctx context.Context, tx *dtx, workerID, sessionID uuid.UUID,
 	req protocol.OfferPullRequest, digest [sha256.Size]byte) (*protocol.Offer, error) {
 	for {
-		for _, c := range w.eligible {
-			if w.tries >= w.d.opts.PullClaims {
+		for len(w.eligible) == 0 {
+			if !w.more() {
 				return nil, nil
 			}
-			w.tries++
-			offer, err := w.d.claim(ctx, tx, c, workerID, sessionID, req, digest)
-			if err != nil || offer != nil {
-				return offer, err
+			if err := w.next(ctx, tx); err != nil {
+				return nil, err
 			}
-			w.d.stats.claimMisses.Add(1)
 		}
-		if !w.more() {
-			return nil, nil
+		w.tries++
+		offer, err := w.d.claim(ctx, tx, w.placed, workerID, sessionID, req, digest, false)
+		if err != nil || offer != nil || w.tries >= w.d.opts.PullClaims {
+			return offer, err
 		}
-		if err := w.next(ctx, tx); err != nil {
+		rows, err := tx.Query(ctx, sqlCandidates, int32(1001), int64(0), uuid.UUID{}, int32(w.d.opts.PullPageRows+1))
+		if err != nil {
+			return nil, errorf(err, "postgres: read candidates")
+		}
+		page, err := collectCandidates(rows)
+		if err != nil {
+			return nil, err
+		}
+		if err := w.first(ctx, tx, page); err != nil {
 			return nil, err
 		}
 	}

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"crypto/sha256"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -13,9 +12,7 @@ import (
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
-	"github.com/ql3/ql3/core/placement/matcher"
 	"github.com/ql3/ql3/core/protocol"
-	"github.com/ql3/ql3/core/run"
 )
 
 // Offer pull (ADR-0108, ADR 0009), on the runtime role:
@@ -28,30 +25,41 @@ import (
 //     capabilities, in Go (compiled revisions and prepared capabilities are
 //     cached: both are immutable); further pages while none is eligible;
 //  3. when a page holds an eligible candidate, the claim transaction: the
-//     session's exclusive advisory lock with the session and the first page
-//     re-read (ADR 0010: free capacity is decided under it, so it is never
-//     oversold), then one
-//     claim statement per try until one succeeds or the tries are spent —
-//     the Run compare-and-set (FOR UPDATE SKIP LOCKED, so concurrent pulls
-//     never wait on each other's candidates), the Attempt, an expired
-//     unstarted lease released, the lease and the events — and COMMIT.
+//     session's exclusive advisory lock with the session re-read (ADR 0010:
+//     free capacity is decided under it, so it is never oversold), then
+//     one claim statement sent with COMMIT (ADR 0031): it reads its own
+//     window of candidates and claims the first one of a placed revision
+//     that no concurrent pull holds (FOR UPDATE SKIP LOCKED: the race for
+//     the queue head is settled inside the statement), writing the
+//     Attempt, an expired unstarted lease released, the lease and the
+//     events. Only when nothing in the window could be claimed does a
+//     second claim transaction re-read the pages under the lock and try
+//     again, up to the claim tries.
 //
 // An idle pull (nothing runnable) is therefore one round trip that writes
 // nothing and takes no lock.
 
 // DispatchStats counts what pulls did, for metrics and tests. PagesRead
-// and CandidatesRead count every page read, so a claiming pull counts its
-// first page twice (the unlocked idle check and the re-read under the lock).
+// and CandidatesRead count every page read (a pull whose first claim
+// statement missed reads its first page again under the lock).
 type DispatchStats struct {
 	Pulls, Offers, Replays, Empty   int64
 	PagesRead, CandidatesRead       int64
 	Ineligible, ClaimMisses, Truncs int64
+	// ClaimStatements counts claim statements (ADR 0031: one statement
+	// picks among a window of candidates); ClaimMisses those that found
+	// nothing to claim.
+	ClaimStatements int64
+	// Rereads counts pulls whose candidates read before the lock had all
+	// moved on, so a second claim transaction read the pages afresh.
+	Rereads int64
 }
 
 type dispatchCounters struct {
 	pulls, offers, replays, empty      atomic.Int64
 	pages, candidates                  atomic.Int64
 	ineligible, claimMisses, truncated atomic.Int64
+	claimStatements, rereads           atomic.Int64
 }
 
 // Stats returns the counters since the Dispatcher was made.
@@ -59,7 +67,8 @@ func (d *Dispatcher) Stats() DispatchStats {
 	c := &d.stats
 	return DispatchStats{Pulls: c.pulls.Load(), Offers: c.offers.Load(), Replays: c.replays.Load(),
 		Empty: c.empty.Load(), PagesRead: c.pages.Load(), CandidatesRead: c.candidates.Load(),
-		Ineligible: c.ineligible.Load(), ClaimMisses: c.claimMisses.Load(), Truncs: c.truncated.Load()}
+		Ineligible: c.ineligible.Load(), ClaimMisses: c.claimMisses.Load(), Truncs: c.truncated.Load(),
+		ClaimStatements: c.claimStatements.Load(), Rereads: c.rereads.Load()}
 }
 
 const sqlPullSession = `SELECT s.worker_id, s.generation, s.status, s.capacity, s.capabilities::text,
@@ -88,63 +97,6 @@ WHERE r.status IN ('queued', 'dispatching') AND r.cancel_requested_at_ms IS NULL
 	AND (r.priority < $1::int OR (r.created_at_ms, r.run_id) > ($2::bigint, $3::uuid))
 ORDER BY r.priority DESC, r.created_at_ms, r.run_id
 LIMIT $4::int`
-
-// sqlClaim is the claim, one statement: the Run (skipped when another
-// pull holds it), the Attempt bound to the session and offer, an expired
-// unstarted lease of the Run released, the Run in dispatching, the new
-// lease (unstarted: UnstartedLeaseMs of database time; generation + 1 of
-// the attempt's), and the events (run.lease_released when a lease was
-// released, then run.dispatched). No row: the candidate moved on. The
-// lease insert reads "stale" first, so the released lease is out of the
-// one-live-lease index before the new one goes in.
-const sqlClaim = `WITH n AS (SELECT ` + dbNowMs + ` AS ms),
-r AS (
-	SELECT run_id, project_id, status FROM ql3.runs
-	WHERE run_id = $1::uuid AND version = $2::bigint AND status IN ('queued', 'dispatching')
-		AND cancel_requested_at_ms IS NULL
-	FOR UPDATE SKIP LOCKED),
-a AS (
-	UPDATE ql3.attempts a SET worker_id = $4::uuid, session_id = $5::uuid, session_generation = $6::bigint,
-		offer_id = $7::text, version = a.version + 1, updated_at_ms = n.ms
-	FROM r, n
-	WHERE a.attempt_id = $3::uuid AND a.run_id = r.run_id AND a.status = 'claimed' AND a.version = $8::bigint
-	RETURNING a.attempt_id, a.run_id),
-stale AS (
-	UPDATE ql3.run_leases l SET status = 'released', release_reason = 'lease_expired', ended_at_ms = n.ms,
-		updated_at_ms = n.ms, version = l.version + 1
-	FROM a, n
-	WHERE l.run_id = a.run_id AND l.status = 'leased' AND l.expires_at_ms <= n.ms
-	RETURNING l.lease_generation),
-released AS MATERIALIZED (SELECT count(*) AS c, max(lease_generation) AS gen FROM stale),
-g AS (SELECT coalesce(max(lease_generation), 0) + 1 AS gen FROM ql3.run_leases WHERE attempt_id = $3::uuid),
-ru AS (
-	UPDATE ql3.runs x SET status = 'dispatching', version = x.version + 1, updated_at_ms = n.ms
-	FROM r, a, n
-	WHERE x.run_id = r.run_id
-	RETURNING r.status AS from_status, r.project_id),
-l AS (
-	INSERT INTO ql3.run_leases (lease_id, run_id, attempt_id, attempt, project_id, worker_id, session_id,
-		session_generation, offer_id, token_digest, lease_generation, version, status, leased_at_ms,
-		expires_at_ms, updated_at_ms)
-	SELECT $9::uuid, $1::uuid, $3::uuid, $10::int, ru.project_id, $4::uuid, $5::uuid, $6::bigint, $7::text,
-		$11::bytea, g.gen, 1, 'leased', n.ms, n.ms + $12::bigint, n.ms
-	FROM ru, g, n, released
-	RETURNING lease_generation, expires_at_ms, project_id),
-seq AS (SELECT coalesce(max(sequence), 0) AS s FROM ql3.run_events WHERE run_id = $1::uuid),
-ev AS (
-	INSERT INTO ql3.run_events (run_id, sequence, project_id, attempt, type, payload, created_at_ms)
-	SELECT $1::uuid, seq.s + e.k, l.project_id, $10::int, e.type, e.payload, n.ms
-	FROM l, seq, n, ru, released, LATERAL (
-		SELECT 1 AS k, 'run.lease_released' AS type,
-			$13::jsonb || jsonb_build_object('leaseGeneration', released.gen) AS payload
-		WHERE released.c > 0
-		UNION ALL
-		SELECT 1 + (released.c > 0)::int, 'run.dispatched',
-			$14::jsonb || jsonb_build_object('leaseGeneration', l.lease_generation)
-				|| CASE WHEN ru.from_status <> 'dispatching' THEN jsonb_build_object('from', ru.from_status)
-					ELSE '{}'::jsonb END) e
-	RETURNING 1)
-SELECT ru.from_status, l.lease_generation, l.expires_at_ms, (SELECT count(*) FROM ev) FROM ru, l`
 
 // sqlTokenReused: the session already bound this token to another offer id.
 const sqlTokenReused = `SELECT EXISTS (SELECT 1 FROM ql3.run_leases
@@ -251,27 +203,45 @@ func (d *Dispatcher) pull(ctx context.Context, workerID, sessionID uuid.UUID, re
 			return nil, err
 		}
 	}
-	return d.claimLocked(ctx, prepared, workerID, sessionID, req, digest)
+	// First the eligible candidates of the page just read, in a claim
+	// transaction whose claim statement travels with COMMIT; only when
+	// every one of them moved on meanwhile (another pull took it) does a
+	// second claim transaction read the pages afresh under the lock.
+	offer, err := d.claimLocked(ctx, w, workerID, sessionID, req, digest)
+	if offer != nil || err != nil || w.tries >= d.opts.PullClaims {
+		return offer, err
+	}
+	d.stats.rereads.Add(1)
+	return d.claimLocked(ctx, &pageWalk{d: d, prepared: prepared, tries: w.tries}, workerID, sessionID, req, digest)
 }
 
-// claimLocked is the claim transaction: BEGIN, the plan settings, the
+// claimLocked is a claim transaction: BEGIN, the plan settings, the
 // session's exclusive lock and the session re-read (free capacity is
-// decided under the lock, ADR 0010) in one round trip, then one claim
-// statement per try (a candidate that moved on costs one round trip and
-// writes nothing; further pages are read in the same transaction), COMMIT.
-func (d *Dispatcher) claimLocked(ctx context.Context, prepared *matcher.Prepared, workerID, sessionID uuid.UUID,
+// decided under the lock, ADR 0010) in one round trip, then the claim.
+//
+// With a walk that already holds a page (read before the lock by the
+// pull's first round trip), its eligible candidates go to one claim
+// statement sent together with COMMIT (ADR 0031): the statement re-checks
+// every candidate under its row lock, so a page read before the lock is
+// as good as one read under it, and the common pull is three round trips.
+// With an empty walk the first page is read afresh under the lock, and
+// candidates are claimed page by page (one claim statement per page) until
+// one succeeds or the bounds are spent; then COMMIT.
+func (d *Dispatcher) claimLocked(ctx context.Context, w *pageWalk, workerID, sessionID uuid.UUID,
 	req protocol.OfferPullRequest, digest [sha256.Size]byte) (*protocol.Offer, error) {
 	var offer *protocol.Offer
+	stale := w.pageNo > 0
+	tries0 := w.tries
 	err := d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
-		offer = nil
+		offer, w.tries = nil, tries0
 		b := &pgx.Batch{}
 		b.Queue(sqlLockExclusive, LockClassSession, LockObjectKey(sessionID))
 		b.Queue(sqlPullSession, sessionID)
 		b.Queue(sqlReplayLease, sessionID, req.OfferID)
 		b.Queue(sqlTokenReused, sessionID, req.OfferID, digest[:])
-		// The first page again, fresh: the unlocked one is only the
-		// idle check, and under contention its head is already taken.
-		b.Queue(sqlCandidates, int32(1001), int64(0), uuid.UUID{}, int32(d.opts.PullPageRows+1))
+		if !stale {
+			b.Queue(sqlCandidates, int32(1001), int64(0), uuid.UUID{}, int32(d.opts.PullPageRows+1))
+		}
 		br, err := tx.begin(ctx, b)
 		if err != nil {
 			return errorf(err, "postgres: begin claim")
@@ -296,15 +266,17 @@ func (d *Dispatcher) claimLocked(ctx context.Context, prepared *matcher.Prepared
 			_ = br.Close()
 			return errorf(err, "postgres: token check")
 		}
-		rows, err := br.Query()
-		if err != nil {
-			_ = br.Close()
-			return errorf(err, "postgres: read candidates")
-		}
-		fresh, err := collectCandidates(rows)
-		if err != nil {
-			_ = br.Close()
-			return err
+		var fresh []candidate
+		if !stale {
+			rows, err := br.Query()
+			if err != nil {
+				_ = br.Close()
+				return errorf(err, "postgres: read candidates")
+			}
+			if fresh, err = collectCandidates(rows); err != nil {
+				_ = br.Close()
+				return err
+			}
 		}
 		if err := br.Close(); err != nil {
 			return errorf(err, "postgres: claim batch")
@@ -322,7 +294,11 @@ func (d *Dispatcher) claimLocked(ctx context.Context, prepared *matcher.Prepared
 		if !locked.hasFreeSlot() {
 			return nil
 		}
-		w := &pageWalk{d: d, prepared: prepared}
+		if stale {
+			w.tries++
+			offer, err = d.claim(ctx, tx, w.placed, workerID, sessionID, req, digest, true)
+			return err
+		}
 		if err := w.first(ctx, tx, fresh); err != nil {
 			return err
 		}
@@ -410,64 +386,6 @@ func (s *pullSession) check(workerID uuid.UUID, generation int64) error {
 		return errs.E(errs.Conflict, "sessionId", "session lease expired")
 	}
 	return nil
-}
-
-// claim makes the lease for one candidate, or returns nil when the
-// candidate moved on (another pull took it, it was cancelled).
-func (d *Dispatcher) claim(ctx context.Context, tx *dtx, c candidate, workerID, sessionID uuid.UUID,
-	req protocol.OfferPullRequest, digest [sha256.Size]byte) (*protocol.Offer, error) {
-	rev, err := d.revision(ctx, tx, c.revisionID)
-	if err != nil {
-		return nil, err
-	}
-	if !slices.Equal(rev.digest[:], c.revisionDigest) {
-		return nil, errs.E(errs.Internal, "", "run %s pins a digest its revision does not have", c.runID)
-	}
-	leaseID, err := uuid.NewV7()
-	if err != nil {
-		return nil, errs.E(errs.Internal, "", "lease id: %v", err)
-	}
-	released, dispatched, err := claimPayloads(c, rev, workerID, sessionID, req)
-	if err != nil {
-		return nil, err
-	}
-	var fromStatus string
-	var leaseGen, expires, events int64
-	err = tx.QueryRow(ctx, sqlClaim, c.runID, c.runVersion, c.attemptID, workerID, sessionID, req.Generation,
-		req.OfferID, c.attemptVersion, leaseID, c.attemptNumber, digest[:], int64(UnstartedLeaseMs),
-		released, dispatched).Scan(&fromStatus, &leaseGen, &expires, &events)
-	if err == pgx.ErrNoRows {
-		return nil, nil // the candidate moved on
-	}
-	if err != nil {
-		return nil, errorf(err, "postgres: claim")
-	}
-	if events < 1 {
-		return nil, errs.E(errs.Internal, "", "claim wrote no event")
-	}
-	d.stats.offers.Add(1)
-	return buildOffer(rev, offerFacts{runID: c.runID, attemptID: c.attemptID, attemptNumber: int(c.attemptNumber),
-		workerID: workerID, sessionID: sessionID, generation: req.Generation, offerID: req.OfferID,
-		leaseGeneration: leaseGen, leaseVersion: 1, expiresAtMs: expires, tokenDigest: digest,
-		timeoutMs: c.timeoutMs}), nil
-}
-
-// claimPayloads are the allow-listed event payloads of a claim, without
-// what only the statement knows (lease generations, the Run's status).
-func claimPayloads(c candidate, rev *compiledRevision, workerID, sessionID uuid.UUID, req protocol.OfferPullRequest) (string, string, error) {
-	released, err := run.Payload{AttemptID: c.attemptID.String(), AttemptNumber: int(c.attemptNumber),
-		Reason: "lease_expired"}.Encode()
-	if err != nil {
-		return "", "", errs.E(errs.Internal, "", "lease_released payload: %v", err)
-	}
-	dispatched, err := run.Payload{AttemptID: c.attemptID.String(), AttemptNumber: int(c.attemptNumber),
-		To: string(run.RunDispatching), WorkerID: workerID.String(), SessionID: sessionID.String(),
-		SessionGeneration: req.Generation, OfferID: req.OfferID,
-		ExecutionRevisionID: rev.id.String(), ExecutionRevisionDigest: rev.digest.String()}.Encode()
-	if err != nil {
-		return "", "", errs.E(errs.Internal, "", "dispatched payload: %v", err)
-	}
-	return string(released), string(dispatched), nil
 }
 
 // offerFacts are the durable lease values an offer carries.

@@ -96,6 +96,7 @@ type stack struct {
 	srv                 *ingress.Server
 	ingPool, dispatchDB *pgxpool.Pool
 	serverCA            *x509.CertPool
+	dispatcher          *postgres.Dispatcher
 }
 
 type bench struct {
@@ -236,7 +237,7 @@ func (b *bench) start() (*stack, error) {
 	if err := srv.StartListener(ln); err != nil {
 		return nil, err
 	}
-	return &stack{srv: srv, ingPool: ing, dispatchDB: rt}, nil
+	return &stack{srv: srv, ingPool: ing, dispatchDB: rt, dispatcher: d}, nil
 }
 
 func (s *stack) stop() {
