@@ -14,6 +14,7 @@ import (
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/protocol"
 	"github.com/ql3/ql3/core/schedule"
 )
 
@@ -63,6 +64,9 @@ type Config struct {
 	CredentialReconcileMs int64  `json:"credentialReconcileMs,omitempty"` // QL3_CREDENTIAL_RECONCILE_MS: how often superseded credentials are revoked
 	SessionHeartbeatMs    int64  `json:"sessionHeartbeatMs,omitempty"`    // QL3_SESSION_HEARTBEAT_MS: heartbeat the ingress names to workers (5000..60000)
 	SessionLeaseMs        int64  `json:"sessionLeaseMs,omitempty"`        // QL3_SESSION_LEASE_MS: worker session lease (≥ 2 heartbeats)
+	// Pacing of empty pulls (ADR 0030).
+	PullMarginMs int64 `json:"pullMarginMs,omitempty"` // QL3_PULL_MARGIN_MS, --pull-margin-ms: added to the time until the next occurrence (0..10000)
+	PullFloorMs  int64 `json:"pullFloorMs,omitempty"`  // QL3_PULL_FLOOR_MS, --pull-floor-ms: shortest pause an empty pull is told (100..60000)
 
 	DefaultGraceMs int64 `json:"defaultGraceMs,omitempty"` // QL3_DEFAULT_GRACE_MS: misfire grace of triggers published without one
 	// The cluster scheduler (ADR 0006).
@@ -94,7 +98,8 @@ func DefaultConfig() Config {
 		IngressListen: DefaultIngressListen, IngressMaxConns: DefaultIngressMaxConns, IngressInFlight: ingress.DefaultMaxInFlight,
 		IngressAuthCacheMs:    ingress.DefaultPrincipalCacheTTL.Milliseconds(),
 		CredentialReconcileMs: DefaultCredentialReconcileMs, SessionHeartbeatMs: postgres.DefaultSessionHeartbeatMs,
-		SessionLeaseMs: postgres.DefaultSessionLeaseMs}
+		SessionLeaseMs: postgres.DefaultSessionLeaseMs,
+		PullMarginMs:   postgres.DefaultPullMargin.Milliseconds(), PullFloorMs: postgres.DefaultPullFloor.Milliseconds()}
 }
 
 // setting binds one config field to its flag and environment names.
@@ -134,6 +139,8 @@ func (c *Config) settings() []setting {
 		{flag: "credential-reconcile-ms", usage: "how often superseded worker credentials are revoked (ms, 1000..60000)", integer: &c.CredentialReconcileMs, scope: forServe},
 		{flag: "session-heartbeat-ms", usage: "heartbeat interval the ingress names to workers (ms, 5000..60000)", integer: &c.SessionHeartbeatMs, scope: forServe},
 		{flag: "session-lease-ms", usage: "worker session lease (ms, at least 2 heartbeats, at most 600000)", integer: &c.SessionLeaseMs, scope: forServe},
+		{flag: "pull-margin-ms", usage: "added to the time until the cluster's next scheduled occurrence when an empty pull is told when to come back: the admission lag a pull should not beat (ms, 0..10000; ADR 0030)", integer: &c.PullMarginMs, scope: forServe},
+		{flag: "pull-floor-ms", usage: "shortest pause an empty pull is told (ms, 100..60000): bounds each idle worker's pull rate when occurrences are dense; raise it for large fleets (ADR 0030)", integer: &c.PullFloorMs, scope: forServe},
 		{flag: "default-grace-ms", usage: "misfire grace of triggers published without one: how late an occurrence may fire before its misfire policy applies (ms, 0..300000; time under a dead replica's claim is not counted, ADR 0002)", integer: &c.DefaultGraceMs, scope: forServe},
 		{flag: "scheduler-budget", usage: "schedules one scheduler round claims and admits (1..256; raise it for large same-second bursts)", integer: &c.SchedulerBudget, scope: forServe},
 		{flag: "scheduler-lease-ms", usage: "claim lease of the scheduler (ms, 1000..60000)", integer: &c.SchedulerLeaseMs, scope: forServe},
@@ -266,6 +273,12 @@ func (c Config) validateIngress() error {
 	if c.SessionLeaseMs < 2*c.SessionHeartbeatMs || c.SessionLeaseMs > 600_000 {
 		return errs.Invalidf("session-lease-ms", "must be 2 × session-heartbeat-ms (%d)..600000, got %d", 2*c.SessionHeartbeatMs, c.SessionLeaseMs)
 	}
+	if c.PullMarginMs < 0 || c.PullMarginMs > protocol.MaxPullMarginMs {
+		return errs.Invalidf("pull-margin-ms", "must be 0..%d, got %d", protocol.MaxPullMarginMs, c.PullMarginMs)
+	}
+	if c.PullFloorMs < protocol.MinRetryAfterMs || c.PullFloorMs > protocol.MaxRetryAfterMs {
+		return errs.Invalidf("pull-floor-ms", "must be %d..%d, got %d", protocol.MinRetryAfterMs, protocol.MaxRetryAfterMs, c.PullFloorMs)
+	}
 	if !c.ingressEnabled() {
 		if c.IngressCRL != "" {
 			return errs.Invalidf("ingress-crl", "needs --ingress-tls-cert, --ingress-tls-key and --ingress-client-ca")
@@ -299,6 +312,14 @@ func (c Config) validateIngress() error {
 		return errs.Invalidf("ingress-auth-cache-ms", "must be 0..%d, got %d", ingress.MaxPrincipalCacheTTL.Milliseconds(), c.IngressAuthCacheMs)
 	}
 	return nil
+}
+
+// PullPacerOptions are the pacing settings of empty pulls (ADR 0030).
+func (c Config) PullPacerOptions() postgres.PullPacerOptions {
+	// 0 means "the default" to the pacer; a configured 0 margin is kept
+	// as the smallest positive one (1 ms).
+	return postgres.PullPacerOptions{Margin: max(time.Duration(c.PullMarginMs)*time.Millisecond, time.Millisecond),
+		Floor: time.Duration(c.PullFloorMs) * time.Millisecond}
 }
 
 func (c Config) validatePool() error {

@@ -186,3 +186,35 @@ func TestSweepSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestPullPacingSettings: the pacing of empty pulls has defaults that reach
+// the pacer, and bad values name their flag (ADR 0030).
+func TestPullPacingSettings(t *testing.T) {
+	c := DefaultConfig()
+	if err := c.validateIngress(); err != nil {
+		t.Fatalf("defaults refused: %v", err)
+	}
+	if o := c.PullPacerOptions(); o.Margin != postgres.DefaultPullMargin || o.Floor != postgres.DefaultPullFloor {
+		t.Fatalf("defaults %+v", o)
+	}
+	c.PullMarginMs = 0
+	if o := c.PullPacerOptions(); o.Margin != time.Millisecond {
+		t.Errorf("a configured 0 margin became %s, want the smallest (1 ms), not the default", o.Margin)
+	}
+	for _, tc := range []struct {
+		name  string
+		edit  func(*Config)
+		field string
+	}{
+		{"negative margin", func(c *Config) { c.PullMarginMs = -1 }, "pull-margin-ms"},
+		{"margin above 10 s", func(c *Config) { c.PullMarginMs = 10_001 }, "pull-margin-ms"},
+		{"floor below 100 ms", func(c *Config) { c.PullFloorMs = 99 }, "pull-floor-ms"},
+		{"floor above 60 s", func(c *Config) { c.PullFloorMs = 60_001 }, "pull-floor-ms"},
+	} {
+		c := DefaultConfig()
+		tc.edit(&c)
+		if err := c.validateIngress(); errs.Field(err) != tc.field {
+			t.Errorf("%s: %v, want field %s", tc.name, err, tc.field)
+		}
+	}
+}

@@ -18,6 +18,8 @@ type ingressParts struct {
 	srv       *ingress.Server
 	pool      *pgxpool.Pool // ingress role
 	dispatch  *pgxpool.Pool // runtime role, the dispatcher's own
+	stopPacer context.CancelFunc
+	pacerDone chan struct{}
 	stopRecon chan struct{}
 	reconDone chan struct{}
 }
@@ -54,13 +56,28 @@ func (m *Main) startIngress(ctx context.Context, pub *postgres.Publisher) error 
 	if err != nil {
 		return err
 	}
+	// The pacing forecast reads the scheduler's cursors on the dispatcher's
+	// runtime-role pool: that role already reads trigger_schedules, the
+	// ingress role does not and need not (ADR 0030).
+	pacing := m.Config.PullPacerOptions()
+	pacing.Logger = m.log.With("component", "pull-pacer")
+	pacer, err := postgres.NewPullPacer(dpool, pacing)
+	if err != nil {
+		return err
+	}
+	pctx, stopPacer := context.WithCancel(context.Background())
+	pacerDone := make(chan struct{})
+	go func() { defer close(pacerDone); pacer.Run(pctx) }()
+	m.mu.Lock()
+	m.ingress.stopPacer, m.ingress.pacerDone = stopPacer, pacerDone
+	m.mu.Unlock()
 	auth := postgres.NewWorkerAuth(pool)
 	cfg := ingress.Config{
 		TLS: ingress.TLSFiles{CertFile: m.Config.IngressTLSCert, KeyFile: m.Config.IngressTLSKey,
 			ClientCAFile: m.Config.IngressClientCA, CRLFile: m.Config.IngressCRL},
 		Sessions: sessions, Audit: auth,
 		Auth: ingress.NewPrincipalCache(auth, time.Duration(m.Config.IngressAuthCacheMs)*time.Millisecond, time.Now), Logger: m.log.With("component", "ingress"),
-		MaxInFlight: int(m.Config.IngressInFlight), Leases: leases,
+		MaxInFlight: int(m.Config.IngressInFlight), Leases: leases, Pacer: pacer,
 	}
 	srv, err := ingress.New(cfg)
 	if err != nil {
@@ -121,6 +138,10 @@ func (m *Main) stopIngress(ctx context.Context) error {
 	if parts.stopRecon != nil {
 		close(parts.stopRecon)
 		<-parts.reconDone
+	}
+	if parts.stopPacer != nil {
+		parts.stopPacer() // its read has a 1 s timeout and ends with the context
+		<-parts.pacerDone
 	}
 	for _, p := range []*pgxpool.Pool{parts.pool, parts.dispatch} {
 		if p != nil {

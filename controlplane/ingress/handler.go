@@ -334,7 +334,9 @@ func (s *Server) pull(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		return
 	}
 	if offer == nil {
-		w.Header().Set(protocol.HeaderRetryAfter, strconv.FormatInt(protocol.RetryAfterSeconds(retryAfter.Milliseconds()), 10))
+		pauseMs := s.pullPauseMs(retryAfter)
+		w.Header().Set(protocol.HeaderRetryAfter, strconv.FormatInt(protocol.RetryAfterSeconds(pauseMs), 10))
+		w.Header().Set(protocol.HeaderRetryAfterMs, strconv.FormatInt(pauseMs, 10))
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -345,6 +347,17 @@ func (s *Server) pull(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	}
 	s.log.Info("run leased", "run", offer.RunID, "attemptNumber", offer.AttemptNumber, "worker", p.WorkerID)
 	writeJSON(w, http.StatusOK, raw)
+}
+
+// pullPauseMs is the pause of an empty pull (ADR 0030): the dispatcher's
+// idle pause, shortened by the pacer to just after the next scheduled
+// occurrence, always within the header's range.
+func (s *Server) pullPauseMs(idle time.Duration) int64 {
+	idleMs := min(max(idle.Milliseconds(), protocol.MinRetryAfterSeconds*1000), protocol.MaxRetryAfterMs)
+	if s.cfg.Pacer == nil {
+		return idleMs
+	}
+	return min(max(s.cfg.Pacer.PullPauseMs(idleMs), protocol.MinRetryAfterMs), idleMs)
 }
 
 // fail answers a coded error. Context expiry and cancellation are 503 (the

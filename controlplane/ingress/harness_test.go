@@ -47,6 +47,7 @@ type env struct {
 	files  ingress.TLSFiles
 	log    *testio.Buffer
 	leases *fakeLeases
+	pacer  *postgres.PullPacer
 	now    time.Time
 	clock  *manualClock // the principal cache's clock
 
@@ -66,6 +67,8 @@ type envOptions struct {
 	reloadTicks    chan time.Time
 	maxInFlight    int
 	authCacheTTL   time.Duration // > 0: the authenticator behind a PrincipalCache on e.clock
+	idleRetry      time.Duration // the real dispatcher's idle pause (0: its default)
+	pace           bool          // a postgres.PullPacer on a runtime pool, on e.clock (e.pacer)
 }
 
 // manualClock is a clock tests move by hand.
@@ -140,7 +143,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	var leases ingress.LeasePort
 	switch {
 	case opts.dispatch:
-		d, err := postgres.NewDispatcher(db.Pool(t, postgres.RoleRuntime), postgres.DispatchOptions{})
+		d, err := postgres.NewDispatcher(db.Pool(t, postgres.RoleRuntime), postgres.DispatchOptions{IdleRetryAfter: opts.idleRetry})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +151,16 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	case !opts.noLeases:
 		leases = e.leases
 	}
-	e.srv, err = ingress.New(ingress.Config{TLS: e.files, Sessions: sessions, Leases: leases, Auth: auth, Audit: workerAuth,
+	var pacer ingress.PullPacer
+	if opts.pace {
+		// A TTL the manual clock never reaches: the test refreshes it.
+		e.pacer, err = postgres.NewPullPacer(db.Pool(t, postgres.RoleRuntime), postgres.PullPacerOptions{TTL: 5 * time.Second, Now: clock.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pacer = e.pacer
+	}
+	e.srv, err = ingress.New(ingress.Config{TLS: e.files, Sessions: sessions, Leases: leases, Pacer: pacer, Auth: auth, Audit: workerAuth,
 		Logger:         slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		RequestTimeout: opts.requestTimeout, ReloadInterval: -1, ReloadTicks: opts.reloadTicks,
 		HandshakeTimeout: opts.handshake, MaxInFlight: opts.maxInFlight})

@@ -62,8 +62,10 @@ type SessionPort interface {
 // uncoded 500 with the detail logged, never sent).
 type LeasePort interface {
 	// Pull claims at most one offer for the principal's session. A nil
-	// offer means nothing runnable now: the ingress answers 204 with
-	// Retry-After = protocol.RetryAfterSeconds(retryAfter in ms) (0 → 1 s).
+	// offer means nothing runnable now: the ingress answers 204 with the
+	// pause retryAfter (the idle pause; 0 → 1 s), shortened by the
+	// PullPacer when one is configured, as Ql3-Retry-After-Ms and as
+	// Retry-After = protocol.RetryAfterSeconds(pause).
 	// The exact same request after a lost response returns the identical
 	// offer rebuilt from the durable lease.
 	Pull(ctx context.Context, p Principal, req protocol.OfferPullRequest) (offer *protocol.Offer, retryAfter time.Duration, err error)
@@ -83,4 +85,14 @@ type LeasePort interface {
 	// runtime pool); an error makes the heartbeat answer 503, the worker
 	// retries the heartbeat.
 	RenewForHeartbeat(ctx context.Context, p Principal, sessionID string, generation int64, attemptIDs []string) ([]protocol.LeaseControl, error)
+}
+
+// PullPacer shortens the pause of an empty pull to just after the cluster's
+// next scheduled occurrence (ADR 0030). Implemented by postgres.PullPacer
+// on the runtime role, from a per-replica forecast: it must answer from
+// memory, never with a database round trip per pull.
+type PullPacer interface {
+	// PullPauseMs returns the pause for an empty pull, given the
+	// dispatcher's idle pause: within [protocol.MinRetryAfterMs, idleMs].
+	PullPauseMs(idleMs int64) int64
 }

@@ -33,11 +33,14 @@ const (
 // Config wires a Server.
 type Config struct {
 	TLS      TLSFiles
-	Sessions SessionPort   // required
-	Leases   LeasePort     // nil: offer and lease routes answer 503 (no injected dispatcher)
-	Auth     Authenticator // required
-	Audit    Auditor       // required
-	Logger   *slog.Logger
+	Sessions SessionPort // required
+	Leases   LeasePort   // nil: offer and lease routes answer 503 (no injected dispatcher)
+	// Pacer shortens empty pulls' pauses to the next scheduled occurrence;
+	// nil: every empty pull gets the dispatcher's idle pause.
+	Pacer  PullPacer
+	Auth   Authenticator // required
+	Audit  Auditor       // required
+	Logger *slog.Logger
 
 	MaxInFlight      int           // 0: DefaultMaxInFlight
 	HandshakeTimeout time.Duration // 0: DefaultHandshakeTimeout
