@@ -175,7 +175,16 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.log.Info("session offline; stopped")
 			return nil
 		}
-		t := a.cfg.Clock.NewTimer(a.cfg.Cadence)
+		select {
+		case <-a.wake:
+			continue // woken during the pass (an offer accepted, a process ended): no wait
+		default:
+		}
+		wait := a.loopWait()
+		t := a.cfg.Clock.NewTimer(wait)
+		if a.cfg.Hooks.IdleFor != nil {
+			a.cfg.Hooks.IdleFor(wait)
+		}
 		if a.cfg.Hooks.Idle != nil {
 			a.cfg.Hooks.Idle()
 		}

@@ -60,6 +60,10 @@ type Hooks struct {
 	// Idle is called each time the loop is about to wait for its cadence
 	// timer (the timer already exists, so advancing a fake clock fires it).
 	Idle func()
+	// IdleFor is called just before Idle with the timer's duration (the
+	// cadence, or less when a paced pull is due sooner), so a test can
+	// advance a fake clock to exactly the next pass.
+	IdleFor func(wait time.Duration)
 	// Fenced is called when the worker stops an attempt on its own
 	// (attempt id, reason), from the goroutine that decided it.
 	Fenced func(attemptID, reason string)

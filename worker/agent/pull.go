@@ -120,13 +120,11 @@ func (a *Agent) sendPending(ctx context.Context) error {
 	}
 	if resp.Status == http.StatusNoContent {
 		a.pullFailures = 0
-		wait, perr := protocol.ParseRetryAfter(resp.Header.Get(protocol.HeaderRetryAfter))
-		if perr != nil {
-			wait = int64(a.cfg.Cadence / time.Millisecond)
-		}
-		pause := max(time.Duration(wait)*time.Millisecond, a.cfg.Cadence)
-		pause = min(pause, maxIdlePause) + fullJitter(a.cfg.Rand, 0, a.cfg.Cadence, a.cfg.Cadence)
-		a.pullNotBefore = now.Add(pause)
+		pause := a.emptyPullPause(resp.Header)
+		spread := pullSpread(pause, a.cfg.Cadence)
+		wait := pause + fullJitter(a.cfg.Rand, 0, spread, spread)
+		a.pullNotBefore = now.Add(wait)
+		a.log.Debug("nothing to run; next pull paced by the authority", "pauseMs", pause.Milliseconds(), "waitMs", wait.Milliseconds())
 		return a.clearPending()
 	}
 	offer, err := protocol.DecodeOffer(resp.Body)
@@ -160,7 +158,57 @@ func (a *Agent) sendPending(ctx context.Context) error {
 		deadline: sent.Add(remaining(resp.Header, offer.LeaseExpiresAtMs, 2*a.cfg.Heartbeat))}
 	a.addAttempt(at)
 	a.log.Info("offer accepted", "attempt", offer.AttemptID, "run", offer.RunID, "leaseGeneration", offer.LeaseGeneration)
+	// Next pass at once, not a cadence later: it starts this attempt and,
+	// while slots are free, pulls again (pullNotBefore was not moved), so
+	// a burst of due Runs fills the slots back to back.
+	a.poke()
 	return a.clearPending()
+}
+
+// Pacing of empty pulls (ADR 0030). The authority says when work will next
+// appear: Ql3-Retry-After-Ms, in milliseconds, is followed as given (its
+// floor, protocol.MinRetryAfterMs, bounds the pull rate; the worker's
+// cadence is not a floor, or a node would come back up to 500 ms after the
+// Run was queued). Without it, Retry-After (whole seconds) is the fallback
+// and the cadence stays its floor, as before.
+const (
+	// minPullSpread and maxPullSpread bound the jitter added to a pause.
+	// A quarter of the pause spreads the fleet that was told the same
+	// instant: 1,000 sessions paced to an every-second occurrence arrive
+	// over ~250 ms (4 pulls/ms, a few in flight at a ≤ 10 ms idle pull,
+	// far below the ingress's 256 slots) instead of in one millisecond,
+	// and a session's own latency grows by at most 250 ms.
+	minPullSpread = 20 * time.Millisecond
+	maxPullSpread = 250 * time.Millisecond
+)
+
+// emptyPullPause is the pause a 204 asks for, before jitter.
+func (a *Agent) emptyPullPause(h http.Header) time.Duration {
+	ms, ok, err := protocol.ParseRetryAfterMs(h.Get(protocol.HeaderRetryAfterMs))
+	if ok && err == nil {
+		return min(time.Duration(ms)*time.Millisecond, maxIdlePause)
+	}
+	wait, err := protocol.ParseRetryAfter(h.Get(protocol.HeaderRetryAfter))
+	if err != nil {
+		wait = int64(a.cfg.Cadence / time.Millisecond)
+	}
+	return min(max(time.Duration(wait)*time.Millisecond, a.cfg.Cadence), maxIdlePause)
+}
+
+// pullSpread is the bound of the jitter added to a pause: a quarter of it,
+// within [minPullSpread, maxPullSpread] and never more than the cadence.
+func pullSpread(pause, cadence time.Duration) time.Duration {
+	return min(max(pause/4, minPullSpread), maxPullSpread, cadence)
+}
+
+// loopWait is how long the loop sleeps after a pass: its cadence, or less
+// when a paused pull comes due sooner, so a paced pull is sent on time
+// rather than up to a cadence late.
+func (a *Agent) loopWait() time.Duration {
+	if until := a.pullNotBefore.Sub(a.cfg.Clock.Now()); until > 0 && until < a.cfg.Cadence {
+		return until
+	}
+	return a.cfg.Cadence
 }
 
 func (a *Agent) clearPending() error {

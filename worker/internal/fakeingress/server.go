@@ -60,6 +60,7 @@ type Request struct {
 	CertSerial string // the client certificate's serial
 	Conn       string // the connection's remote address
 	Body       []byte
+	At         time.Time // the fake clock when it arrived
 }
 
 // Server is the fake ingress.
@@ -85,6 +86,9 @@ type Server struct {
 	Log         func(path string, status int, body []byte) // called per answered request (benchmarks)
 	DropAnswer  map[string]int                             // path → apply, then hang up, this many more times
 	Refuse401   map[string]int                             // path → answer 401 this many more times
+	// EmptyPull are the headers of a 204 to a pull; nil → Retry-After: 2
+	// (no pacing hint).
+	EmptyPull map[string]string
 }
 
 // New starts a TLS 1.3 mTLS fake ingress whose certificates come from pki.
@@ -179,7 +183,7 @@ func (s *Server) Session() (string, int64, protocol.SessionStatus) { return s.li
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, protocol.HardBodyBytes+1))
 	s.mu.Lock()
-	req := Request{Path: r.URL.Path, Credential: r.Header.Get("Authorization"), Conn: r.RemoteAddr, Body: body}
+	req := Request{Path: r.URL.Path, Credential: r.Header.Get("Authorization"), Conn: r.RemoteAddr, Body: body, At: s.Clk.Now()}
 	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
 		req.CertSerial = r.TLS.PeerCertificates[0].SerialNumber.String()
 	}
@@ -480,6 +484,9 @@ func (s *Server) pull(body []byte, now time.Time) (int, []byte, map[string]strin
 		r.OfferID, r.TokenDigest, r.SessionID, r.Generation = p.OfferID, digest, p.SessionID, p.Generation
 		r.Expiry = now.Add(UnstartedLease)
 		return 200, s.offer(r), nil
+	}
+	if s.EmptyPull != nil {
+		return 204, nil, s.EmptyPull
 	}
 	return 204, nil, map[string]string{"Retry-After": "2"}
 }
