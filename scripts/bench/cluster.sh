@@ -144,6 +144,22 @@ lat=$("${psql[@]}" -c "SELECT coalesce(percentile_disc(0.5) WITHIN GROUP (ORDER 
 	coalesce(percentile_disc(0.99) WITHIN GROUP (ORDER BY d), 0) || ' ' || coalesce(max(d), 0) || ' ' || count(*)
 	FROM (SELECT a.started_at_ms - r.scheduled_for_ms AS d FROM ql3.attempts a JOIN ql3.runs r USING (run_id)
 	WHERE a.started_at_ms >= $w0 AND a.started_at_ms < $w1) x")
+# The same attempts, split into the legs of the latency (database times):
+# admission (Run created − scheduled), wait for a pull (lease claimed −
+# Run created), claim → Ack starting (run.starting event − lease), Ack
+# starting → Ack running (attempt started − run.starting: spawn and the
+# worker's loop). p50/p99 of each leg.
+legs=$("${psql[@]}" -c "SELECT string_agg(leg || ' ' || p50 || ' ' || p99, ' ' ORDER BY o) FROM (
+	SELECT o, leg, percentile_disc(0.5) WITHIN GROUP (ORDER BY d) AS p50, percentile_disc(0.99) WITHIN GROUP (ORDER BY d) AS p99
+	FROM (SELECT a.run_id, r.created_at_ms - r.scheduled_for_ms AS adm, l.leased_at_ms - r.created_at_ms AS pull,
+			e.created_at_ms - l.leased_at_ms AS claim_start, a.started_at_ms - e.created_at_ms AS start_run
+		FROM ql3.attempts a JOIN ql3.runs r USING (run_id)
+		JOIN ql3.run_leases l ON l.attempt_id = a.attempt_id AND l.status <> 'released'
+		JOIN ql3.run_events e ON e.run_id = a.run_id AND e.attempt = a.attempt AND e.type = 'run.starting'
+		WHERE a.started_at_ms >= $w0 AND a.started_at_ms < $w1) x,
+	LATERAL (VALUES (1, 'admission', adm), (2, 'pull_wait', pull), (3, 'claim_to_starting', claim_start),
+		(4, 'starting_to_running', start_run)) v(o, leg, d)
+	GROUP BY o, leg) y")
 backlog=$("${psql[@]}" -c "SELECT count(*) FROM ql3.runs WHERE status IN ('created', 'queued', 'dispatching')")
 secs=$(( (w1 - w0) ))
 read -r p50 p99 pmax nlat <<<"$lat"
@@ -154,5 +170,7 @@ echo "| workers × slots | $WORKERS × $capacity (node profile), 2 replicas |"
 awk -v n="$runs" -v ms="$secs" -v tps="$tps" 'BEGIN {r = n * 1000 / ms; printf "| remote runs/s | %.1f (%d in %.1f s) |\n| ratio to pgbench -N TPS (%d) | %.3f (goal ≥ 0.10) |\n", r, n, ms/1000, tps, r / tps}'
 awk -v c=$((c1 - c0)) -v n="$runs" 'BEGIN {printf "| commits per run | %.1f (%d commits) |\n", (n ? c / n : 0), c}'
 echo "| fire → process start p50 / p99 / max | $p50 / $p99 / $pmax ms over $nlat attempts (goal p99 ≤ 1000 ms) |"
+set -- $legs
+while [ $# -ge 3 ]; do echo "| leg $1 p50 / p99 | $2 / $3 ms |"; shift 3; done
 echo "| queued at the end of the window | $backlog |"
 for p in $wpids; do echo "| worker pid $p max VmRSS | ${maxrss[$p]:-0} kB |"; done
