@@ -10,7 +10,8 @@ var dispatchSQL = map[string]string{
 	"revision": sqlRevision, "pullSession": sqlPullSession, "candidates": sqlCandidates,
 	"claim": sqlClaim, "tokenReused": sqlTokenReused,
 	"replayLease": sqlReplayLease, "loadLease": sqlLoadLease, "ackStarting": sqlAckStarting,
-	"ackRunning": sqlAckRunning, "logStreams": sqlLogStreams, "logAppend": sqlLogAppend,
+	"ackRunning": sqlAckRunning, "ackStartingFenced": sqlAckStartingFenced, "ackRunningFenced": sqlAckRunningFenced,
+	"lockRun": sqlLockRun, "logStreams": sqlLogStreams, "logAppend": sqlLogAppend,
 	"complete": sqlComplete, "lateCallback": sqlLateCallback, "renew": sqlRenew,
 }
 

@@ -57,6 +57,11 @@ func (d *Dispatcher) Ack(ctx context.Context, p ingress.Principal, ack protocol.
 	if err := ack.Validate(); err != nil {
 		return protocol.LeaseControl{}, err
 	}
+	// The common case in one round trip (ADR 0031); anything else —
+	// replay, cancel intent, drift — takes the full path below.
+	if c, ok, err := d.ackFenced(ctx, p, ack); err != nil || ok {
+		return c, err
+	}
 	var out protocol.LeaseControl
 	err := d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
 		l, err := loadLease(ctx, tx, p, ack.LeaseRef, false)

@@ -96,6 +96,21 @@ func TestQueuedToSucceededEventSequence(t *testing.T) {
 	if got := e.events(r.run); !slices.Equal(got, want) {
 		t.Errorf("events %v, want %v", got, want)
 	}
+	// Both acks took the one-round-trip fenced path (ADR 0031) and wrote
+	// the payloads the full path writes.
+	if n := e.d.Stats().FencedAcks; n != 2 {
+		t.Errorf("fenced acks %d, want 2", n)
+	}
+	for typ, want := range map[string]string{
+		"run.starting": `{"to": "starting", "from": "claimed", "attemptId": "` + r.attempt.String() + `", "attemptNumber": 1}`,
+		"run.running":  `{"to": "running", "from": "dispatching", "attemptId": "` + r.attempt.String() + `", "attemptNumber": 1}`,
+	} {
+		var got string
+		if err := e.su.QueryRow(e.ctx, `SELECT payload::text FROM ql3.run_events WHERE run_id = $1 AND type = $2`,
+			r.run, typ).Scan(&got); err != nil || got != want {
+			t.Errorf("%s payload %s (%v), want %s", typ, got, err, want)
+		}
+	}
 	if rs, as := e.status(r.run); rs != "succeeded" || as != "succeeded" {
 		t.Errorf("final: run %s attempt %s", rs, as)
 	}
@@ -133,6 +148,9 @@ func TestAckReplaysAndOrder(t *testing.T) {
 	e.mustAck(h, protocol.AckStarting) // a late starting replay after running: still the current control
 	if got := e.events(r.run); len(got) != 5 {
 		t.Errorf("events %v: replays must not append", got)
+	}
+	if n := e.d.Stats().FencedAcks; n != 2 {
+		t.Errorf("fenced acks %d, want 2 (replays take the full path)", n)
 	}
 	foreign := e.worker(linuxCaps(), 1)
 	stolen := h
