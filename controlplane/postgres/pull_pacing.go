@@ -29,6 +29,10 @@ const (
 	maxPullForecastTTL     = 5 * time.Second
 	maxPullDueGrace        = 30 * time.Second
 	pullForecastTimeout    = time.Second
+	// overdueReread is the read period while the forecast instant has
+	// passed (bounded by DueGrace: a cursor further overdue leaves the
+	// forecast).
+	overdueReread = 25 * time.Millisecond
 )
 
 // PullPacerOptions configure a PullPacer; zero values take the defaults.
@@ -195,16 +199,24 @@ func (p *PullPacer) Run(ctx context.Context) {
 }
 
 // nextRead is how long Run waits before the next read: the TTL, or until
-// just after the forecast instant (margin, at least 1 ms) when sooner.
+// just after the forecast instant (margin, at least 1 ms) when sooner; and
+// only overdueReread while the forecast names an instant that had already
+// passed when it was read (an occurrence being admitted): every idle pull
+// is told the floor until the cursor moves on, so the pacer looks again
+// soon rather than a whole TTL later.
 func (p *PullPacer) nextRead(now time.Time) time.Duration {
 	wait := p.opts.TTL
 	p.mu.Lock()
 	f, have := p.last, p.have
 	p.mu.Unlock()
-	if have && f.known {
-		if d := f.dueAt.Add(max(p.opts.Margin, time.Millisecond)).Sub(now); d > 0 && d < wait {
-			wait = d
-		}
+	if !have || !f.known {
+		return wait
+	}
+	if !f.dueAt.After(f.readAt) {
+		return min(wait, overdueReread)
+	}
+	if d := f.dueAt.Add(max(p.opts.Margin, time.Millisecond)).Sub(now); d > 0 && d < wait {
+		wait = d
 	}
 	return wait
 }

@@ -121,6 +121,19 @@ func TestPullPacerAnswersFromMemory(t *testing.T) {
 	if got := p.Forecast(); got.Known {
 		t.Errorf("a forecast five TTLs old is still used: %+v", got)
 	}
+	// An occurrence being admitted (its instant had passed at the read):
+	// every pull is told the floor, so the next read comes soon.
+	f.exec(t, `UPDATE ql3.trigger_schedules SET next_fire_at_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint - 300
+		WHERE trigger_id = $1`, tr.ID)
+	if err := p.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.PullPauseMs(2000); got != postgres.DefaultPullFloor.Milliseconds() {
+		t.Errorf("pause while an occurrence is being admitted: %d ms, want the floor", got)
+	}
+	if got := p.NextReadForTest(clock()); got != 25*time.Millisecond {
+		t.Errorf("next read while an occurrence is being admitted: in %s, want 25 ms", got)
+	}
 }
 
 func TestPullPacerOptionsNameTheField(t *testing.T) {

@@ -97,6 +97,8 @@ type stack struct {
 	ingPool, dispatchDB *pgxpool.Pool
 	serverCA            *x509.CertPool
 	dispatcher          *postgres.Dispatcher
+	stopPacer           context.CancelFunc
+	pacerDone           chan struct{}
 }
 
 type bench struct {
@@ -223,27 +225,41 @@ func (b *bench) start() (*stack, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The pull pacer with its refresh loop, as ql3-control wires it (ADR
+	// 0030): its reads are part of what an idle pull costs the server.
+	pacer, err := postgres.NewPullPacer(rt, postgres.PullPacerOptions{})
+	if err != nil {
+		return nil, err
+	}
+	pctx, stopPacer := context.WithCancel(context.Background())
+	pacerDone := make(chan struct{})
+	go func() { defer close(pacerDone); pacer.Run(pctx) }()
 	auth := postgres.NewWorkerAuth(ing)
-	srv, err := ingress.New(ingress.Config{TLS: b.files, Sessions: sessions, Leases: d, Audit: auth,
+	srv, err := ingress.New(ingress.Config{TLS: b.files, Sessions: sessions, Leases: d, Pacer: pacer, Audit: auth,
 		Auth:   ingress.NewPrincipalCache(auth, b.o.authCache, time.Now),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ReloadInterval: -1})
 	if err != nil {
+		stopPacer()
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		stopPacer()
 		return nil, err
 	}
 	if err := srv.StartListener(ln); err != nil {
+		stopPacer()
 		return nil, err
 	}
-	return &stack{srv: srv, ingPool: ing, dispatchDB: rt, dispatcher: d}, nil
+	return &stack{srv: srv, ingPool: ing, dispatchDB: rt, dispatcher: d, stopPacer: stopPacer, pacerDone: pacerDone}, nil
 }
 
 func (s *stack) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = s.srv.Shutdown(ctx)
+	s.stopPacer()
+	<-s.pacerDone
 	s.ingPool.Close()
 	s.dispatchDB.Close()
 }
