@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/core/protocol"
+	"github.com/ql3/ql3/worker/internal/fakeingress"
 )
 
 // The basic path: session, pull, starting/running acks, logs, completion.
@@ -52,5 +53,38 @@ func TestShortSessionLeaseHeartbeatsEarlyInsteadOfChurning(t *testing.T) {
 	// halfway there, i.e. at least one per 2 s of fake time.
 	if beats := len(h.requestsTo(protocol.PathSessionHeartbeat)); beats < 25 {
 		t.Fatalf("%d heartbeats in 60 s; want ≥ 25", beats)
+	}
+}
+
+// An ended attempt whose completion has no receipt yet still holds its
+// lease on the authority, so its slot is not pulled for until the receipt
+// (ADR 0032): with capacity 1 and the first completion's answer lost, no
+// pull is sent between the completion and its retry.
+func TestNoPullWhileACompletionIsUndelivered(t *testing.T) {
+	h := newHarness(t, newFakeRunner(""))
+	h.srv.With(func(s *fakeingress.Server) { s.DropAnswer[protocol.PathLeaseComplete] = 1 })
+	h.srv.AddRun("run-1", "true", 600_000)
+	h.srv.AddRun("run-2", "true", 600_000)
+	h.start(nil)
+	if !h.drive(time.Second, 200, func() bool { return h.srvRun("run-2").State == "done" }) {
+		t.Fatalf("run-2 never completed: %+v", h.srvRun("run-2"))
+	}
+	var paths []string
+	h.srv.With(func(s *fakeingress.Server) {
+		for _, r := range s.Requests() {
+			paths = append(paths, r.Path)
+		}
+	})
+	completes := 0
+	for _, p := range paths {
+		switch {
+		case p == protocol.PathLeaseComplete:
+			completes++
+		case p == protocol.PathOfferPull && completes == 1:
+			t.Fatalf("a pull was sent while run-1's completion had no receipt: %v", paths)
+		}
+	}
+	if completes < 3 {
+		t.Fatalf("%d completion requests; want run-1's lost one, its retry and run-2's", completes)
 	}
 }

@@ -337,6 +337,14 @@ func (a *Agent) upload(ctx context.Context, at *attempt, final bool) bool {
 	if at.eofDone || at.logsGaveUp {
 		return true
 	}
+	if size, _ := at.sp.state(); final && size == 0 && at.uploaded == 0 {
+		// Nothing was ever spooled, so nothing was sent: the authority
+		// keeps no stream for a silent attempt and its completion ends it
+		// (ADR 0032). An eof chunk would be one request and one
+		// transaction per silent run for nothing.
+		at.eofDone = true
+		return true
+	}
 	for i := range chunksPerTick {
 		if i > 0 && a.sess != nil && !a.cfg.Clock.Now().Before(a.sess.nextBeat) {
 			return false // the heartbeat goes first; the upload resumes next pass
@@ -400,8 +408,8 @@ func (a *Agent) upload(ctx context.Context, at *attempt, final bool) bool {
 func (a *Agent) deliver(ctx context.Context, at *attempt) error {
 	if at.sp == nil {
 		// Nothing was spawned (cancelled at the start barrier, a start
-		// failure): an empty stream still ends with its eof, so every
-		// completion follows a closed log.
+		// failure): the spool is empty, and upload below sends nothing
+		// for it (the completion ends a silent stream, ADR 0032).
 		sp, err := openSpool(a.j.SpoolPath(at.e.OfferID), a.cfg.LogBytes, nil)
 		if err != nil {
 			return jerr(err)

@@ -322,7 +322,8 @@ func TestCancelKillsSetsidAndDoubleForkedChildren(t *testing.T) {
 }
 
 // A spawn that provably never happened (a missing working directory) is
-// a failed/executor_start completion, after an empty, closed log.
+// a failed/executor_start completion; its log is empty, so no chunk is
+// uploaded and the completion closes it (ADR 0032).
 func TestStartFailureIsExecutorStart(t *testing.T) {
 	h := newHarness(t, newExecRunner(t))
 	h.srv.AddRunSpec(execRunID, `{"kind":"qinglong/command@v1","argv":{"file":"/bin/true"},"workingDirectory":"/nonexistent/ql3-test","timeoutMs":60000}`)
@@ -334,8 +335,11 @@ func TestStartFailureIsExecutorStart(t *testing.T) {
 	if r.Completion.Status != "failed" || r.Completion.ErrorClass != "executor_start" || r.Completion.ExitCode != nil {
 		t.Fatalf("completion %+v", r.Completion)
 	}
-	if r.CompletedEarly || !r.LogClosed || len(r.Log) != 0 {
-		t.Fatalf("log %q closed %v early %v", r.Log, r.LogClosed, r.CompletedEarly)
+	if r.CompletedEarly || !r.LogClosed || !r.ClosedByCompletion || len(r.Log) != 0 {
+		t.Fatalf("log %q closed %v (by the completion %v) early %v", r.Log, r.LogClosed, r.ClosedByCompletion, r.CompletedEarly)
+	}
+	if n := len(h.requestsTo(protocol.PathLeaseLog)); n != 0 {
+		t.Fatalf("%d log requests for an empty log; want none", n)
 	}
 }
 

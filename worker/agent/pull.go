@@ -12,15 +12,19 @@ import (
 	"github.com/ql3/ql3/worker/journal"
 )
 
-// freeSlots is the capacity not taken by attempts that hold or will hold a
-// process.
+// freeSlots is the capacity not taken by attempts that hold a lease on the
+// authority or a process here. A started or finished attempt holds its
+// lease until the completion's receipt, whether or not its process still
+// runs: the authority counts it against the session's capacity until then,
+// so pulling for its slot earlier only earns a 204 and an idle pause
+// (ADR 0032).
 func (a *Agent) freeSlots() int {
 	used := 0
 	for _, at := range a.attempts {
 		switch at.e.State {
-		case journal.Accepted, journal.Launching:
+		case journal.Accepted, journal.Launching, journal.Started, journal.Finished:
 			used++
-		case journal.Started, journal.Fenced:
+		case journal.Fenced:
 			if at.alive() || at.proc == nil {
 				used++
 			}

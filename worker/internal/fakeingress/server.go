@@ -51,6 +51,9 @@ type Run struct {
 	Claims         []string // offer ids that claimed a lease on it
 	Replays        int      // pulls answered by rebuilding an existing offer
 	CompletedEarly bool     // a completion arrived before the log's eof
+	// ClosedByCompletion: the log was empty and never uploaded; the
+	// completion closed it.
+	ClosedByCompletion bool
 }
 
 // Request is one request as the fake saw it.
@@ -403,7 +406,14 @@ func (s *Server) route(path string, body []byte, now time.Time) (int, []byte, ma
 			return 409, errBody("conflict"), nil
 		}
 		r.Completions++
-		if !r.LogClosed {
+		switch {
+		case r.LogClosed:
+		case len(r.Log) == 0 && c.StdoutBytes == 0:
+			// As the authority does: a silent stream needs no upload; the
+			// completion ends it.
+			r.LogClosed = true
+			r.ClosedByCompletion = true
+		default:
 			r.CompletedEarly = true
 		}
 		disp := protocol.Recorded
