@@ -136,6 +136,9 @@ func TestClaimAndDiscoveryIndexesFit(t *testing.T) {
 		// Every pull's token check (migration 0010).
 		{strings.NewReplacer("$1::uuid", "'01a22f67-f4e6-72d1-ab92-9729495a5fc1'::uuid", "$2::text", "'o'::text",
 			"$3::bytea", "'\\x00'::bytea").Replace(postgres.SQLTokenReused), "run_leases_token_idx"},
+		// Retention reaches a Run's leases through its Attempts (migration 0011).
+		{`SELECT l.lease_id FROM ql3.run_leases l JOIN ql3.attempts a ON a.run_id = '01a22f67-f4e6-72d1-ab92-9729495a5fc1'::uuid
+			WHERE l.attempt_id = a.attempt_id`, "run_leases_attempt_id_lease_generation_key"},
 	} {
 		rows, err := conn.Query(ctx, "EXPLAIN "+tc.query)
 		if err != nil {

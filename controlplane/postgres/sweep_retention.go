@@ -57,7 +57,10 @@ DELETE FROM ql3.run_log_chunks c USING victims v WHERE c.ctid = v.tid`
 
 // retentionRunSQL deletes one page of Runs finished before the cutoff with
 // every row that belongs to them, children first in one statement (the
-// foreign keys are checked at its end).
+// foreign keys are checked at its end). Leases are reached through the
+// Runs' Attempts (migration 0011 dropped the lease index by run; every
+// lease names its attempt, and the sibling CTEs read the statement's
+// snapshot, so the attempts delete does not hide them).
 const retentionRunSQL = `WITH victims AS MATERIALIZED (
 	SELECT r.run_id FROM ql3.runs r
 	WHERE r.finished_at_ms < ` + dbNowMs + ` - $1::bigint
@@ -68,7 +71,8 @@ const retentionRunSQL = `WITH victims AS MATERIALIZED (
 ), streams AS (
 	DELETE FROM ql3.run_log_streams s USING victims v WHERE s.run_id = v.run_id RETURNING 1
 ), leases AS (
-	DELETE FROM ql3.run_leases l USING victims v WHERE l.run_id = v.run_id RETURNING 1
+	DELETE FROM ql3.run_leases l USING victims v JOIN ql3.attempts a ON a.run_id = v.run_id
+	WHERE l.attempt_id = a.attempt_id RETURNING 1
 ), events AS (
 	DELETE FROM ql3.run_events e USING victims v WHERE e.run_id = v.run_id RETURNING 1
 ), attempts AS (

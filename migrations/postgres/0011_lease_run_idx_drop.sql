@@ -1,0 +1,15 @@
+-- ql3 control-plane schema, version 11: one index less on every lease row
+-- version (issue 9 claims benchmark, ADR 0031).
+--
+-- run_leases_run_idx (run_id, migration 0007) served only retention's
+-- delete of a finished Run's leases. Every other read of leases by Run
+-- asks for the live one and uses run_leases_one_live_idx (run_id) WHERE
+-- status = 'leased'. A lease row gets three versions per remote run (the
+-- claim's insert, the starting ACK's new expiry and the completion's
+-- status, none of them HOT: expires_at_ms is a key of
+-- run_leases_expiry_idx and status a predicate), so this index cost three
+-- index entries per run for a daily sweep. Retention now reaches a Run's
+-- leases through its Attempts (attempts (run_id, attempt) unique, then
+-- run_leases (attempt_id, lease_generation) unique); its plan is pinned by
+-- TestClaimAndDiscoveryIndexesFit.
+DROP INDEX ql3.run_leases_run_idx;
