@@ -11,7 +11,7 @@ var dispatchSQL = map[string]string{
 	"claim": sqlClaim, "tokenReused": sqlTokenReused,
 	"replayLease": sqlReplayLease, "loadLease": sqlLoadLease, "ackStarting": sqlAckStarting,
 	"ackRunning": sqlAckRunning, "ackStartingFenced": sqlAckStartingFenced, "ackRunningFenced": sqlAckRunningFenced,
-	"lockRun": sqlLockRun, "logStreams": sqlLogStreams, "logAppend": sqlLogAppend,
+	"lockRun": sqlLockRun, "completeFenced": sqlCompleteFenced, "logStreams": sqlLogStreams, "logAppend": sqlLogAppend,
 	"complete": sqlComplete, "lateCallback": sqlLateCallback, "renew": sqlRenew,
 }
 

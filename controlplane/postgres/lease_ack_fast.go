@@ -136,9 +136,40 @@ func (d *Dispatcher) ackFenced(ctx context.Context, p ingress.Principal, ack pro
 	args = append(args, string(raw))
 	c := protocol.LeaseControl{V: protocol.Version, RunID: runID.String(), AttemptID: attemptID.String(),
 		LeaseGeneration: ref.LeaseGeneration, Action: protocol.LeaseExtend}
-	var cancel, hit bool
-	err = d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
-		hit, cancel = false, false
+	var cancel bool
+	hit, err := d.fencedWrite(ctx, runID, attemptID, sessionID, string(ack.Phase)+" ack", func(row pgx.Row) (bool, error) {
+		var events int64
+		err := row.Scan(&c.LeaseVersion, &c.LeaseExpiresAtMs, &cancel, &events)
+		switch {
+		case err == pgx.ErrNoRows:
+			return false, nil
+		case err != nil:
+			return false, err
+		case events != 1:
+			// Locks are held and the fence held: only a schema drift gets
+			// here (as in commitWith, the pipelined COMMIT is not undone).
+			return false, errs.E(errs.Internal, "", "%s ack wrote %d events", ack.Phase, events)
+		}
+		return true, nil
+	}, sql, args...)
+	if err != nil || !hit {
+		return protocol.LeaseControl{}, false, err
+	}
+	d.stats.fencedAcks.Add(1)
+	if cancel {
+		c.Action, c.CancelGraceMs = protocol.LeaseCancel, d.opts.CancelGraceMs
+	}
+	return c, true, nil
+}
+
+// fencedWrite sends BEGIN, the plan settings, the session's shared and the
+// attempt's exclusive advisory lock, the Run's row lock, sql and COMMIT as
+// one pipeline; scan reads sql's row and says whether it wrote (hit).
+// Either way the transaction is committed (a miss wrote nothing).
+func (d *Dispatcher) fencedWrite(ctx context.Context, runID, attemptID, sessionID uuid.UUID, what string,
+	scan func(pgx.Row) (bool, error), sql string, args ...any) (bool, error) {
+	var hit bool
+	err := d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
 		b := &pgx.Batch{}
 		b.Queue(sqlLockShared, LockClassSession, LockObjectKey(sessionID))
 		b.Queue(sqlLockAttempts, LockClassAttempt, []int32{LockObjectKey(attemptID)})
@@ -155,37 +186,19 @@ func (d *Dispatcher) ackFenced(ctx context.Context, p ingress.Principal, ack pro
 				return errorf(err, "postgres: lease locks")
 			}
 		}
-		var events int64
-		err = br.QueryRow().Scan(&c.LeaseVersion, &c.LeaseExpiresAtMs, &cancel, &events)
-		switch {
-		case err == pgx.ErrNoRows:
-		case err != nil:
+		if hit, err = scan(br.QueryRow()); err != nil {
 			_ = br.Close()
-			return errorf(err, "postgres: %s ack", ack.Phase)
-		case events != 1:
-			// Locks are held and the fence held: only a schema drift gets
-			// here (as in commitWith, the pipelined COMMIT is not undone).
-			_ = br.Close()
-			return errs.E(errs.Internal, "", "%s ack wrote %d events", ack.Phase, events)
-		default:
-			hit = true
+			return errorf(err, "postgres: %s", what)
 		}
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
-			return errorf(err, "postgres: %s ack commit", ack.Phase)
+			return errorf(err, "postgres: %s commit", what)
 		}
 		if err := br.Close(); err != nil {
-			return errorf(err, "postgres: %s ack", ack.Phase)
+			return errorf(err, "postgres: %s", what)
 		}
 		tx.committed = true
 		return nil
 	})
-	if err != nil || !hit {
-		return protocol.LeaseControl{}, false, err
-	}
-	d.stats.fencedAcks.Add(1)
-	if cancel {
-		c.Action, c.CancelGraceMs = protocol.LeaseCancel, d.opts.CancelGraceMs
-	}
-	return c, true, nil
+	return hit, err
 }

@@ -111,6 +111,14 @@ func (d *Dispatcher) Complete(ctx context.Context, p ingress.Principal, c protoc
 		return protocol.CompletionReceipt{}, err
 	}
 	digest := completionDigest(c)
+	// A first report of success in one round trip (ADR 0031); anything
+	// else takes the full path below.
+	if ok, err := d.completeFenced(ctx, p, c, digest); err != nil || ok {
+		if err != nil {
+			return protocol.CompletionReceipt{}, err
+		}
+		return protocol.CompletionReceipt{V: protocol.Version, AttemptID: c.AttemptID, Disposition: protocol.Recorded}, nil
+	}
 	var disposition protocol.Disposition
 	err := d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
 		l, err := loadLease(ctx, tx, p, c.LeaseRef, true)

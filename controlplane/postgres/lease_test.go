@@ -96,12 +96,14 @@ func TestQueuedToSucceededEventSequence(t *testing.T) {
 	if got := e.events(r.run); !slices.Equal(got, want) {
 		t.Errorf("events %v, want %v", got, want)
 	}
-	// Both acks took the one-round-trip fenced path (ADR 0031) and wrote
-	// the payloads the full path writes.
-	if n := e.d.Stats().FencedAcks; n != 2 {
-		t.Errorf("fenced acks %d, want 2", n)
+	// Both acks and the completion took the one-round-trip fenced path
+	// (ADR 0031) and wrote the payloads the full path writes.
+	if s := e.d.Stats(); s.FencedAcks != 2 || s.FencedCompletions != 1 {
+		t.Errorf("fenced acks %d, completions %d; want 2, 1", s.FencedAcks, s.FencedCompletions)
 	}
 	for typ, want := range map[string]string{
+		"run.succeeded": `{"to": "succeeded", "from": "running", "exitCode": 0, "attemptId": "` + r.attempt.String() +
+			`", "stdoutBytes": 6, "attemptNumber": 1}`,
 		"run.starting": `{"to": "starting", "from": "claimed", "attemptId": "` + r.attempt.String() + `", "attemptNumber": 1}`,
 		"run.running":  `{"to": "running", "from": "dispatching", "attemptId": "` + r.attempt.String() + `", "attemptNumber": 1}`,
 	} {
@@ -444,6 +446,9 @@ func TestCompletionAgainstTheStoredLog(t *testing.T) {
 	}
 	if _, err := e.log(h, protocol.Stdout, 6, "g", false); errs.Code(err) != errs.Conflict {
 		t.Errorf("log after the completion: %v, want conflict", err)
+	}
+	if n := e.d.Stats().FencedCompletions; n != 1 {
+		t.Errorf("fenced completions %d, want 1 (the early one takes the full path)", n)
 	}
 }
 

@@ -53,8 +53,9 @@ type DispatchStats struct {
 	// Rereads counts pulls whose candidates read before the lock had all
 	// moved on, so a second claim transaction read the pages afresh.
 	Rereads int64
-	// FencedAcks counts acks written in one round trip (ADR 0031).
-	FencedAcks int64
+	// FencedAcks and FencedCompletions count acks and completions
+	// written in one round trip (ADR 0031).
+	FencedAcks, FencedCompletions int64
 }
 
 type dispatchCounters struct {
@@ -62,7 +63,7 @@ type dispatchCounters struct {
 	pages, candidates                  atomic.Int64
 	ineligible, claimMisses, truncated atomic.Int64
 	claimStatements, rereads           atomic.Int64
-	fencedAcks                         atomic.Int64
+	fencedAcks, fencedCompletions      atomic.Int64
 }
 
 // Stats returns the counters since the Dispatcher was made.
@@ -72,7 +73,7 @@ func (d *Dispatcher) Stats() DispatchStats {
 		Empty: c.empty.Load(), PagesRead: c.pages.Load(), CandidatesRead: c.candidates.Load(),
 		Ineligible: c.ineligible.Load(), ClaimMisses: c.claimMisses.Load(), Truncs: c.truncated.Load(),
 		ClaimStatements: c.claimStatements.Load(), Rereads: c.rereads.Load(),
-		FencedAcks: c.fencedAcks.Load()}
+		FencedAcks: c.fencedAcks.Load(), FencedCompletions: c.fencedCompletions.Load()}
 }
 
 const sqlPullSession = `SELECT s.worker_id, s.generation, s.status, s.capacity, s.capabilities::text,

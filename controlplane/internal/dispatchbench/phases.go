@@ -106,7 +106,8 @@ func (b *bench) claims() error {
 	row("claims", "empty pulls (lost races) per run", "%.2f", float64(empty.Load())/float64(n))
 	row("claims", "claim statements / candidates passed over / fresh re-reads per run", "%.2f / %.2f / %.2f",
 		float64(st.ClaimStatements)/float64(n), float64(st.ClaimMisses)/float64(n), float64(st.Rereads)/float64(n))
-	row("claims", "acks written in one round trip (fenced path) per run", "%.2f", float64(st.FencedAcks)/float64(n))
+	row("claims", "acks / completions written in one round trip (fenced path) per run", "%.2f / %.2f",
+		float64(st.FencedAcks)/float64(n), float64(st.FencedCompletions)/float64(n))
 	row("claims", "database commits per run (all, read-only included)", "%.2f", float64(after.commits-before.commits)/float64(n))
 	row("claims", "WAL records per run", "%.1f", float64(after.walRecords-before.walRecords)/float64(n))
 	row("claims", "tuples written per run", "%.1f", float64(after.tuples-before.tuples)/float64(n))
