@@ -134,6 +134,10 @@ type compiledRevision struct {
 	spec       spec.Command
 	specDigest canonjson.Digest
 	match      *matcher.Matcher // nil: no placement, every worker qualifies
+	// The task and task revision it was compiled from (offers carry them;
+	// only revision() reads them).
+	taskID       uuid.UUID
+	taskRevision int64
 }
 
 // revision returns the compiled revision id, reading it once.
@@ -146,13 +150,16 @@ func (d *Dispatcher) revision(ctx context.Context, q querier, id uuid.UUID) (*co
 	}
 	var canonical string
 	var digest []byte
-	if err := q.QueryRow(ctx, sqlRevision, id).Scan(&canonical, &digest); err != nil {
+	var taskID uuid.UUID
+	var taskRevision int64
+	if err := q.QueryRow(ctx, sqlRevision, id).Scan(&canonical, &digest, &taskID, &taskRevision); err != nil {
 		return nil, errorf(err, "postgres: read execution revision")
 	}
 	rev, err := compileRevision(id, canonical, digest)
 	if err != nil {
 		return nil, err
 	}
+	rev.taskID, rev.taskRevision = taskID, taskRevision
 	d.mu.Lock()
 	if len(d.revisions) >= maxRevisionCache {
 		clear(d.revisions)
@@ -162,7 +169,7 @@ func (d *Dispatcher) revision(ctx context.Context, q querier, id uuid.UUID) (*co
 	return rev, nil
 }
 
-const sqlRevision = `SELECT canonical_spec, digest FROM ql3.execution_revisions WHERE execution_revision_id = $1::uuid`
+const sqlRevision = `SELECT canonical_spec, digest, task_id, task_revision FROM ql3.execution_revisions WHERE execution_revision_id = $1::uuid`
 
 func compileRevision(id uuid.UUID, canonical string, digest []byte) (*compiledRevision, error) {
 	rev := &compiledRevision{id: id}

@@ -61,7 +61,7 @@ w AS (
 	ORDER BY r.priority DESC, r.created_at_ms, r.run_id
 	LIMIT $5::int),
 r AS (
-	SELECT x.run_id, x.project_id, x.status, x.timeout_ms, x.execution_revision_id, w.attempt_id, w.attempt,
+	SELECT x.run_id, x.project_id, x.status, x.timeout_ms, x.scheduled_for_ms, x.execution_revision_id, w.attempt_id, w.attempt,
 		w.attempt_version, e.fragment
 	FROM w
 	JOIN e ON e.revision_id = w.execution_revision_id AND e.digest = w.execution_digest
@@ -115,7 +115,7 @@ ev AS (
 					|| CASE WHEN ru.from_status <> 'dispatching' THEN jsonb_build_object('from', ru.from_status)
 						ELSE '{}'::jsonb END) k
 	RETURNING 1)
-SELECT r.run_id, r.attempt_id, r.attempt, r.execution_revision_id, r.timeout_ms,
+SELECT r.run_id, r.attempt_id, r.attempt, r.execution_revision_id, r.timeout_ms, r.scheduled_for_ms,
 	(SELECT lease_generation FROM l), (SELECT expires_at_ms FROM l), (SELECT count(*) FROM ev)
 FROM r`
 
@@ -160,7 +160,7 @@ func (d *Dispatcher) claim(ctx context.Context, tx *dtx, placed map[uuid.UUID]pl
 	var events int64
 	missed := false
 	scan := func(row pgx.Row) error {
-		err := row.Scan(&f.runID, &f.attemptID, &attemptNumber, &revisionID, &f.timeoutMs, &leaseGen, &expires, &events)
+		err := row.Scan(&f.runID, &f.attemptID, &attemptNumber, &revisionID, &f.timeoutMs, &f.scheduledForMs, &leaseGen, &expires, &events)
 		if err == pgx.ErrNoRows {
 			missed = true
 			return nil

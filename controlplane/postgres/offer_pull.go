@@ -405,6 +405,7 @@ type offerFacts struct {
 	expiresAtMs         int64
 	tokenDigest         [sha256.Size]byte
 	timeoutMs           int64 // 0: the spec's
+	scheduledForMs      int64
 }
 
 func buildOffer(rev *compiledRevision, f offerFacts) *protocol.Offer {
@@ -416,6 +417,7 @@ func buildOffer(rev *compiledRevision, f offerFacts) *protocol.Offer {
 		AttemptNumber: f.attemptNumber, WorkerID: f.workerID.String(), SessionID: f.sessionID.String(),
 		Generation: f.generation, OfferID: f.offerID, LeaseGeneration: f.leaseGeneration,
 		LeaseVersion: f.leaseVersion, LeaseExpiresAtMs: f.expiresAtMs, LeaseTokenDigest: f.tokenDigest,
+		TaskID: rev.taskID.String(), TaskRevision: rev.taskRevision, ScheduledForMs: f.scheduledForMs,
 		ExecutionRevisionID: rev.id.String(), ExecutionRevisionDigest: rev.digest,
 		SpecDigest: rev.specDigest, Spec: rev.spec, TimeoutMs: timeout}
 }

@@ -26,7 +26,7 @@ import (
 const sqlReplayLease = `SELECT l.run_id, l.attempt_id, l.attempt, l.worker_id, l.session_generation, l.token_digest,
 	l.lease_generation, l.version, l.status, l.expires_at_ms,
 	a.status, coalesce(a.offer_id, ''), a.session_id, r.status, r.cancel_requested_at_ms IS NOT NULL,
-	r.execution_revision_id, r.execution_digest, r.timeout_ms, n.ms,
+	r.execution_revision_id, r.execution_digest, r.timeout_ms, r.scheduled_for_ms, n.ms,
 	coalesce((SELECT e.payload::text FROM ql3.run_events e
 		WHERE e.run_id = l.run_id AND e.type = 'run.dispatched' ORDER BY e.sequence DESC LIMIT 1), '{}')
 FROM ql3.run_leases l
@@ -53,6 +53,7 @@ type replayFacts struct {
 	revisionID        uuid.UUID
 	revisionDigest    []byte
 	timeoutMs         int64
+	scheduledForMs    int64
 	nowMs             int64
 	dispatched        string
 }
@@ -62,7 +63,7 @@ func scanReplay(row pgx.Row) (*replayFacts, error) {
 	err := row.Scan(&f.runID, &f.attemptID, &f.attemptNumber, &f.workerID, &f.sessionGeneration, &f.tokenDigest,
 		&f.leaseGeneration, &f.leaseVersion, &f.leaseStatus, &f.expiresAtMs,
 		&f.attemptStatus, &f.attemptOfferID, &f.attemptSession, &f.runStatus, &f.cancelRequested,
-		&f.revisionID, &f.revisionDigest, &f.timeoutMs, &f.nowMs, &f.dispatched)
+		&f.revisionID, &f.revisionDigest, &f.timeoutMs, &f.scheduledForMs, &f.nowMs, &f.dispatched)
 	if err == pgx.ErrNoRows {
 		return nil, nil
 	}
@@ -114,5 +115,5 @@ func (d *Dispatcher) rebuildOffer(ctx context.Context, q querier, f *replayFacts
 	return buildOffer(rev, offerFacts{runID: f.runID, attemptID: f.attemptID, attemptNumber: int(f.attemptNumber),
 		workerID: workerID, sessionID: sessionID, generation: req.Generation, offerID: req.OfferID,
 		leaseGeneration: f.leaseGeneration, leaseVersion: f.leaseVersion, expiresAtMs: f.expiresAtMs,
-		tokenDigest: digest, timeoutMs: f.timeoutMs}), nil
+		tokenDigest: digest, timeoutMs: f.timeoutMs, scheduledForMs: f.scheduledForMs}), nil
 }

@@ -259,6 +259,12 @@ func TestPullReplayIdenticalOffer(t *testing.T) {
 	if err := first.AnswersPull(req); err != nil {
 		t.Fatalf("offer does not answer its pull: %v", err)
 	}
+	// The task identity and the occurrence, for the process's environment.
+	if want := e.scalar(`SELECT task_revision FROM ql3.runs WHERE run_id = $1`, r.run); first.TaskID != e.task.String() ||
+		first.TaskRevision != want || first.ScheduledForMs != 1 {
+		t.Errorf("offer task %s revision %d scheduled %d; want %s, %d, 1", first.TaskID, first.TaskRevision,
+			first.ScheduledForMs, e.task, want)
+	}
 	again, _, err := e.d.Pull(e.ctx, w.p, req)
 	if err != nil || again == nil {
 		t.Fatalf("replay = %v, %v", again, err)

@@ -106,6 +106,7 @@ func offer(t testing.TB) Offer {
 	return Offer{V: 1, RunID: "run_1", AttemptID: "att_1", AttemptNumber: 2, WorkerID: "w-router-1",
 		SessionID: sessionID, Generation: 3, OfferID: offerID, LeaseGeneration: 2, LeaseVersion: 1,
 		LeaseExpiresAtMs: 1_764_400_045_000, LeaseTokenDigest: canonjson.Digest(token.Digest()),
+		TaskID: "task_7", TaskRevision: 4, ScheduledForMs: 1_764_400_000_000,
 		ExecutionRevisionID: "rev_9", ExecutionRevisionDigest: canonjson.Sum("test/revision", []byte("rev_9")),
 		SpecDigest: sd, Spec: cmd, TimeoutMs: 300_000}
 }

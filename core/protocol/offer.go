@@ -132,6 +132,16 @@ type Offer struct {
 	LeaseExpiresAtMs int64            `json:"leaseExpiresAtMs"` // authority clock
 	LeaseTokenDigest canonjson.Digest `json:"leaseTokenDigest"` // fence.DigestLeaseToken of the worker's token
 
+	// The task the Run belongs to, the task revision its execution
+	// revision was compiled from, and the occurrence it is for (the
+	// admission's scheduled time; for run-now and reruns the requested
+	// time): the process sees them as QL3_TASK_ID, QL3_TASK_REVISION and
+	// QL3_SCHEDULED_FOR, as on the edge, and the task id names its
+	// working directory, so state a script keeps there survives edits.
+	TaskID         string `json:"taskId"`
+	TaskRevision   int64  `json:"taskRevision"`
+	ScheduledForMs int64  `json:"scheduledForMs"`
+
 	ExecutionRevisionID     string           `json:"executionRevisionId"`
 	ExecutionRevisionDigest canonjson.Digest `json:"executionRevisionDigest"`
 	SpecDigest              canonjson.Digest `json:"specDigest"` // spec.Command.Digest of Spec, checked on decode
@@ -154,6 +164,9 @@ type offerWire struct {
 	LeaseVersion            int64           `json:"leaseVersion"`
 	LeaseExpiresAtMs        int64           `json:"leaseExpiresAtMs"`
 	LeaseTokenDigest        string          `json:"leaseTokenDigest"`
+	TaskID                  string          `json:"taskId"`
+	TaskRevision            int64           `json:"taskRevision"`
+	ScheduledForMs          int64           `json:"scheduledForMs"`
 	ExecutionRevisionID     string          `json:"executionRevisionId"`
 	ExecutionRevisionDigest string          `json:"executionRevisionDigest"`
 	SpecDigest              string          `json:"specDigest"`
@@ -184,7 +197,8 @@ func decodeOfferReference(data []byte) (Offer, error) {
 	o := Offer{V: w.V, RunID: w.RunID, AttemptID: w.AttemptID, AttemptNumber: w.AttemptNumber,
 		WorkerID: w.WorkerID, SessionID: w.SessionID, Generation: w.Generation, OfferID: w.OfferID,
 		LeaseGeneration: w.LeaseGeneration, LeaseVersion: w.LeaseVersion,
-		LeaseExpiresAtMs: w.LeaseExpiresAtMs, ExecutionRevisionID: w.ExecutionRevisionID,
+		LeaseExpiresAtMs: w.LeaseExpiresAtMs, TaskID: w.TaskID, TaskRevision: w.TaskRevision,
+		ScheduledForMs: w.ScheduledForMs, ExecutionRevisionID: w.ExecutionRevisionID,
 		TimeoutMs: w.TimeoutMs}
 	var err error
 	if o.LeaseTokenDigest, err = parseDigest("leaseTokenDigest", w.LeaseTokenDigest); err != nil {
@@ -228,7 +242,7 @@ func (o Offer) validateFields() error {
 	}
 	for _, id := range []struct{ field, value string }{
 		{"runId", o.RunID}, {"attemptId", o.AttemptID}, {"workerId", o.WorkerID},
-		{"executionRevisionId", o.ExecutionRevisionID},
+		{"taskId", o.TaskID}, {"executionRevisionId", o.ExecutionRevisionID},
 	} {
 		if err := checkID(id.field, id.value); err != nil {
 			return err
@@ -245,11 +259,14 @@ func (o Offer) validateFields() error {
 		value int64
 	}{
 		{"leaseGeneration", o.LeaseGeneration}, {"leaseVersion", o.LeaseVersion},
-		{"leaseExpiresAtMs", o.LeaseExpiresAtMs},
+		{"leaseExpiresAtMs", o.LeaseExpiresAtMs}, {"taskRevision", o.TaskRevision},
 	} {
 		if err := checkPositive(n.field, n.value); err != nil {
 			return err
 		}
+	}
+	if err := checkRange("scheduledForMs", o.ScheduledForMs, 0, MaxEpochMs); err != nil {
+		return err
 	}
 	for _, d := range []struct {
 		field string

@@ -53,6 +53,12 @@ func decodeOfferFast(data []byte) (Offer, error) {
 				o.LeaseExpiresAtMs = s.Int64()
 			case "leaseTokenDigest":
 				tokenDigest = s.String()
+			case "taskId":
+				o.TaskID = s.String()
+			case "taskRevision":
+				o.TaskRevision = s.Int64()
+			case "scheduledForMs":
+				o.ScheduledForMs = s.Int64()
 			case "executionRevisionId":
 				o.ExecutionRevisionID = s.String()
 			case "executionRevisionDigest":

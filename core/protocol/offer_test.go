@@ -34,6 +34,10 @@ func TestOfferRejections(t *testing.T) {
 		{"worker id", set("workerId", ""), "workerId"},
 		{"session generation", set("generation", 0), "generation"},
 		{"plain token field", set("leaseToken", string(token)), "leaseToken"},
+		{"task id missing", del("taskId"), "taskId"},
+		{"task revision 0", set("taskRevision", 0), "taskRevision"},
+		{"scheduled before the epoch", set("scheduledForMs", -1), "scheduledForMs"},
+		{"scheduled after year 9999", set("scheduledForMs", MaxEpochMs+1), "scheduledForMs"},
 	})
 }
 

@@ -59,6 +59,7 @@ const (
 	MaxLogBytes        = 1 << 30  // per attempt and stream (DESIGN.md §8 hard limit)
 	MaxAttemptNumber   = 16
 	MaxTimeoutMs       = 365 * 24 * 60 * 60 * 1000
+	MaxEpochMs         = 253_402_300_799_999 // 9999-12-31T23:59:59.999Z: the largest RFC 3339 instant
 )
 
 // Routes of the worker ingress. All are POST with a JSON body.

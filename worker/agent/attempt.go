@@ -234,7 +234,8 @@ func (a *Agent) startAttempt(ctx context.Context, at *attempt) error {
 	at.sp = sp
 	sp.truncate()
 	proc, err := a.run.Start(Launch{
-		RunID: at.offer.RunID, Attempt: at.offer.AttemptNumber, WorkKey: at.offer.ExecutionRevisionID,
+		RunID: at.offer.RunID, Attempt: at.offer.AttemptNumber, TaskID: at.offer.TaskID,
+		TaskRevision: at.offer.TaskRevision, ScheduledFor: time.UnixMilli(at.offer.ScheduledForMs).UTC(),
 		Spec: at.offer.Spec, Timeout: time.Duration(at.offer.TimeoutMs) * time.Millisecond, Output: sp,
 	})
 	if err != nil {

@@ -466,3 +466,20 @@ func TestJournalCrashesWithRealExecutor(t *testing.T) {
 	}
 	t.Logf("30 crashes, %d runs, %d done with their logs", len(ids), done)
 }
+
+// The process sees the task identity and its occurrence as on the edge
+// (QL3_TASK_ID, QL3_TASK_REVISION, QL3_SCHEDULED_FOR), and runs in its
+// task's own directory, not one per revision.
+func TestProcessSeesTaskIdentityAndOccurrence(t *testing.T) {
+	h := newHarness(t, newExecRunner(t))
+	h.srv.AddRunSpec(execRunID, `{"kind":"qinglong/command@v1","shell":{"command":"echo \"$QL3_TASK_ID $QL3_TASK_REVISION $QL3_SCHEDULED_FOR $(basename \"$PWD\")\""},"timeoutMs":60000}`)
+	h.start(nil)
+	if !h.driveUntil(time.Second, func() bool { return h.srvRun(execRunID).Completion != nil }) {
+		t.Fatal("no completion")
+	}
+	task := "task-" + execRunID // the fake authority's task id for this Run
+	want := task + " 1 2026-01-01T00:00:00Z " + task + "\n"
+	if r := h.srvRun(execRunID); string(r.Log) != want || r.Completion.Status != "succeeded" {
+		t.Fatalf("log %q (%s); want %q", r.Log, r.Completion.Status, want)
+	}
+}

@@ -28,7 +28,8 @@ func (r ExecRunner) Start(l Launch) (Process, error) {
 		sp.ShellCommand, sp.Shell = l.Spec.Shell.Command, l.Spec.Shell.Shell
 	}
 	h, err := r.E.Start(slot, executor.Request{
-		RunID: l.RunID, Attempt: l.Attempt, TaskID: dirName(l.WorkKey), Spec: sp, Output: l.Output,
+		RunID: l.RunID, Attempt: l.Attempt, TaskID: dirName(l.TaskID), TaskRevision: l.TaskRevision,
+		ScheduledFor: l.ScheduledFor, Spec: sp, Output: l.Output,
 	})
 	if err != nil {
 		var se *executor.StartError
@@ -56,7 +57,7 @@ func (r ExecRunner) TerminateSurvivors(ctx context.Context, runID string, attemp
 // BootID is the kernel's boot id.
 func (ExecRunner) BootID() string { return executor.BootID() }
 
-// dirName maps a revision id ([A-Za-z0-9._:-]) onto the executor's task
+// dirName maps a task id ([A-Za-z0-9._:-]) onto the executor's task
 // directory alphabet.
 func dirName(s string) string {
 	b := []byte(s)

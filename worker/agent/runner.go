@@ -33,10 +33,16 @@ var ErrNeverStarted = errors.New("the process was not started")
 type Launch struct {
 	RunID   string
 	Attempt int
-	WorkKey string // names the working directory for relative paths
-	Spec    spec.Command
-	Timeout time.Duration
-	Output  io.Writer // stdout and stderr, interleaved
+	// TaskID names the working directory for relative paths (one per
+	// task, as on the edge: a script's state there survives edits of the
+	// task) and, with TaskRevision and ScheduledFor, the process's
+	// QL3_TASK_ID, QL3_TASK_REVISION and QL3_SCHEDULED_FOR.
+	TaskID       string
+	TaskRevision int64
+	ScheduledFor time.Time
+	Spec         spec.Command
+	Timeout      time.Duration
+	Output       io.Writer // stdout and stderr, interleaved
 }
 
 // StopReason says why the agent stops a process.

@@ -509,6 +509,7 @@ func (s *Server) offer(r *Run) []byte {
 	o := protocol.Offer{RunID: r.ID, AttemptID: r.AttemptID, AttemptNumber: 1, WorkerID: "w-1",
 		SessionID: r.SessionID, Generation: r.Generation, OfferID: r.OfferID, LeaseGeneration: r.LeaseGen,
 		LeaseVersion: 1, LeaseExpiresAtMs: r.Expiry.UnixMilli(), LeaseTokenDigest: canonjson.Digest(r.TokenDigest),
+		TaskID: "task-" + r.ID, TaskRevision: 1, ScheduledForMs: 1_767_225_600_000, // 2026-01-01T00:00:00Z
 		ExecutionRevisionID: "rev-" + r.ID, ExecutionRevisionDigest: canonjson.Digest(sha256.Sum256([]byte(r.ID))),
 		SpecDigest: sum, Spec: r.Spec, TimeoutMs: r.Spec.TimeoutMs}
 	out, err := o.Encode()
