@@ -52,8 +52,18 @@ func BenchmarkHeartbeat(b *testing.B) {
 }
 
 // BenchmarkIdlePull: authentication + the dispatcher finding nothing (204).
-func BenchmarkIdlePull(b *testing.B) {
-	e := newEnv(b, envOptions{dispatch: true})
+func BenchmarkIdlePull(b *testing.B) { benchmarkIdlePull(b, false) }
+
+// BenchmarkIdlePullPaced is BenchmarkIdlePull with the pull pacer wired in
+// and a forecast in memory (ADR 0030): the 204 is paced from memory, so the
+// ratio to BenchmarkIdlePull should be 1.
+func BenchmarkIdlePullPaced(b *testing.B) { benchmarkIdlePull(b, true) }
+
+func benchmarkIdlePull(b *testing.B, paced bool) {
+	e := newEnv(b, envOptions{dispatch: true, pace: paced})
+	if paced {
+		e.pacedTrigger()(3_000, true)
+	}
 	w := e.worker("w")
 	c := e.client(w.cert)
 	st := e.open(c, w)
@@ -68,6 +78,12 @@ func BenchmarkIdlePull(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		e.must(c, protocol.PathOfferPull, w.cred, body, http.StatusNoContent)
+		r, _, err := e.post(c, protocol.PathOfferPull, w.cred, body)
+		if err != nil || r.status != http.StatusNoContent {
+			b.Fatalf("idle pull: %d %v", r.status, err)
+		}
+		if paced && r.header.Get(protocol.HeaderRetryAfterMs) == "2000" {
+			b.Fatal("the paced pull was not paced")
+		}
 	}
 }

@@ -27,41 +27,12 @@ import (
 // every answer is exactly PauseMs of the forecast the pacer holds.
 func TestEmptyPullIsPacedToTheNextOccurrence(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	const idle = 60 * time.Second
 	e := newEnv(t, envOptions{dispatch: true, pace: true, idleRetry: idle})
 	w := e.worker("paced")
 	c := e.client(w.cert)
 	st := e.open(c, w)
-	su := e.db.Conn(t)
-
-	project, err := e.pub.PublishProject(ctx, postgres.ProjectInput{Name: "paced"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := e.pub.PublishTask(ctx, postgres.TaskInput{ProjectID: project.ID, Name: "tick",
-		Spec: spec.Command{Kind: spec.KindCommandV1, Argv: &spec.Argv{File: "/bin/true"}}.WithDefaults()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := e.pub.PublishTrigger(ctx, postgres.TriggerInput{TaskID: task.ID, Expression: "*/5 * * * * *",
-		TimeZone: "UTC", Misfire: schedule.MisfireSkip})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The coordinator's part (initialising and advancing the cursor) is
-	// played by the superuser: the cursor lands inMs from database now.
-	cursor := func(inMs int64, active bool) {
-		t.Helper()
-		if _, err := su.Exec(ctx, `UPDATE ql3.trigger_schedules
-			SET next_fire_at_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint + $2::bigint, active = $3::boolean
-			WHERE trigger_id = $1::uuid`, tr.ID, inMs, active); err != nil {
-			t.Fatal(err)
-		}
-		if err := e.pacer.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cursor := e.pacedTrigger()
 	pull := func() (ms, secs int64) {
 		t.Helper()
 		token, err := fence.NewLeaseToken(rand.Reader)
@@ -133,5 +104,41 @@ func TestEmptyPullIsPacedToTheNextOccurrence(t *testing.T) {
 	e.clock.advance(2500 * time.Millisecond)
 	if ms, _ := pull(); ms != pacing.FloorMs {
 		t.Errorf("pull just after the forecast instant: %d ms, want the floor %d", ms, pacing.FloorMs)
+	}
+}
+
+// pacedTrigger publishes an every-5-seconds trigger and returns a setter
+// of its cursor: the coordinator's part (initialising and advancing it) is
+// played by the superuser, the cursor landing inMs from database now, and
+// the pacer re-reads it.
+func (e *env) pacedTrigger() func(inMs int64, active bool) {
+	t := e.t
+	t.Helper()
+	ctx := context.Background()
+	su := e.db.Conn(t)
+	project, err := e.pub.PublishProject(ctx, postgres.ProjectInput{Name: "paced"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := e.pub.PublishTask(ctx, postgres.TaskInput{ProjectID: project.ID, Name: "tick",
+		Spec: spec.Command{Kind: spec.KindCommandV1, Argv: &spec.Argv{File: "/bin/true"}}.WithDefaults()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := e.pub.PublishTrigger(ctx, postgres.TriggerInput{TaskID: task.ID, Expression: "*/5 * * * * *",
+		TimeZone: "UTC", Misfire: schedule.MisfireSkip})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(inMs int64, active bool) {
+		t.Helper()
+		if _, err := su.Exec(ctx, `UPDATE ql3.trigger_schedules
+			SET next_fire_at_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint + $2::bigint, active = $3::boolean
+			WHERE trigger_id = $1::uuid`, tr.ID, inMs, active); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.pacer.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
