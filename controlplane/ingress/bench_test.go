@@ -62,7 +62,7 @@ func BenchmarkIdlePullPaced(b *testing.B) { benchmarkIdlePull(b, true) }
 func benchmarkIdlePull(b *testing.B, paced bool) {
 	e := newEnv(b, envOptions{dispatch: true, pace: paced})
 	if paced {
-		e.pacedTrigger()(3_000, true)
+		e.pacedTrigger()(1_500, true) // within the 2 s idle pause
 	}
 	w := e.worker("w")
 	c := e.client(w.cert)
