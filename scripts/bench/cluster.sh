@@ -13,7 +13,18 @@
 #      - commits per run (pg_stat_database xact_commit delta / runs);
 #      - fire → process start latency p50/p99/max (attempt started_at −
 #        the occurrence's scheduled time; goal p99 ≤ 1 s, node profile);
-#      - worker RSS (max VmRSS sampled every second, per worker).
+#      - worker RSS (max VmRSS sampled every second, per worker);
+#      - CPU per run of PostgreSQL, each replica, each worker and the
+#        processes the workers spawned (utime + stime from /proc; a worker's
+#        reaped children are its spawned processes), and the machine's busy
+#        time (other load included) — where the run's cost goes.
+#   Before the window the ql3 database is ANALYZEd (ANALYZE=0 skips it):
+#   the window measures a cluster in its steady state, whose tables
+#   autovacuum analyses as they grow, not one whose plans were all made
+#   against empty, never-analysed tables (autovacuum's first visit comes up
+#   to a minute after start, after this window). Without it, on the same
+#   box: PostgreSQL ≈ 7–10 ms CPU per run instead of ≈ 3–5 (a pull's replay
+#   lookup 1.3 ms instead of 0.07; sweeps walking the whole queue).
 # Benchmark, not a test: nothing asserts; read the figures as this machine's.
 #
 #   scripts/bench/cluster.sh
@@ -26,6 +37,7 @@ WORKERS=${WORKERS:-2}
 WARMUP=${WARMUP:-10}
 WINDOW=${WINDOW:-30}
 PGBENCH_SECONDS=${PGBENCH_SECONDS:-20}
+ANALYZE=${ANALYZE:-1}
 export PATH=$PATH:/usr/local/go/bin
 command -v jq >/dev/null || die "jq is required"
 case $WORKERS in 2 | 4) ;; *) die "WORKERS must be 2 or 4 (32 slots in all)" ;; esac
@@ -43,7 +55,7 @@ base=${TMPDIR:-/tmp}
 [ -d /dev/shm ] && [ -w /dev/shm ] && base=/dev/shm
 dir=$(mktemp -d "$base/ql3clusterbench-XXXXXX")
 chmod 711 "$dir"
-pids="" pgpid=""
+pids="" pgpid="" cpids=""
 cleanup() {
 	# Workers first (they drain through a live ingress), then the replicas.
 	for p in $pids; do
@@ -95,6 +107,7 @@ for i in 0 1; do
 		--ingress-tls-cert "$pki/ingress.crt" --ingress-tls-key "$pki/ingress.key" --ingress-client-ca "$pki/ca.crt" \
 		--scheduler-budget 256 >"$dir/control-$i.log" 2>&1 &
 	pids="$pids $!"
+	cpids="$cpids $!"
 done
 for _ in $(seq 1 300); do
 	[ "$(cat "$dir"/control-*.log | grep -c 'worker ingress listening' || true)" -ge 2 ] && break
@@ -125,10 +138,25 @@ for i in $(seq 1 "$TRIGGERS"); do
 	"$ctl" trigger create --task "$task" --name "t$i" --expression '* * * * * *' >/dev/null
 done
 sleep "$WARMUP"
+[ "$ANALYZE" = 0 ] || "${psql[@]}" -c 'ANALYZE'
+
+# cpu_snapshot: "<what> <pid> <own ticks> <reaped children's ticks>" for
+# PostgreSQL's processes, each replica and each worker, and the machine's
+# busy and idle ticks.
+ticks() { awk '{sub(/^.*\) /, ""); print $12 + $13, $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo "0 0"; }
+cpu_snapshot() {
+	local p i=0
+	for p in $pgpid $(pgrep -P "$pgpid"); do echo "postgres $p $(ticks "$p")"; done
+	for p in $cpids; do echo "control-$i $p $(ticks "$p")"; i=$((i + 1)); done
+	i=0
+	for p in $wpids; do echo "worker-$i $p $(ticks "$p")"; i=$((i + 1)); done
+	awk '/^cpu / {print "machine 0", $2 + $3 + $4 + $7 + $8 + $9, $5 + $6}' /proc/stat
+}
 
 nowms() { "${psql[@]}" -c "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"; }
 commits() { "${psql[@]}" -c "SELECT pg_stat_force_next_flush(); SELECT xact_commit FROM pg_stat_database WHERE datname = 'ql3'" | tail -n1; }
 w0=$(nowms); c0=$(commits)
+cpu_snapshot >"$dir/cpu0"
 declare -A maxrss
 for _ in $(seq 1 "$WINDOW"); do
 	for p in $wpids; do
@@ -137,6 +165,7 @@ for _ in $(seq 1 "$WINDOW"); do
 	done
 	sleep 1
 done
+cpu_snapshot >"$dir/cpu1"
 w1=$(nowms); c1=$(commits)
 
 runs=$("${psql[@]}" -c "SELECT count(*) FROM ql3.attempts WHERE status = 'succeeded' AND finished_at_ms >= $w0 AND finished_at_ms < $w1")
@@ -174,3 +203,18 @@ set -- $legs
 while [ $# -ge 3 ]; do echo "| leg $1 p50 / p99 | $2 / $3 ms |"; shift 3; done
 echo "| queued at the end of the window | $backlog |"
 for p in $wpids; do echo "| worker pid $p max VmRSS | ${maxrss[$p]:-0} kB |"; done
+# CPU per run: deltas of the snapshots (ticks → ms), per component.
+awk -v n="$runs" -v ms="$secs" -v hz="$(getconf CLK_TCK)" '
+	FNR == NR { own[$1 " " $2] = $3; kids[$1 " " $2] = $4; next }
+	{ k = $1 " " $2; d = ($3 - own[k]) * 1000 / hz; c = ($4 - kids[k]) * 1000 / hz }
+	$1 == "machine" { busy = d; idle = c; next }
+	$1 == "postgres" { cpu["postgres"] += d + c; next }
+	{ cpu[$1] += d; if ($1 ~ /^worker/) spawned += c }
+	function per(x) { return n ? x / n : 0 }
+	END {
+		head = "postgres"; vals = sprintf("%.2f", per(cpu["postgres"])); all = cpu["postgres"] + spawned
+		for (i = 0; ("control-" i) in cpu; i++) { head = head " / control-" i; vals = vals sprintf(" / %.2f", per(cpu["control-" i])); all += cpu["control-" i] }
+		for (i = 0; ("worker-" i) in cpu; i++) { head = head " / worker-" i; vals = vals sprintf(" / %.2f", per(cpu["worker-" i])); all += cpu["worker-" i] }
+		printf "| CPU per run, ms: %s / spawned processes / all | %s / %.2f / %.2f |\n", head, vals, per(spawned), per(all)
+		printf "| CPU of postgres + replicas + workers + spawned, ms/s | %.0f (machine busy %.0f of %.0f, other load included) |\n", all * 1000 / ms, busy * 1000 / ms, (busy + idle) * 1000 / ms
+	}' "$dir/cpu0" "$dir/cpu1"
