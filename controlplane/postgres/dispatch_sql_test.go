@@ -8,7 +8,7 @@ import (
 // dispatchSQL is every statement the Dispatcher sends.
 var dispatchSQL = map[string]string{
 	"revision": sqlRevision, "pullSession": sqlPullSession, "candidates": sqlCandidates,
-	"claim": sqlClaim, "tokenReused": sqlTokenReused,
+	"claim": sqlClaim, "claimChecked": sqlClaimChecked, "tokenReused": sqlTokenReused,
 	"replayLease": sqlReplayLease, "loadLease": sqlLoadLease, "ackStarting": sqlAckStarting,
 	"ackRunning": sqlAckRunning, "ackStartingFenced": sqlAckStartingFenced, "ackRunningFenced": sqlAckRunningFenced,
 	"lockRun": sqlLockRun, "completeFenced": sqlCompleteFenced, "logStreams": sqlLogStreams, "logAppend": sqlLogAppend,

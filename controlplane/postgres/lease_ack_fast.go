@@ -13,11 +13,11 @@ import (
 )
 
 // The fenced ACK (ADR 0031): the common case of an ack — first delivery,
-// every fence holding — as one pipeline and one round trip: BEGIN, the plan
-// settings, the session's shared and the attempt's exclusive advisory
-// lock (ADR 0010 order, as loadLease), one statement that writes only
-// when the request's whole fence holds against the rows it writes, and
-// COMMIT. The fence is the one loadLease + LeaseFence.Holds + Ack check:
+// every fence holding — as one pipeline, one round trip and one implicit
+// transaction (fencedWrite): the plan settings, the session's shared and
+// the attempt's exclusive advisory lock (ADR 0010 order, as loadLease),
+// the Run's row lock, and one statement that writes only when the
+// request's whole fence holds against the rows it writes. The fence is the one loadLease + LeaseFence.Holds + Ack check:
 // lease (attempt, generation) naming this run, worker, session,
 // generation, offer and token digest, leased and unexpired by database
 // time; the session live (not offline, the lease's generation, heartbeat
@@ -30,8 +30,8 @@ import (
 // own updates, so their FOR UPDATE reads (and lock WAL records) are gone.
 //
 // No row: something is not the common case — a replay, a cancel intent, a
-// drift, an expired lease. Nothing was written (the COMMIT ends an empty
-// transaction) and the ack takes the full path (loadLease and the checks
+// drift, an expired lease. Nothing was written (the implicit transaction
+// commits nothing) and the ack takes the full path (loadLease and the checks
 // of Ack), which decides replay, cancel or conflict under the locks.
 
 // fenceSQL is the fence of the fast statements over l (run_leases), a
@@ -147,7 +147,7 @@ func (d *Dispatcher) ackFenced(ctx context.Context, p ingress.Principal, ack pro
 			return false, err
 		case events != 1:
 			// Locks are held and the fence held: only a schema drift gets
-			// here (as in commitWith, the pipelined COMMIT is not undone).
+			// here. Its writes commit at the Sync all the same.
 			return false, errs.E(errs.Internal, "", "%s ack wrote %d events", ack.Phase, events)
 		}
 		return true, nil
@@ -162,42 +162,39 @@ func (d *Dispatcher) ackFenced(ctx context.Context, p ingress.Principal, ack pro
 	return c, true, nil
 }
 
-// fencedWrite sends BEGIN, the plan settings, the session's shared and the
-// attempt's exclusive advisory lock, the Run's row lock, sql and COMMIT as
-// one pipeline; scan reads sql's row and says whether it wrote (hit).
-// Either way the transaction is committed (a miss wrote nothing).
+// fencedWrite sends the plan settings, the session's shared and the
+// attempt's exclusive advisory lock, the Run's row lock and sql as one
+// pipeline with a single Sync: one implicit transaction (as the pull's
+// first round trip), so no BEGIN and COMMIT statements — the transaction
+// commits at the Sync when every statement succeeded and rolls back when
+// one failed (the server skips the rest of the pipeline). scan reads sql's
+// row and says whether it wrote (hit); a miss commits nothing.
 func (d *Dispatcher) fencedWrite(ctx context.Context, runID, attemptID, sessionID uuid.UUID, what string,
 	scan func(pgx.Row) (bool, error), sql string, args ...any) (bool, error) {
 	var hit bool
 	err := d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
 		b := &pgx.Batch{}
+		b.Queue(planSettingsSQL)
 		b.Queue(sqlLockShared, LockClassSession, LockObjectKey(sessionID))
 		b.Queue(sqlLockAttempts, LockClassAttempt, []int32{LockObjectKey(attemptID)})
 		b.Queue(sqlLockRun, runID)
 		b.Queue(sql, args...)
-		b.Queue("COMMIT")
-		br, err := tx.begin(ctx, b)
-		if err != nil {
-			return errorf(err, "postgres: begin")
-		}
-		for range 3 {
+		br := tx.SendBatch(ctx, b)
+		for range 4 {
 			if _, err := br.Exec(); err != nil {
 				_ = br.Close()
-				return errorf(err, "postgres: lease locks")
+				return errorf(err, "postgres: %s locks", what)
 			}
 		}
+		var err error
 		if hit, err = scan(br.QueryRow()); err != nil {
 			_ = br.Close()
 			return errorf(err, "postgres: %s", what)
 		}
-		if _, err := br.Exec(); err != nil {
-			_ = br.Close()
-			return errorf(err, "postgres: %s commit", what)
-		}
+		// Close reads through the Sync: the implicit transaction's commit.
 		if err := br.Close(); err != nil {
 			return errorf(err, "postgres: %s", what)
 		}
-		tx.committed = true
 		return nil
 	})
 	return hit, err

@@ -15,8 +15,8 @@ import (
 
 // The fenced completion (ADR 0031): the common case of a completion — a
 // first report of success by a started, running Attempt whose Run has no
-// cancel intent — in one round trip (fencedWrite: locks, the Run's row
-// lock, this statement, COMMIT). It writes exactly what recordCompletion
+// cancel intent — in one round trip and one implicit transaction
+// (fencedWrite: locks, the Run's row lock, this statement). It writes exactly what recordCompletion
 // writes for that case: Attempt and Run succeeded, the lease completed,
 // each stream that has a row or reported bytes closed (truncated when the
 // stored log is short), one run.succeeded event whose payload carries
@@ -116,7 +116,7 @@ func (d *Dispatcher) completeFenced(ctx context.Context, p ingress.Principal, c 
 			return false, err
 		case na != 1 || nr != 1 || nl != 1 || ns != wantStreams || nev != 1:
 			// Locks are held and the fence held: only a schema drift gets
-			// here (as in commitWith, the pipelined COMMIT is not undone).
+			// here. Its writes commit at the Sync all the same.
 			return false, errs.E(errs.Internal, "", "completion wrote attempt %d run %d lease %d streams %d events %d",
 				na, nr, nl, ns, nev)
 		}

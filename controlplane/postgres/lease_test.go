@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"bytes"
+	"github.com/jackc/pgx/v5"
 	"slices"
 	"testing"
 
@@ -490,5 +491,46 @@ func TestHeartbeatPastTheDeadlineCancels(t *testing.T) {
 	controls, err := e.d.RenewForHeartbeat(e.ctx, w.p, w.session.String(), w.generation, []string{h.o.AttemptID})
 	if err != nil || len(controls) != 1 || controls[0].Action != protocol.LeaseCancel {
 		t.Fatalf("renewal past the deadline: %+v %v, want cancel", controls, err)
+	}
+}
+
+// TestPipelineWithoutBeginIsOneTransaction: the fenced writes (ADR 0031)
+// send their locks and their write as one pgx batch without BEGIN; that
+// is safe only because the batch is one implicit transaction (one Sync):
+// the advisory locks are held until the write is done, and a failing
+// statement rolls back what came before it.
+func TestPipelineWithoutBeginIsOneTransaction(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, postgres.DispatchOptions{})
+	b := &pgx.Batch{}
+	b.Queue(`SELECT txid_current()`)
+	b.Queue(`SELECT pg_advisory_xact_lock(7, 7)`)
+	b.Queue(`SELECT txid_current(), (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid())`)
+	br := e.su.SendBatch(e.ctx, b)
+	var first, second, held int64
+	if err := br.QueryRow().Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := br.Exec(); err != nil {
+		t.Fatal(err)
+	}
+	if err := br.QueryRow().Scan(&second, &held); err != nil {
+		t.Fatal(err)
+	}
+	if err := br.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if first != second || held != 1 {
+		t.Errorf("batch ran as transactions %d and %d with %d advisory locks held; want one transaction holding 1", first, second, held)
+	}
+	// A failing statement rolls back the earlier ones of the batch.
+	b = &pgx.Batch{}
+	b.Queue(`CREATE TEMP TABLE pipeline_probe (x int)`)
+	b.Queue(`SELECT 1 / 0`)
+	if err := e.su.SendBatch(e.ctx, b).Close(); err == nil {
+		t.Fatal("division by zero did not fail the batch")
+	}
+	if n := e.scalar(`SELECT count(*) FROM pg_class WHERE relname = 'pipeline_probe'`); n != 0 {
+		t.Errorf("the statement before the failure was committed")
 	}
 }

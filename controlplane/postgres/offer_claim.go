@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"crypto/sha256"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -52,7 +53,7 @@ w AS (
 		a.attempt_id, a.attempt, a.version AS attempt_version
 	FROM ql3.runs r
 	JOIN ql3.attempts a ON a.run_id = r.run_id AND a.attempt = r.attempt_count
-	CROSS JOIN n
+	CROSS JOIN n /*checked*/
 	WHERE r.status IN ('queued', 'dispatching') AND r.cancel_requested_at_ms IS NULL
 		AND r.not_before_ms <= n.ms
 		AND a.status = 'claimed' AND a.executor = 'remote_worker'
@@ -119,6 +120,28 @@ SELECT r.run_id, r.attempt_id, r.attempt, r.execution_revision_id, r.timeout_ms,
 	(SELECT lease_generation FROM l), (SELECT expires_at_ms FROM l), (SELECT count(*) FROM ev)
 FROM r`
 
+// sqlClaimChecked is sqlClaim for a pull's first claim, sent in one
+// pipeline after the session's exclusive lock without an explicit
+// transaction (claimPipelined): the checks the claim transaction makes in
+// Go under the lock are conditions of the window instead — the session
+// is the principal's ($6 worker, $7 session, $8 generation), online, its
+// heartbeat lease unexpired by database time and its live leases below
+// its capacity; no lease of the session has this offer id (a replay) or
+// this token digest (a token bound twice). Any of them failing reads an
+// empty window: no row, nothing written, and the pull takes the claim
+// transaction, which answers the replay, the conflict or nothing.
+var sqlClaimChecked = strings.Replace(strings.Replace(sqlClaim, "CROSS JOIN n /*checked*/", "CROSS JOIN n CROSS JOIN ok", 1),
+	"\nw AS (", `
+ok AS (
+	SELECT 1 FROM ql3.worker_sessions s, n
+	WHERE s.session_id = $7::uuid AND s.worker_id = $6::uuid AND s.generation = $8::bigint
+		AND s.status = 'online' AND s.lease_expires_at_ms > n.ms
+		AND s.capacity > (SELECT count(*) FROM ql3.run_leases l
+			WHERE l.session_id = s.session_id AND l.status = 'leased' AND l.expires_at_ms > n.ms)
+		AND NOT EXISTS (SELECT 1 FROM ql3.run_leases l WHERE l.session_id = $7::uuid AND l.offer_id = $9::text)
+		AND NOT EXISTS (SELECT 1 FROM ql3.run_leases l WHERE l.session_id = $7::uuid AND l.token_digest = $11::bytea)),
+w AS (`, 1)
+
 // placedRevision is an execution revision the pull placed on this session:
 // eligible, with its preferred score.
 type placedRevision struct {
@@ -126,12 +149,49 @@ type placedRevision struct {
 	score int
 }
 
-// claim runs the claim statement over the window for the revisions the
-// pull placed. With commit the statement travels with COMMIT (one round
-// trip; the transaction ends whether or not a Run was claimed). It returns
-// the offer, or nil when nothing in the window could be claimed.
-func (d *Dispatcher) claim(ctx context.Context, tx *dtx, placed map[uuid.UUID]placedRevision, workerID,
-	sessionID uuid.UUID, req protocol.OfferPullRequest, digest [sha256.Size]byte, commit bool) (*protocol.Offer, error) {
+// claimSend runs one claim statement and hands its row to scan.
+type claimSend func(ctx context.Context, sql string, args []any, scan func(pgx.Row) error) error
+
+// inTxSend runs the claim statement inside the claim transaction.
+func inTxSend(tx *dtx) claimSend {
+	return func(ctx context.Context, sql string, args []any, scan func(pgx.Row) error) error {
+		return scan(tx.QueryRow(ctx, sql, args...))
+	}
+}
+
+// pipelinedSend runs sqlClaimChecked in one pipeline after the plan
+// settings and the session's exclusive lock, as one implicit transaction
+// (one Sync: the lock is held until the claim is committed; see
+// TestPipelineWithoutBeginIsOneTransaction).
+func (d *Dispatcher) pipelinedSend(sessionID uuid.UUID) claimSend {
+	return func(ctx context.Context, sql string, args []any, scan func(pgx.Row) error) error {
+		return d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
+			b := &pgx.Batch{}
+			b.Queue(planSettingsSQL)
+			b.Queue(sqlLockExclusive, LockClassSession, LockObjectKey(sessionID))
+			b.Queue(sql, args...)
+			br := tx.SendBatch(ctx, b)
+			for range 2 {
+				if _, err := br.Exec(); err != nil {
+					_ = br.Close()
+					return err
+				}
+			}
+			if err := scan(br.QueryRow()); err != nil {
+				_ = br.Close()
+				return err
+			}
+			return br.Close()
+		})
+	}
+}
+
+// claim runs one claim statement (sqlClaim in the claim transaction, or
+// sqlClaimChecked pipelined) over the window for the revisions the pull
+// placed. It returns the offer, or nil when nothing in the window could be
+// claimed (or, checked, a check failed).
+func (d *Dispatcher) claim(ctx context.Context, send claimSend, sql string, placed map[uuid.UUID]placedRevision,
+	workerID, sessionID uuid.UUID, req protocol.OfferPullRequest, digest [sha256.Size]byte) (*protocol.Offer, error) {
 	n := len(placed)
 	revIDs, digests := make([]uuid.UUID, 0, n), make([][]byte, 0, n)
 	scores, fragments := make([]int32, 0, n), make([]string, 0, n)
@@ -170,12 +230,7 @@ func (d *Dispatcher) claim(ctx context.Context, tx *dtx, placed map[uuid.UUID]pl
 	window := int32(d.opts.PullPages * d.opts.PullPageRows)
 	args := []any{revIDs, digests, scores, fragments, window, workerID, sessionID, req.Generation, req.OfferID,
 		leaseID, digest[:], int64(UnstartedLeaseMs), released, dispatched}
-	if commit {
-		err = tx.commitWith(ctx, scan, sqlClaim, args...)
-	} else {
-		err = scan(tx.QueryRow(ctx, sqlClaim, args...))
-	}
-	if err != nil {
+	if err = send(ctx, sql, args, scan); err != nil {
 		return nil, errorf(err, "postgres: claim")
 	}
 	if missed || leaseGen == nil || expires == nil {

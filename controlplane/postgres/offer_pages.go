@@ -125,7 +125,7 @@ func (w *pageWalk) claim(ctx context.Context, tx *dtx, workerID, sessionID uuid.
 			}
 		}
 		w.tries++
-		offer, err := w.d.claim(ctx, tx, w.placed, workerID, sessionID, req, digest, false)
+		offer, err := w.d.claim(ctx, inTxSend(tx), sqlClaim, w.placed, workerID, sessionID, req, digest)
 		if err != nil || offer != nil || w.tries >= w.d.opts.PullClaims {
 			return offer, err
 		}

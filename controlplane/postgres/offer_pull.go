@@ -24,17 +24,20 @@ import (
 //  2. placement of each candidate's pinned revision against the session's
 //     capabilities, in Go (compiled revisions and prepared capabilities are
 //     cached: both are immutable); further pages while none is eligible;
-//  3. when a page holds an eligible candidate, the claim transaction: the
-//     session's exclusive advisory lock with the session re-read (ADR 0010:
-//     free capacity is decided under it, so it is never oversold), then
-//     one claim statement sent with COMMIT (ADR 0031): it reads its own
-//     window of candidates and claims the first one of a placed revision
-//     that no concurrent pull holds (FOR UPDATE SKIP LOCKED: the race for
-//     the queue head is settled inside the statement), writing the
-//     Attempt, an expired unstarted lease released, the lease and the
-//     events. Only when nothing in the window could be claimed does a
-//     second claim transaction re-read the pages under the lock and try
-//     again, up to the claim tries.
+//  3. when a page holds an eligible candidate, one more round trip and one
+//     implicit transaction (ADR 0031): the plan settings, the session's
+//     exclusive advisory lock (ADR 0010: free capacity is decided under
+//     it, so it is never oversold) and the claim statement, whose window
+//     is empty unless the session is still the principal's, online,
+//     unexpired and below capacity and the offer id and token are unused.
+//     It reads its own window of candidates and claims the first one of a
+//     placed revision that no concurrent pull holds (FOR UPDATE SKIP
+//     LOCKED: the race for the queue head is settled inside the
+//     statement), writing the Attempt, an expired unstarted lease
+//     released, the lease and the events;
+//  4. only when that claimed nothing, the claim transaction: the lock, the
+//     session, replay and token checks and the first page re-read under
+//     it, then claim statements up to the claim tries, COMMIT.
 //
 // An idle pull (nothing runnable) is therefore one round trip that writes
 // nothing and takes no lock.
@@ -50,8 +53,8 @@ type DispatchStats struct {
 	// picks among a window of candidates); ClaimMisses those that found
 	// nothing to claim.
 	ClaimStatements int64
-	// Rereads counts pulls whose candidates read before the lock had all
-	// moved on, so a second claim transaction read the pages afresh.
+	// Rereads counts pulls whose pipelined claim claimed nothing, so the
+	// claim transaction re-read the session and the pages under the lock.
 	Rereads int64
 	// FencedAcks and FencedCompletions count acks and completions
 	// written in one round trip (ADR 0031).
@@ -208,11 +211,12 @@ func (d *Dispatcher) pull(ctx context.Context, workerID, sessionID uuid.UUID, re
 			return nil, err
 		}
 	}
-	// First the eligible candidates of the page just read, in a claim
-	// transaction whose claim statement travels with COMMIT; only when
-	// every one of them moved on meanwhile (another pull took it) does a
-	// second claim transaction read the pages afresh under the lock.
-	offer, err := d.claimLocked(ctx, w, workerID, sessionID, req, digest)
+	// First one pipeline: the session's exclusive lock and the claim
+	// statement with the session, capacity, replay and token checks as
+	// its conditions (ADR 0031). Only when it claims nothing does the claim
+	// transaction re-read everything under the lock and decide.
+	w.tries++
+	offer, err := d.claim(ctx, d.pipelinedSend(sessionID), sqlClaimChecked, w.placed, workerID, sessionID, req, digest)
 	if offer != nil || err != nil || w.tries >= d.opts.PullClaims {
 		return offer, err
 	}
@@ -220,22 +224,15 @@ func (d *Dispatcher) pull(ctx context.Context, workerID, sessionID uuid.UUID, re
 	return d.claimLocked(ctx, &pageWalk{d: d, prepared: prepared, tries: w.tries}, workerID, sessionID, req, digest)
 }
 
-// claimLocked is a claim transaction: BEGIN, the plan settings, the
-// session's exclusive lock and the session re-read (free capacity is
-// decided under the lock, ADR 0010) in one round trip, then the claim.
-//
-// With a walk that already holds a page (read before the lock by the
-// pull's first round trip), its eligible candidates go to one claim
-// statement sent together with COMMIT (ADR 0031): the statement re-checks
-// every candidate under its row lock, so a page read before the lock is
-// as good as one read under it, and the common pull is three round trips.
-// With an empty walk the first page is read afresh under the lock, and
-// candidates are claimed page by page (one claim statement per page) until
-// one succeeds or the bounds are spent; then COMMIT.
+// claimLocked is the claim transaction of a pull whose pipelined claim
+// claimed nothing: BEGIN, the plan settings, the session's exclusive lock,
+// the session, replay and token checks and the first page re-read under
+// it (free capacity is decided under the lock, ADR 0010), in one round
+// trip; then claim statements page by page (re-reading the first page
+// after a miss) until one succeeds or the claim tries are spent; COMMIT.
 func (d *Dispatcher) claimLocked(ctx context.Context, w *pageWalk, workerID, sessionID uuid.UUID,
 	req protocol.OfferPullRequest, digest [sha256.Size]byte) (*protocol.Offer, error) {
 	var offer *protocol.Offer
-	stale := w.pageNo > 0
 	tries0 := w.tries
 	err := d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
 		offer, w.tries = nil, tries0
@@ -244,9 +241,7 @@ func (d *Dispatcher) claimLocked(ctx context.Context, w *pageWalk, workerID, ses
 		b.Queue(sqlPullSession, sessionID)
 		b.Queue(sqlReplayLease, sessionID, req.OfferID)
 		b.Queue(sqlTokenReused, sessionID, req.OfferID, digest[:])
-		if !stale {
-			b.Queue(sqlCandidates, int32(1001), int64(0), uuid.UUID{}, int32(d.opts.PullPageRows+1))
-		}
+		b.Queue(sqlCandidates, int32(1001), int64(0), uuid.UUID{}, int32(d.opts.PullPageRows+1))
 		br, err := tx.begin(ctx, b)
 		if err != nil {
 			return errorf(err, "postgres: begin claim")
@@ -271,17 +266,15 @@ func (d *Dispatcher) claimLocked(ctx context.Context, w *pageWalk, workerID, ses
 			_ = br.Close()
 			return errorf(err, "postgres: token check")
 		}
-		var fresh []candidate
-		if !stale {
-			rows, err := br.Query()
-			if err != nil {
-				_ = br.Close()
-				return errorf(err, "postgres: read candidates")
-			}
-			if fresh, err = collectCandidates(rows); err != nil {
-				_ = br.Close()
-				return err
-			}
+		rows, err := br.Query()
+		if err != nil {
+			_ = br.Close()
+			return errorf(err, "postgres: read candidates")
+		}
+		fresh, err := collectCandidates(rows)
+		if err != nil {
+			_ = br.Close()
+			return err
 		}
 		if err := br.Close(); err != nil {
 			return errorf(err, "postgres: claim batch")
@@ -298,11 +291,6 @@ func (d *Dispatcher) claimLocked(ctx context.Context, w *pageWalk, workerID, ses
 		}
 		if !locked.hasFreeSlot() {
 			return nil
-		}
-		if stale {
-			w.tries++
-			offer, err = d.claim(ctx, tx, w.placed, workerID, sessionID, req, digest, true)
-			return err
 		}
 		if err := w.first(ctx, tx, fresh); err != nil {
 			return err
