@@ -95,19 +95,25 @@ func (c *Cluster) WaitReplayed(ctx context.Context, s *Cluster) error {
 		return err
 	}
 	defer sc.Close(ctx)
+	return pollUntil(ctx, 5*time.Millisecond, "standby did not replay "+lsn, func() (done bool, err error) {
+		err = sc.QueryRow(ctx, "SELECT coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false)", lsn).Scan(&done)
+		return done, err
+	})
+}
+
+// pollUntil asks check every interval until it reports done, fails, or ctx
+// ends (then the error says what did not happen).
+func pollUntil(ctx context.Context, every time.Duration, what string, check func() (bool, error)) error {
 	for {
-		var done bool
-		if err := sc.QueryRow(ctx, "SELECT coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false)", lsn).Scan(&done); err != nil {
+		done, err := check()
+		if err != nil || done {
 			return err
 		}
-		if done {
-			return nil
-		}
-		t := time.NewTimer(5 * time.Millisecond)
+		t := time.NewTimer(every)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("pgtest: standby did not replay %s: %w", lsn, ctx.Err())
+			return fmt.Errorf("pgtest: %s: %w", what, ctx.Err())
 		case <-t.C:
 		}
 	}
@@ -134,20 +140,8 @@ func (c *Cluster) RequireSynchronousStandby(ctx context.Context, db string) erro
 		return err
 	}
 	defer conn.Close(ctx)
-	for {
-		var sync bool
-		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_replication WHERE sync_state = 'sync')").Scan(&sync); err != nil {
-			return err
-		}
-		if sync {
-			return nil
-		}
-		t := time.NewTimer(10 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("pgtest: no standby became synchronous: %w", ctx.Err())
-		case <-t.C:
-		}
-	}
+	return pollUntil(ctx, 10*time.Millisecond, "no standby became synchronous", func() (sync bool, err error) {
+		err = conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_replication WHERE sync_state = 'sync')").Scan(&sync)
+		return sync, err
+	})
 }
