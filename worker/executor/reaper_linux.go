@@ -252,18 +252,15 @@ func reapAdopted() int {
 		pruneAdopted()
 		return 0
 	}
-	procs, err := snapshot()
-	if err != nil {
+	zombies, ok := zombieChildren()
+	if !ok {
 		return 0
 	}
-	self := os.Getpid()
-	var zombies []procEntry
-	ticks := make(map[int]uint64, len(procs))
-	for _, p := range procs {
-		ticks[p.pid] = p.st.StartTicks
-		if p.st.PPID == self && p.st.State == 'Z' {
-			zombies = append(zombies, p)
-		}
+	if len(zombies) == 0 {
+		// The waitable children are attempt leaders, whose os/exec Wait
+		// reaps them (the common case while short attempts end).
+		pruneAdopted()
+		return 0
 	}
 	var held map[int]struct{}
 	if reaper.pidfdTracked && len(zombies) > 0 {
@@ -296,12 +293,45 @@ func reapAdopted() int {
 	}
 	// Forget adopted processes that are gone (reaped here, or their pid
 	// now names another process); keep those alive or not yet ours.
-	for pid, t := range reaper.adopted {
-		if now, ok := ticks[pid]; !ok || now != t || reapedNow[pid] {
-			delete(reaper.adopted, pid)
+	for pid := range reapedNow {
+		delete(reaper.adopted, pid)
+	}
+	pruneAdopted()
+	return reaped
+}
+
+// zombieChildren lists the zombie children of this process that are not
+// attempt leaders: the only ones reapAdopted may reap. With children files
+// it reads them and the stat of each non-leader child — a few reads, where
+// a /proc snapshot reads every process on the machine, and a reap pass
+// runs on every SIGCHLD. Without them (CONFIG_PROC_CHILDREN off) it takes
+// the snapshot. ok is false when /proc could not be read. A child that
+// turns zombie after the listing is left to the next pass (its SIGCHLD
+// brings one). Caller holds reaper.mu.
+func zombieChildren() (zombies []procEntry, ok bool) {
+	self := os.Getpid()
+	if children, ok := listOwnChildren(); ok {
+		for _, pid := range children {
+			if _, leader := reaper.leaders[pid]; leader {
+				continue
+			}
+			st, err := readProcStat(pid)
+			if err == nil && st.PPID == self && st.State == 'Z' {
+				zombies = append(zombies, procEntry{pid: pid, st: st})
+			}
+		}
+		return zombies, true
+	}
+	procs, err := snapshot()
+	if err != nil {
+		return nil, false
+	}
+	for _, p := range procs {
+		if _, leader := reaper.leaders[p.pid]; !leader && p.st.PPID == self && p.st.State == 'Z' {
+			zombies = append(zombies, p)
 		}
 	}
-	return reaped
+	return zombies, true
 }
 
 // listOwnChildren is ownChildren; tests replace it to take the path of a
