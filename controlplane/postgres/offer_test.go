@@ -415,4 +415,10 @@ func TestConcurrentIdenticalPullsMakeOneLease(t *testing.T) {
 	if n := e.scalar(`SELECT count(*) FROM ql3.run_leases`); n != 1 {
 		t.Errorf("%d leases, want 1", n)
 	}
+	// One claim; every other identical pull is a replay, whether its first
+	// read already saw the lease or its pipelined claim found the offer id
+	// used and the claim transaction rebuilt it under the lock (ADR 0031).
+	if s := e.d.Stats(); s.Offers != 1 || s.Replays != int64(len(offers)-1) {
+		t.Errorf("stats %+v: want 1 offer and %d replays", s, len(offers)-1)
+	}
 }
