@@ -22,17 +22,7 @@ func TestPullForecastReadsOneIndexEntry(t *testing.T) {
 	ctx := context.Background()
 	f := newSchedFixture(t)
 	tr := f.trigger(t, "* * * * * *", schedule.MisfireSkip)
-	f.exec(t, `WITH src AS (SELECT * FROM ql3.trigger_revisions WHERE trigger_id = $1),
-		ids AS (SELECT gen_random_uuid() AS id, g FROM generate_series(1, 3000) g),
-		trg AS (INSERT INTO ql3.triggers (trigger_id, project_id, task_id, name, head_revision, created_at_ms, updated_at_ms)
-			SELECT ids.id, src.project_id, src.task_id, 'bulk-' || g, 1, 0, 0 FROM ids, src RETURNING trigger_id),
-		rev AS (INSERT INTO ql3.trigger_revisions (trigger_id, revision, project_id, task_id, task_revision, execution_revision_id,
-			execution_digest, expression, time_zone, misfire_policy, misfire_grace_ms, enabled, activated_at_ms, created_at_ms)
-			SELECT trg.trigger_id, 1, src.project_id, src.task_id, src.task_revision, src.execution_revision_id, src.execution_digest,
-			src.expression, src.time_zone, src.misfire_policy, src.misfire_grace_ms, true, 0, 0 FROM trg, src RETURNING trigger_id, project_id)
-		INSERT INTO ql3.trigger_schedules (trigger_id, project_id, trigger_revision, next_fire_at_ms, updated_at_ms)
-		SELECT trigger_id, project_id, 1, 1000 * (random() * 4102444800)::bigint, 0 FROM rev`, tr.ID)
-	f.exec(t, `ANALYZE ql3.trigger_schedules`)
+	f.bulkSchedules(t, tr.ID, 3000)
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		tx, err := f.su.Begin(ctx)
 		if err != nil {
