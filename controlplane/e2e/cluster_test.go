@@ -263,8 +263,7 @@ func partitionedWorker(t *testing.T, c *cluster) {
 	w1, w2, cp := c.workers["w1"], c.workers["w2"], c.controls[0]
 	c.mu.Unlock()
 	// Only w1 pulls while the run is offered.
-	_ = w2.cmd.Process.Signal(syscall.SIGTERM)
-	<-w2.done
+	w2.stop(t, syscall.SIGTERM, 40*time.Second) // bounded: a hung drain fails, it does not hang the suite
 	retry := `,"retry":{"maxAttempts":2,"backoffBaseMs":1000,"backoffMaxMs":1000,"retryOnLost":true}`
 	run, name, marker := c.startLongRun(t, "fence-me", retry)
 	if name != "w1" {

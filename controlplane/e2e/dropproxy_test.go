@@ -90,8 +90,7 @@ func pullAnswerDropped(t *testing.T, c *cluster) {
 	c.waitOnline("w3")
 	// Only w3 pulls while the run is offered.
 	for _, w := range []*worker{w1, w2} {
-		_ = w.cmd.Process.Signal(syscall.SIGTERM)
-		<-w.done
+		w.stop(t, syscall.SIGTERM, 40*time.Second) // bounded: a hung drain fails, it does not hang the suite
 	}
 	proxy.armed.Store(true)
 	task := c.createTask("replay-me", `{"kind":"qinglong/command@v1","shell":{"command":"echo replayed"},"concurrency":"allow"}`)
@@ -109,8 +108,7 @@ func pullAnswerDropped(t *testing.T, c *cluster) {
 	if leases != 1 || dispatched != 1 || attempts != 1 {
 		t.Errorf("after a dropped pull answer: %d leases, %d dispatch events, %d attempts; want 1 each", leases, dispatched, attempts)
 	}
-	_ = w3.cmd.Process.Signal(syscall.SIGTERM)
-	<-w3.done
+	w3.stop(t, syscall.SIGTERM, 40*time.Second) // bounded: a hung drain fails, it does not hang the suite
 	for _, w := range []*worker{w1, w2} {
 		c.startWorkerProc(w)
 	}
