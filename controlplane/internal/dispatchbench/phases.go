@@ -198,77 +198,45 @@ func (b *bench) idle() error {
 		}
 		wg.Wait()
 	}
-	var mu sync.Mutex
-	var lat []time.Duration
 	var pulls, shed atomic.Int64
 	deadline := time.Now().Add(b.o.idleWindow)
 	var wg sync.WaitGroup
 	errc := make(chan error, 2*len(ws)) // pulls and probes
+	var lat, probeLat latencies
 	for _, w := range ws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []time.Duration
-			defer func() { mu.Lock(); lat = append(lat, mine...); mu.Unlock() }()
-			next := time.Now().Add(time.Duration(mrand.Int64N(int64(b.o.idleCadence))))
-			for {
-				time.Sleep(time.Until(next))
-				if time.Now().After(deadline) {
-					return
-				}
-				body, _, err := w.pullBody()
-				if err != nil {
-					errc <- err
-					return
-				}
-				t0 := time.Now()
-				raw, status, err := w.post(s, protocol.PathOfferPull, body)
-				mine = append(mine, time.Since(t0))
-				switch {
-				case err == nil && status == http.StatusServiceUnavailable:
-					shed.Add(1) // the in-flight bound shed it; a worker backs off and retries
-				case err != nil || status != http.StatusNoContent:
-					errc <- fmt.Errorf("idle pull: %d %s %v", status, raw, err)
-					return
-				default:
-					pulls.Add(1)
-				}
-				next = next.Add(b.o.idleCadence)
+		paced(&wg, deadline, b.o.idleCadence, &lat, errc, func(timed timer) error {
+			body, _, err := w.pullBody()
+			if err != nil {
+				return err
 			}
-		}()
+			raw, status, err := timed(func() ([]byte, int, error) { return w.post(s, protocol.PathOfferPull, body) })
+			switch {
+			case err == nil && status == http.StatusServiceUnavailable:
+				shed.Add(1) // the in-flight bound shed it; a worker backs off and retries
+			case err != nil || status != http.StatusNoContent:
+				return fmt.Errorf("idle pull: %d %s %v", status, raw, err)
+			default:
+				pulls.Add(1)
+			}
+			return nil
+		})
 	}
 	// Same-run baseline of the box: every fifth session also sends, at the
 	// same cadence, a request the listener answers 404 after TLS and
 	// routing, before authentication and PostgreSQL. Its latency is what
 	// the machine and the HTTP/TLS stack cost at this concurrency; the
 	// pull's latency above it is ours.
-	var probeMu sync.Mutex
-	var probeLat []time.Duration
 	for i, w := range ws {
 		if i%5 != 0 {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []time.Duration
-			defer func() { probeMu.Lock(); probeLat = append(probeLat, mine...); probeMu.Unlock() }()
-			next := time.Now().Add(time.Duration(mrand.Int64N(int64(b.o.idleCadence))))
-			for {
-				time.Sleep(time.Until(next))
-				if time.Now().After(deadline) {
-					return
-				}
-				t0 := time.Now()
-				raw, status, err := w.post(s, "/v1/dispatchbench-probe", []byte("{}"))
-				mine = append(mine, time.Since(t0))
-				if err != nil || status != http.StatusNotFound {
-					errc <- fmt.Errorf("probe: %d %s %v", status, raw, err)
-					return
-				}
-				next = next.Add(b.o.idleCadence)
+		paced(&wg, deadline, b.o.idleCadence, &probeLat, errc, func(timed timer) error {
+			raw, status, err := timed(func() ([]byte, int, error) { return w.post(s, "/v1/dispatchbench-probe", []byte("{}")) })
+			if err != nil || status != http.StatusNotFound {
+				return fmt.Errorf("probe: %d %s %v", status, raw, err)
 			}
-		}()
+			return nil
+		})
 	}
 	wg.Wait()
 	close(errc)
@@ -292,13 +260,53 @@ func (b *bench) idle() error {
 		float64(b.o.idleSessions)/b.o.idleCadence.Seconds())
 	row("idle", "warm-up pulls (one per session, not timed)", "%d", warm.Load())
 	row("idle", "pulls answered 204 / shed with 503 (in-flight bound)", "%d / %d", n, shed.Load())
-	row("idle", "latency of every answer p50 / p99 / max (goal p99 ≤ 10 ms)", "%s / %s / %s", percentile(lat, 0.5).Round(10*time.Microsecond),
-		percentile(lat, 0.99).Round(10*time.Microsecond), percentile(lat, 1).Round(10*time.Microsecond))
+	row("idle", "latency of every answer p50 / p99 / max (goal p99 ≤ 10 ms)", "%s / %s / %s", percentile(lat.d, 0.5).Round(10*time.Microsecond),
+		percentile(lat.d, 0.99).Round(10*time.Microsecond), percentile(lat.d, 1).Round(10*time.Microsecond))
 	row("idle", "same-run baseline: 404 probe (TLS + HTTP, no auth, no database), 1 per 5 sessions, p50 / p99 / max", "%d probes: %s / %s / %s",
-		len(probeLat), percentile(probeLat, 0.5).Round(10*time.Microsecond), percentile(probeLat, 0.99).Round(10*time.Microsecond),
-		percentile(probeLat, 1).Round(10*time.Microsecond))
+		len(probeLat.d), percentile(probeLat.d, 0.5).Round(10*time.Microsecond), percentile(probeLat.d, 0.99).Round(10*time.Microsecond),
+		percentile(probeLat.d, 1).Round(10*time.Microsecond))
 	row("idle", "WAL records per idle pull (goal 0)", "%.3f", float64(after.walRecords-before.walRecords)/float64(all))
 	row("idle", "tuples written per idle pull (goal 0)", "%.3f", float64(after.tuples-before.tuples)/float64(all))
 	row("idle", "database commits per idle pull (read-only included)", "%.2f", float64(after.commits-before.commits)/float64(all))
 	return nil
+}
+
+// latencies collects the timings of several goroutines.
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+// timer runs one request and records its latency.
+type timer func(req func() ([]byte, int, error)) ([]byte, int, error)
+
+// paced runs step in its own goroutine once per cadence, from a random
+// offset within the first cadence until deadline, adding the latency of
+// each request step times to lat; an error is sent to errc and ends that
+// goroutine.
+func paced(wg *sync.WaitGroup, deadline time.Time, cadence time.Duration, lat *latencies, errc chan<- error, step func(timed timer) error) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var mine []time.Duration
+		defer func() { lat.mu.Lock(); lat.d = append(lat.d, mine...); lat.mu.Unlock() }()
+		timed := func(req func() ([]byte, int, error)) ([]byte, int, error) {
+			t0 := time.Now()
+			raw, status, err := req()
+			mine = append(mine, time.Since(t0))
+			return raw, status, err
+		}
+		next := time.Now().Add(time.Duration(mrand.Int64N(int64(cadence))))
+		for {
+			time.Sleep(time.Until(next))
+			if time.Now().After(deadline) {
+				return
+			}
+			if err := step(timed); err != nil {
+				errc <- err
+				return
+			}
+			next = next.Add(cadence)
+		}
+	}()
 }
