@@ -3,8 +3,7 @@ package app
 import (
 	"context"
 	"crypto"
-	"crypto/x509"
-	"encoding/pem"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -170,24 +169,15 @@ func loadCA(dir string) (*devpki.CA, error) {
 	if err != nil {
 		return nil, errs.Invalidf("dir", "cannot read ca.key: %v", err)
 	}
-	cb, _ := pem.Decode(certPEM)
-	if cb == nil || cb.Type != "CERTIFICATE" {
-		return nil, errs.Invalidf("dir", "ca.crt is not a PEM certificate")
-	}
-	cert, err := x509.ParseCertificate(cb.Bytes)
+	// The standard pair loader parses both PEM blocks and checks that the
+	// key belongs to the certificate.
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return nil, errs.Invalidf("dir", "ca.crt: %v", err)
+		return nil, errs.Invalidf("dir", "ca.crt/ca.key: %v", err)
 	}
-	kb, _ := pem.Decode(keyPEM)
-	if kb == nil || kb.Type != "PRIVATE KEY" {
-		return nil, errs.Invalidf("dir", "ca.key is not a PKCS #8 PEM private key")
-	}
-	k, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
-	if err != nil {
-		return nil, errs.Invalidf("dir", "ca.key: cannot parse the key")
-	}
-	signer, ok := k.(crypto.Signer)
-	if !ok || !cert.IsCA {
+	cert := pair.Leaf
+	signer, ok := pair.PrivateKey.(crypto.Signer)
+	if cert == nil || !ok || !cert.IsCA {
 		return nil, errs.Invalidf("dir", "ca.crt/ca.key are not a CA certificate and its key")
 	}
 	return &devpki.CA{Cert: cert, Key: signer}, nil
