@@ -43,60 +43,33 @@ command -v jq >/dev/null || die "jq is required"
 case $WORKERS in 2 | 4) ;; *) die "WORKERS must be 2 or 4 (32 slots in all)" ;; esac
 capacity=$((32 / WORKERS))
 
-bin=${QL3_PG_BIN:-}
-[ -n "$bin" ] || bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -t/ -k5,5V | tail -n1 || true)
-[ -n "$bin" ] && [ -x "$bin/initdb" ] && [ -x "$bin/pgbench" ] || die "PostgreSQL server binaries and pgbench not found (set QL3_PG_BIN)"
-as_server=()
-if [ "$(id -u)" -eq 0 ]; then
-	pg_user=${QL3_PG_USER:-postgres}
-	as_server=(setpriv --reuid="$(id -u "$pg_user")" --regid="$(id -g "$pg_user")" --init-groups --)
-fi
-base=${TMPDIR:-/tmp}
-[ -d /dev/shm ] && [ -w /dev/shm ] && base=/dev/shm
-dir=$(mktemp -d "$base/ql3clusterbench-XXXXXX")
-chmod 711 "$dir"
-pids="" pgpid="" cpids=""
+. "$root/scripts/bench/lib.sh"
+bench_pg_start ql3clusterbench
+chmod 711 "$dir" # the binaries and the workers' state live here too
+pgpid=$(head -n1 "$dir/data/postmaster.pid")
+pids="" cpids=""
 cleanup() {
-	# Workers first (they drain through a live ingress), then the replicas.
+	# Workers first (they drain through a live ingress), then the replicas,
+	# then PostgreSQL (lib.sh).
 	for p in $pids; do
 		kill -TERM "$p" 2>/dev/null || true
 		for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
 		kill -KILL "$p" 2>/dev/null || true
 	done
-	[ -f "$dir/pg/data/postmaster.pid" ] && pgpid=$(head -n1 "$dir/pg/data/postmaster.pid" 2>/dev/null || echo "$pgpid")
-	if [ -n "$pgpid" ] && kill -0 "$pgpid" 2>/dev/null; then
-		kill -INT "$pgpid" 2>/dev/null || true
-		for _ in $(seq 1 300); do kill -0 "$pgpid" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$pgpid" 2>/dev/null || true
-	fi
-	rm -rf "$dir"
+	bench_pg_cleanup
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
 
 (cd "$root/controlplane" && go build -o "$dir/ql3-control" ./cmd/ql3-control) || die "build failed"
 (cd "$root/worker" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$dir/ql3-worker" ./cmd/ql3-worker) || die "build failed"
 ctl="$dir/ql3-control" wkr="$dir/ql3-worker"
 
-mkdir -p "$dir/pg/sock"
-[ ${#as_server[@]} -gt 0 ] && chown -R "$pg_user" "$dir/pg"
-"${as_server[@]}" "$bin/initdb" -D "$dir/pg/data" -U postgres -A trust -E UTF8 --locale=C --no-sync --no-instructions \
-	>"$dir/pg/initdb.log" 2>&1 || { cat "$dir/pg/initdb.log" >&2; die "initdb failed"; }
-chmod 777 "$dir/pg/sock"
-"${as_server[@]}" "$bin/postgres" -D "$dir/pg/data" -k "$dir/pg/sock" -c listen_addresses= -c max_connections=100 \
-	-c shared_buffers=256MB -c log_min_messages=warning >"$dir/pg/postgres.log" 2>&1 &
-pgpid=$!
-for _ in $(seq 1 300); do "$bin/pg_isready" -q -h "$dir/pg/sock" -U postgres && break; sleep 0.1; done
-psql=("$bin/psql" -X -q -A -t -h "$dir/pg/sock" -U postgres -v ON_ERROR_STOP=1)
-"${psql[@]}" -d postgres -c 'CREATE DATABASE ql3' -c 'CREATE DATABASE bench'
-
-"$bin/pgbench" -q -i -s 10 -h "$dir/pg/sock" -U postgres bench >/dev/null 2>&1
-tps=$("$bin/pgbench" -N -c 8 -j 2 -T "$PGBENCH_SECONDS" -h "$dir/pg/sock" -U postgres bench 2>/dev/null |
-	awk '/^tps/ {print int($3); exit}')
-echo "baseline: pgbench -N, 8 clients, ${PGBENCH_SECONDS}s: $tps TPS"
+psql+=(-A -t)
+"${psql[@]}" -d postgres -c 'CREATE DATABASE ql3'
+bench_pgbench_baseline "$PGBENCH_SECONDS"
 
 psql+=(-d ql3)
-export QL3_DSN="host=$dir/pg/sock user=postgres dbname=ql3 sslmode=disable" QL3_LOG_LEVEL=warn
+export QL3_DSN="host=$sock user=postgres dbname=ql3 sslmode=disable" QL3_LOG_LEVEL=warn
 "$ctl" migrate >/dev/null 2>&1 || die "migrate failed"
 pki="$dir/pki"
 "$ctl" pki init --dir "$pki" >/dev/null
