@@ -8,9 +8,13 @@ import (
 // AppendString appends s to dst as a JSON string exactly as the canonical
 // form writes it (encoding/json without HTML escaping): '"' and '\\'
 // escaped, \b \f \n \r \t by name, other control bytes as \u00XX, U+2028
-// and U+2029 as \u2028 and \u2029, invalid UTF-8 bytes as \ufffd. Hand
-// written canonical encoders use it; a differential test holds it to
-// encoding/json.
+// and U+2029 as \u2028 and \u2029, and each invalid UTF-8 byte as the
+// character U+FFFD, which is what Canonical writes: it re-encodes a decoded
+// value, and decoding has already replaced the byte (ADR 0003). Go 1.26's
+// encoder escaped such a byte as \ufffd and Go 1.27's writes the character,
+// so the canonical bytes must not follow the toolchain. Hand written
+// canonical encoders use it; a differential test holds it to Canonical and,
+// for valid UTF-8, to encoding/json.
 func AppendString(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
@@ -45,7 +49,7 @@ func AppendString(dst []byte, s string) []byte {
 		c, size := utf8.DecodeRuneInString(s[i:])
 		if c == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
+			dst = utf8.AppendRune(dst, utf8.RuneError)
 			i += size
 			start = i
 			continue
