@@ -29,6 +29,14 @@ func metricsCollector(pool *pgxpool.Pool, coord func() *coordinator.Coordinator,
 		if err != nil {
 			return err
 		}
+		repl, err := postgres.ReadReplication(ctx, pool)
+		if err != nil {
+			return err
+		}
+		atRisk := 0.0
+		if repl.FailoverRisk() != "" {
+			atRisk = 1
+		}
 		if c := coord(); c != nil {
 			writeCoordinator(w, c.Metrics())
 		}
@@ -47,6 +55,8 @@ func metricsCollector(pool *pgxpool.Pool, coord func() *coordinator.Coordinator,
 			w.Sample("ql3_worker_sessions", []metrics.Label{{Name: "status", Value: s}}, float64(g.Sessions[s]))
 		}
 		w.Gauge("ql3_run_leases", "leases held by workers now", nil, float64(g.Leases))
+		w.Gauge("ql3_postgres_standbys", "physical standbys streaming from the database", nil, float64(repl.Standbys))
+		w.Gauge("ql3_postgres_failover_at_risk", "1 when a standby exists and commits do not wait for it: an unplanned failover can run an occurrence twice (ADR 0033)", nil, atRisk)
 		return nil
 	}
 }

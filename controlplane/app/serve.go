@@ -60,6 +60,13 @@ func (m *Main) serve(ctx context.Context) error {
 	if err := postgres.Readiness(ctx, pool); err != nil {
 		return fmt.Errorf("database not ready (run `ql3-control migrate`): %w", err)
 	}
+	// Said once at start, and exported on /metrics for the standbys that
+	// connect later.
+	if rep, err := postgres.ReadReplication(ctx, pool); err != nil {
+		m.log.Warn("could not read the replication settings", "err", err)
+	} else if risk := rep.FailoverRisk(); risk != "" {
+		m.log.Warn("exactly once does not survive an unplanned failover of this database", "reason", risk)
+	}
 	if !m.Config.NoScheduler {
 		if err := m.startScheduler(ctx); err != nil {
 			return err
