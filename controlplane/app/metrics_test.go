@@ -16,6 +16,22 @@ import (
 	"github.com/ql3/ql3/scripts/testio"
 )
 
+// scrapeMetrics GETs base/metrics, with a bearer token when tok is set.
+func scrapeMetrics(t *testing.T, base, tok string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+"/metrics", nil)
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
 // TestMetricsScrapeAndTextLogs serves ql3-control with --log-format text at
 // debug, makes three Runs (two stay queued, one is cancelled), then scrapes
 // /metrics from loopback without a token and with a wrong token, and reads
@@ -53,19 +69,7 @@ func TestMetricsScrapeAndTextLogs(t *testing.T) {
 	base := "http://" + srv.Addr()
 	c := httpClient{t: t, base: base, token: token}
 
-	scrape := func(tok string) (int, string) {
-		req, _ := http.NewRequest("GET", base+"/metrics", nil)
-		if tok != "" {
-			req.Header.Set("Authorization", "Bearer "+tok)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	scrape := func(tok string) (int, string) { return scrapeMetrics(t, base, tok) }
 	if code, body := scrape(""); code != 200 { // starts the finished-Run counter
 		t.Fatalf("first scrape: %d %s", code, body)
 	}

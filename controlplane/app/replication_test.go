@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -66,18 +65,11 @@ func TestFailoverRiskWarnedAndExported(t *testing.T) {
 		return m, &logs
 	}
 	scrape := func(m *app.Main) string {
-		req, _ := http.NewRequest("GET", "http://"+m.Addr()+"/metrics", nil)
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		code, body := scrapeMetrics(t, "http://"+m.Addr(), token)
+		if code != 200 {
+			t.Fatalf("scrape: %d %s", code, body)
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
-			t.Fatalf("scrape: %d %s", resp.StatusCode, b)
-		}
-		return string(b)
+		return body
 	}
 	expect := func(body string, lines ...string) {
 		t.Helper()
