@@ -40,83 +40,67 @@ func withErrors(r map[int]openapi.Response, extra ...int) map[int]openapi.Respon
 	return r
 }
 
-func ok(desc string, body any) map[int]openapi.Response {
-	return map[int]openapi.Response{200: {Description: desc, Body: body}}
-}
-
-func created(desc string, body any) map[int]openapi.Response {
-	return map[int]openapi.Response{201: {Description: desc, Body: body}}
-}
-
-func pathParam(name, desc string) openapi.Param {
-	return openapi.Param{Name: name, In: "path", Type: "string", Required: true, Description: desc}
-}
-
-func query(name, typ, desc string) openapi.Param {
-	return openapi.Param{Name: name, In: "query", Type: typ, Description: desc}
-}
-
 func adminRoutes() []openapi.Route {
-	page := []openapi.Param{query("limit", "integer", "page size"), query("cursor", "string", "nextCursor of the previous page")}
-	project := []openapi.Param{pathParam("project", "project id or name")}
-	task := []openapi.Param{pathParam("task", "task id")}
-	trig := []openapi.Param{pathParam("task", "task id"), pathParam("trigger", "trigger id")}
-	run := []openapi.Param{pathParam("run", "run id")}
-	worker := []openapi.Param{pathParam("worker", "worker id or name")}
-	logParams := []openapi.Param{query("stream", "string", "stdout | stderr"), query("offset", "integer", "first byte"),
-		query("limit", "integer", "bytes"), query("follow", "string", "1: stream until the attempt ends")}
+	page := []openapi.Param{openapi.Query("limit", "integer", "page size"), openapi.Query("cursor", "string", "nextCursor of the previous page")}
+	project := []openapi.Param{openapi.PathParam("project", "project id or name")}
+	task := []openapi.Param{openapi.PathParam("task", "task id")}
+	trig := []openapi.Param{openapi.PathParam("task", "task id"), openapi.PathParam("trigger", "trigger id")}
+	run := []openapi.Param{openapi.PathParam("run", "run id")}
+	worker := []openapi.Param{openapi.PathParam("worker", "worker id or name")}
+	logParams := []openapi.Param{openapi.Query("stream", "string", "stdout | stderr"), openapi.Query("offset", "integer", "first byte"),
+		openapi.Query("limit", "integer", "bytes"), openapi.Query("follow", "string", "1: stream until the attempt ends")}
 	logResp := withErrors(map[int]openapi.Response{200: {Description: "output bytes", ContentType: "text/plain"}}, 404, 503)
 	return []openapi.Route{
-		{Method: "GET", Path: "/healthz", Summary: "liveness (no credential)", Responses: ok("alive", adminapi.Health{})},
+		{Method: "GET", Path: "/healthz", Summary: "liveness (no credential)", Responses: openapi.OK("alive", adminapi.Health{})},
 		{Method: "GET", Path: "/readyz", Summary: "readiness: the database is reachable and its schema is this binary's (no credential)", Responses: map[int]openapi.Response{
 			200: {Description: "ready", Body: adminapi.Health{}}, 503: {Description: "not ready (the reason names versions, never data)", Body: adminapi.Health{}}}},
 		{Method: "GET", Path: adminapi.MetricsPath, Summary: "Prometheus text exposition (loopback without a token, else an API token)", Responses: map[int]openapi.Response{
 			200: {Description: "metrics", ContentType: "text/plain"},
 			401: errResp("missing or wrong API token"),
 			503: {Description: "a collector failed", ContentType: "text/plain"}}},
-		{Method: "GET", Path: adminapi.OpenAPIPath, Summary: "this document", Responses: withErrors(ok("the OpenAPI 3.1 document", map[string]any{}))},
+		{Method: "GET", Path: adminapi.OpenAPIPath, Summary: "this document", Responses: withErrors(openapi.OK("the OpenAPI 3.1 document", map[string]any{}))},
 
-		{Method: "GET", Path: panel.SessionPath, Summary: "panel session state", Responses: withErrors(ok("session", panel.SessionStatus{}))},
+		{Method: "GET", Path: panel.SessionPath, Summary: "panel session state", Responses: withErrors(openapi.OK("session", panel.SessionStatus{}))},
 		{Method: "POST", Path: panel.SessionPath, Summary: "sign in with an API token: sets an HttpOnly session cookie", Request: panel.SignInRequest{},
-			Responses: withErrors(ok("signed in", panel.SessionStatus{}), 413)},
+			Responses: withErrors(openapi.OK("signed in", panel.SessionStatus{}), 413)},
 		{Method: "DELETE", Path: panel.SessionPath, Summary: "sign out", Responses: withErrors(map[int]openapi.Response{204: {Description: "signed out"}})},
 		{Method: "GET", Path: panel.PreviewPath, Summary: "next fire times of a cron expression in a zone, gaps and repeats marked",
-			Params: []openapi.Param{query("expression", "string", "cron expression"), query("timeZone", "string", "IANA zone (default UTC)"),
-				query("count", "integer", "fire times"), query("afterMs", "integer", "start after (epoch ms; default now)")},
-			Responses: withErrors(ok("fire times", panel.PreviewResponse{}))},
+			Params: []openapi.Param{openapi.Query("expression", "string", "cron expression"), openapi.Query("timeZone", "string", "IANA zone (default UTC)"),
+				openapi.Query("count", "integer", "fire times"), openapi.Query("afterMs", "integer", "start after (epoch ms; default now)")},
+			Responses: withErrors(openapi.OK("fire times", panel.PreviewResponse{}))},
 
-		{Method: "GET", Path: "/api/v1/projects", Summary: "list projects", Params: page, Responses: withErrors(ok("a page", adminapi.List[postgres.ProjectRecord]{}))},
+		{Method: "GET", Path: "/api/v1/projects", Summary: "list projects", Params: page, Responses: withErrors(openapi.OK("a page", adminapi.List[postgres.ProjectRecord]{}))},
 		{Method: "POST", Path: "/api/v1/projects", Summary: "create a project", Request: adminapi.CreateProjectRequest{},
-			Responses: withErrors(created("created", postgres.ProjectRecord{}), 409, 413)},
-		{Method: "GET", Path: "/api/v1/projects/{project}", Summary: "one project", Params: project, Responses: withErrors(ok("project", postgres.ProjectRecord{}), 404)},
+			Responses: withErrors(openapi.Created("created", postgres.ProjectRecord{}), 409, 413)},
+		{Method: "GET", Path: "/api/v1/projects/{project}", Summary: "one project", Params: project, Responses: withErrors(openapi.OK("project", postgres.ProjectRecord{}), 404)},
 		{Method: "POST", Path: "/api/v1/projects/{project}/archive", Summary: "archive (expectedVersion)", Params: project, Request: adminapi.ArchiveProjectRequest{}, RequestOptional: true,
-			Responses: withErrors(ok("archived", postgres.ProjectRecord{}), 404, 409, 413)},
+			Responses: withErrors(openapi.OK("archived", postgres.ProjectRecord{}), 404, 409, 413)},
 
-		{Method: "GET", Path: "/api/v1/tasks", Summary: "list tasks", Params: append(page, query("project", "string", "project id or name")),
-			Responses: withErrors(ok("a page", adminapi.List[adminapi.Task]{}))},
+		{Method: "GET", Path: "/api/v1/tasks", Summary: "list tasks", Params: append(page, openapi.Query("project", "string", "project id or name")),
+			Responses: withErrors(openapi.OK("a page", adminapi.List[adminapi.Task]{}))},
 		{Method: "POST", Path: "/api/v1/tasks", Summary: "create a task (and its triggers)", Request: adminapi.CreateTaskRequest{},
-			Responses: withErrors(created("created", adminapi.Task{}), 409, 413)},
-		{Method: "GET", Path: "/api/v1/tasks/{task}", Summary: "one task with its triggers", Params: task, Responses: withErrors(ok("task", adminapi.Task{}), 404)},
+			Responses: withErrors(openapi.Created("created", adminapi.Task{}), 409, 413)},
+		{Method: "GET", Path: "/api/v1/tasks/{task}", Summary: "one task with its triggers", Params: task, Responses: withErrors(openapi.OK("task", adminapi.Task{}), 404)},
 		{Method: "PUT", Path: "/api/v1/tasks/{task}", Summary: "update (expectedRevision): a new revision", Params: task, Request: adminapi.UpdateTaskRequest{},
-			Responses: withErrors(ok("updated", adminapi.Task{}), 404, 409, 413)},
+			Responses: withErrors(openapi.OK("updated", adminapi.Task{}), 404, 409, 413)},
 		{Method: "PATCH", Path: "/api/v1/tasks/{task}", Summary: "enable or disable", Params: task, Request: adminapi.PatchTaskRequest{},
-			Responses: withErrors(ok("updated", adminapi.Task{}), 404, 409, 413)},
+			Responses: withErrors(openapi.OK("updated", adminapi.Task{}), 404, 409, 413)},
 		{Method: "POST", Path: "/api/v1/tasks/{task}/enable", Summary: "enable", Params: task, Request: adminapi.EnableRequest{}, RequestOptional: true,
-			Responses: withErrors(ok("enabled", adminapi.Task{}), 404, 409, 413)},
+			Responses: withErrors(openapi.OK("enabled", adminapi.Task{}), 404, 409, 413)},
 		{Method: "POST", Path: "/api/v1/tasks/{task}/disable", Summary: "disable", Params: task, Request: adminapi.EnableRequest{}, RequestOptional: true,
-			Responses: withErrors(ok("disabled", adminapi.Task{}), 404, 409, 413)},
+			Responses: withErrors(openapi.OK("disabled", adminapi.Task{}), 404, 409, 413)},
 		{Method: "GET", Path: "/api/v1/tasks/{task}/triggers", Summary: "the task's triggers", Params: append(task, page...),
-			Responses: withErrors(ok("a page", adminapi.List[adminapi.Trigger]{}), 404)},
+			Responses: withErrors(openapi.OK("a page", adminapi.List[adminapi.Trigger]{}), 404)},
 		{Method: "POST", Path: "/api/v1/tasks/{task}/triggers", Summary: "add a trigger", Params: task, Request: adminapi.TriggerRequest{},
-			Responses: withErrors(created("created", adminapi.Trigger{}), 404, 409, 413)},
-		{Method: "GET", Path: "/api/v1/tasks/{task}/triggers/{trigger}", Summary: "one trigger", Params: trig, Responses: withErrors(ok("trigger", adminapi.Trigger{}), 404)},
+			Responses: withErrors(openapi.Created("created", adminapi.Trigger{}), 404, 409, 413)},
+		{Method: "GET", Path: "/api/v1/tasks/{task}/triggers/{trigger}", Summary: "one trigger", Params: trig, Responses: withErrors(openapi.OK("trigger", adminapi.Trigger{}), 404)},
 		{Method: "PUT", Path: "/api/v1/tasks/{task}/triggers/{trigger}", Summary: "update (expectedRevision)", Params: trig, Request: adminapi.UpdateTriggerRequest{},
-			Responses: withErrors(ok("updated", adminapi.Trigger{}), 404, 409, 413)},
+			Responses: withErrors(openapi.OK("updated", adminapi.Trigger{}), 404, 409, 413)},
 		{Method: "DELETE", Path: "/api/v1/tasks/{task}", Summary: "delete a task and its triggers (waiting runs are cancelled by the next sweep, running ones finish)",
-			Params:    append(task, query("mutationId", "string", "retry-safe id: a repeat answers the same")),
+			Params:    append(task, openapi.Query("mutationId", "string", "retry-safe id: a repeat answers the same")),
 			Responses: withErrors(map[int]openapi.Response{204: {Description: "deleted"}}, 404, 409)},
 		{Method: "DELETE", Path: "/api/v1/tasks/{task}/triggers/{trigger}", Summary: "delete a trigger",
-			Params:    append(trig, query("mutationId", "string", "retry-safe id: a repeat answers the same")),
+			Params:    append(trig, openapi.Query("mutationId", "string", "retry-safe id: a repeat answers the same")),
 			Responses: withErrors(map[int]openapi.Response{204: {Description: "deleted"}}, 404, 409)},
 
 		{Method: "POST", Path: "/api/v1/tasks/{task}/runs", Summary: "run now (Idempotency-Key header or body idempotencyKey; rerunOf)",
@@ -125,44 +109,44 @@ func adminRoutes() []openapi.Route {
 			Responses: withErrors(map[int]openapi.Response{201: {Description: "created", Body: adminapi.RunView{}},
 				200: {Description: "the Run this key already made", Body: adminapi.RunView{}}}, 404, 409, 413, 503)},
 		{Method: "GET", Path: "/api/v1/runs", Summary: "list runs, newest first; waitReason says why one has not started",
-			Params: append(page, query("project", "string", "project id or name"), query("task", "string", "task id"), query("trigger", "string", "trigger id"),
-				query("status", "string", "statuses, comma-separated"), query("origin", "string", "cron | manual | rerun")),
-			Responses: withErrors(ok("a page", adminapi.List[adminapi.RunListItem]{}))},
+			Params: append(page, openapi.Query("project", "string", "project id or name"), openapi.Query("task", "string", "task id"), openapi.Query("trigger", "string", "trigger id"),
+				openapi.Query("status", "string", "statuses, comma-separated"), openapi.Query("origin", "string", "cron | manual | rerun")),
+			Responses: withErrors(openapi.OK("a page", adminapi.List[adminapi.RunListItem]{}))},
 		{Method: "GET", Path: "/api/v1/runs/{run}", Summary: "one run with its attempts; waiting says why it has not started", Params: run,
-			Responses: withErrors(ok("run", adminapi.RunView{}), 404)},
+			Responses: withErrors(openapi.OK("run", adminapi.RunView{}), 404)},
 		{Method: "GET", Path: "/api/v1/runs/{run}/events", Summary: "the run's events",
-			Params:    append(run, query("after", "integer", "events after this seq"), query("limit", "integer", "events"), query("cursor", "string", "unused: pass nextCursor as after")),
-			Responses: withErrors(ok("events; nextCursor is the ?after= of the next page", adminapi.List[postgres.RunEventRecord]{}), 404)},
+			Params:    append(run, openapi.Query("after", "integer", "events after this seq"), openapi.Query("limit", "integer", "events"), openapi.Query("cursor", "string", "unused: pass nextCursor as after")),
+			Responses: withErrors(openapi.OK("events; nextCursor is the ?after= of the next page", adminapi.List[postgres.RunEventRecord]{}), 404)},
 		{Method: "POST", Path: "/api/v1/runs/{run}/cancel", Summary: "cancel", Params: run, Request: struct{}{}, RequestOptional: true,
 			Responses: withErrors(map[int]openapi.Response{202: {Description: "asked now", Body: adminapi.RunView{}},
 				200: {Description: "already asked, or finished", Body: adminapi.RunView{}}}, 404, 409, 413, 503)},
 		{Method: "GET", Path: "/api/v1/runs/{run}/log", Summary: "output of the newest (or ?attempt=) attempt",
-			Params: append(append(run, query("attempt", "integer", "attempt number")), logParams...), Responses: logResp},
+			Params: append(append(run, openapi.Query("attempt", "integer", "attempt number")), logParams...), Responses: logResp},
 		{Method: "GET", Path: "/api/v1/runs/{run}/attempts/{n}/log", Summary: "output of attempt n",
 			Params: append(append(run, openapi.Param{Name: "n", In: "path", Type: "integer", Required: true, Description: "attempt number"}), logParams...), Responses: logResp},
 
 		{Method: "GET", Path: "/api/v1/workers", Summary: "list workers with their newest session", Params: page,
-			Responses: withErrors(ok("a page", adminapi.List[adminapi.WorkerView]{}))},
+			Responses: withErrors(openapi.OK("a page", adminapi.List[adminapi.WorkerView]{}))},
 		{Method: "POST", Path: "/api/v1/workers", Summary: "register a worker", Request: adminapi.RegisterWorkerRequest{},
-			Responses: withErrors(created("registered", postgres.WorkerRecord{}), 409, 413)},
+			Responses: withErrors(openapi.Created("registered", postgres.WorkerRecord{}), 409, 413)},
 		{Method: "GET", Path: "/api/v1/workers/{worker}", Summary: "one worker with its newest session", Params: worker,
-			Responses: withErrors(ok("worker", adminapi.WorkerView{}), 404)},
+			Responses: withErrors(openapi.OK("worker", adminapi.WorkerView{}), 404)},
 		{Method: "POST", Path: "/api/v1/workers/{worker}/disable", Summary: "disable a worker and revoke its credentials", Params: worker, Request: struct{}{}, RequestOptional: true,
-			Responses: withErrors(ok("disabled", adminapi.WorkerView{}), 404, 409, 413, 503)},
+			Responses: withErrors(openapi.OK("disabled", adminapi.WorkerView{}), 404, 409, 413, 503)},
 		{Method: "GET", Path: "/api/v1/workers/{worker}/credentials", Summary: "credentials (never secrets or digests)", Params: worker,
-			Responses: withErrors(ok("credentials", adminapi.List[postgres.WorkerCredential]{}), 404)},
+			Responses: withErrors(openapi.OK("credentials", adminapi.List[postgres.WorkerCredential]{}), 404)},
 		{Method: "POST", Path: "/api/v1/workers/{worker}/credentials", Summary: "issue a credential: its text is in this response only", Params: worker, Request: struct{}{}, RequestOptional: true,
-			Responses: withErrors(created("issued", adminapi.IssuedCredential{}), 404, 409, 413)},
+			Responses: withErrors(openapi.Created("issued", adminapi.IssuedCredential{}), 404, 409, 413)},
 		{Method: "POST", Path: "/api/v1/workers/{worker}/credentials/rotate", Summary: "issue a new credential, retire the others after graceMs", Params: worker,
 			Request: adminapi.RotateCredentialsRequest{}, RequestOptional: true,
-			Responses: withErrors(created("issued", adminapi.IssuedCredential{}), 404, 409, 413)},
+			Responses: withErrors(openapi.Created("issued", adminapi.IssuedCredential{}), 404, 409, 413)},
 		{Method: "POST", Path: "/api/v1/workers/{worker}/credentials/{credential}/revoke", Summary: "revoke a credential",
-			Params: append(worker, pathParam("credential", "credential id")), Request: struct{}{}, RequestOptional: true,
-			Responses: withErrors(ok("revoked", postgres.WorkerCredential{}), 404, 409, 413)},
+			Params: append(worker, openapi.PathParam("credential", "credential id")), Request: struct{}{}, RequestOptional: true,
+			Responses: withErrors(openapi.OK("revoked", postgres.WorkerCredential{}), 404, 409, 413)},
 
 		{Method: "GET", Path: "/api/v1/audit", Summary: "audit lines, newest first",
-			Params:    append(page, query("action", "string", "action"), query("subject", "string", "subject id"), query("actor", "string", "actor id")),
-			Responses: withErrors(ok("a page", adminapi.List[postgres.AuditRecord]{}))},
+			Params:    append(page, openapi.Query("action", "string", "action"), openapi.Query("subject", "string", "subject id"), openapi.Query("actor", "string", "actor id")),
+			Responses: withErrors(openapi.OK("a page", adminapi.List[postgres.AuditRecord]{}))},
 	}
 }
 

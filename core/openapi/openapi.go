@@ -295,3 +295,24 @@ func schemaName(t reflect.Type) string {
 	}
 	return out
 }
+
+// OK documents a 200 answer with a JSON body of body's type.
+func OK(desc string, body any) map[int]Response {
+	return map[int]Response{200: {Description: desc, Body: body}}
+}
+
+// Created documents a 201 answer with a JSON body of body's type.
+func Created(desc string, body any) map[int]Response {
+	return map[int]Response{201: {Description: desc, Body: body}}
+}
+
+// PathParam is a required string path parameter.
+func PathParam(name, desc string) Param {
+	return Param{Name: name, In: "path", Type: "string", Required: true, Description: desc}
+}
+
+// Query is an optional query parameter of type typ (string | integer |
+// boolean).
+func Query(name, typ, desc string) Param {
+	return Param{Name: name, In: "query", Type: typ, Description: desc}
+}

@@ -40,23 +40,11 @@ func withErrors(r map[int]openapi.Response, extra ...int) map[int]openapi.Respon
 	return r
 }
 
-func ok(desc string, body any) map[int]openapi.Response {
-	return map[int]openapi.Response{200: {Description: desc, Body: body}}
-}
-
-func pathParam(name, desc string) openapi.Param {
-	return openapi.Param{Name: name, In: "path", Type: "string", Required: true, Description: desc}
-}
-
-func query(name, typ, desc string) openapi.Param {
-	return openapi.Param{Name: name, In: "query", Type: typ, Description: desc}
-}
-
 var (
-	taskParam    = pathParam("task", "task id, or the name of a live task")
-	triggerParam = pathParam("trigger", "trigger id")
-	runParam     = pathParam("run", "run id")
-	pageParams   = []openapi.Param{query("limit", "integer", "page size (1..100)"), query("cursor", "string", "nextCursor of the previous page")}
+	taskParam    = openapi.PathParam("task", "task id, or the name of a live task")
+	triggerParam = openapi.PathParam("trigger", "trigger id")
+	runParam     = openapi.PathParam("run", "run id")
+	pageParams   = []openapi.Param{openapi.Query("limit", "integer", "page size (1..100)"), openapi.Query("cursor", "string", "nextCursor of the previous page")}
 )
 
 func edgeRoutes() []openapi.Route {
@@ -64,44 +52,44 @@ func edgeRoutes() []openapi.Route {
 	trig := []openapi.Param{taskParam, triggerParam}
 	run := []openapi.Param{runParam}
 	return []openapi.Route{
-		{Method: "GET", Path: "/healthz", Summary: "liveness (no credential)", Responses: ok("alive", Health{})},
+		{Method: "GET", Path: "/healthz", Summary: "liveness (no credential)", Responses: openapi.OK("alive", Health{})},
 		{Method: "GET", Path: "/readyz", Summary: "readiness (no credential)", Responses: map[int]openapi.Response{
 			200: {Description: "ready", Body: Health{}}, 503: {Description: "not ready", Body: Health{}}}},
 		{Method: "GET", Path: "/metrics", Summary: "Prometheus text exposition (loopback, or the admin token)", Responses: map[int]openapi.Response{
 			200: {Description: "metrics", ContentType: "text/plain"},
 			401: errResp("missing or wrong admin token"),
 			503: {Description: "a collector failed", ContentType: "text/plain"}}},
-		{Method: "GET", Path: OpenAPIPath, Summary: "this document", Responses: withErrors(ok("the OpenAPI 3.1 document", map[string]any{}))},
+		{Method: "GET", Path: OpenAPIPath, Summary: "this document", Responses: withErrors(openapi.OK("the OpenAPI 3.1 document", map[string]any{}))},
 
-		{Method: "GET", Path: panel.SessionPath, Summary: "panel session state", Responses: withErrors(ok("session", panel.SessionStatus{}))},
+		{Method: "GET", Path: panel.SessionPath, Summary: "panel session state", Responses: withErrors(openapi.OK("session", panel.SessionStatus{}))},
 		{Method: "POST", Path: panel.SessionPath, Summary: "sign in with the admin token: sets an HttpOnly session cookie", Request: panel.SignInRequest{},
-			Responses: withErrors(ok("signed in", panel.SessionStatus{}), 413)},
+			Responses: withErrors(openapi.OK("signed in", panel.SessionStatus{}), 413)},
 		{Method: "DELETE", Path: panel.SessionPath, Summary: "sign out", Responses: withErrors(map[int]openapi.Response{204: {Description: "signed out"}})},
 		{Method: "GET", Path: panel.PreviewPath, Summary: "next fire times of a cron expression in a zone, gaps and repeats marked",
-			Params: []openapi.Param{query("expression", "string", "cron expression"), query("timeZone", "string", "IANA zone (default UTC)"),
-				query("count", "integer", "fire times (1..10)"), query("afterMs", "integer", "start after (epoch ms; default now)")},
-			Responses: withErrors(ok("fire times", panel.PreviewResponse{}))},
+			Params: []openapi.Param{openapi.Query("expression", "string", "cron expression"), openapi.Query("timeZone", "string", "IANA zone (default UTC)"),
+				openapi.Query("count", "integer", "fire times (1..10)"), openapi.Query("afterMs", "integer", "start after (epoch ms; default now)")},
+			Responses: withErrors(openapi.OK("fire times", panel.PreviewResponse{}))},
 
-		{Method: "GET", Path: "/api/v1/tasks", Summary: "list tasks", Params: append(pageParams, query("deleted", "boolean", "include deleted tasks")),
-			Responses: withErrors(ok("a page of tasks", List[Task]{}))},
+		{Method: "GET", Path: "/api/v1/tasks", Summary: "list tasks", Params: append(pageParams, openapi.Query("deleted", "boolean", "include deleted tasks")),
+			Responses: withErrors(openapi.OK("a page of tasks", List[Task]{}))},
 		{Method: "POST", Path: "/api/v1/tasks", Summary: "create a task (and its triggers)", Request: CreateTaskRequest{},
 			Responses: withErrors(map[int]openapi.Response{201: {Description: "created", Body: Task{}}}, 409, 413)},
-		{Method: "GET", Path: "/api/v1/tasks/{task}", Summary: "one task with its triggers", Params: task, Responses: withErrors(ok("task", Task{}), 404)},
+		{Method: "GET", Path: "/api/v1/tasks/{task}", Summary: "one task with its triggers", Params: task, Responses: withErrors(openapi.OK("task", Task{}), 404)},
 		{Method: "PUT", Path: "/api/v1/tasks/{task}", Summary: "update (expectedRevision): a new revision", Params: task, Request: UpdateTaskRequest{},
-			Responses: withErrors(ok("updated", Task{}), 404, 409, 413)},
+			Responses: withErrors(openapi.OK("updated", Task{}), 404, 409, 413)},
 		{Method: "PATCH", Path: "/api/v1/tasks/{task}", Summary: "enable or disable", Params: task, Request: PatchTaskRequest{},
-			Responses: withErrors(ok("updated", Task{}), 404, 409, 413)},
-		{Method: "POST", Path: "/api/v1/tasks/{task}/enable", Summary: "enable", Params: task, Responses: withErrors(ok("enabled", Task{}), 404, 409)},
-		{Method: "POST", Path: "/api/v1/tasks/{task}/disable", Summary: "disable", Params: task, Responses: withErrors(ok("disabled", Task{}), 404, 409)},
+			Responses: withErrors(openapi.OK("updated", Task{}), 404, 409, 413)},
+		{Method: "POST", Path: "/api/v1/tasks/{task}/enable", Summary: "enable", Params: task, Responses: withErrors(openapi.OK("enabled", Task{}), 404, 409)},
+		{Method: "POST", Path: "/api/v1/tasks/{task}/disable", Summary: "disable", Params: task, Responses: withErrors(openapi.OK("disabled", Task{}), 404, 409)},
 		{Method: "DELETE", Path: "/api/v1/tasks/{task}", Summary: "delete (its history stays)", Params: task,
 			Responses: withErrors(map[int]openapi.Response{204: {Description: "deleted"}}, 404, 409)},
 
-		{Method: "GET", Path: "/api/v1/tasks/{task}/triggers", Summary: "the task's triggers", Params: task, Responses: withErrors(ok("triggers", List[Trigger]{}), 404)},
+		{Method: "GET", Path: "/api/v1/tasks/{task}/triggers", Summary: "the task's triggers", Params: task, Responses: withErrors(openapi.OK("triggers", List[Trigger]{}), 404)},
 		{Method: "POST", Path: "/api/v1/tasks/{task}/triggers", Summary: "add a trigger", Params: task, Request: TriggerRequest{},
 			Responses: withErrors(map[int]openapi.Response{201: {Description: "created", Body: Trigger{}}}, 404, 409, 413)},
-		{Method: "GET", Path: "/api/v1/tasks/{task}/triggers/{trigger}", Summary: "one trigger", Params: trig, Responses: withErrors(ok("trigger", Trigger{}), 404)},
+		{Method: "GET", Path: "/api/v1/tasks/{task}/triggers/{trigger}", Summary: "one trigger", Params: trig, Responses: withErrors(openapi.OK("trigger", Trigger{}), 404)},
 		{Method: "PUT", Path: "/api/v1/tasks/{task}/triggers/{trigger}", Summary: "update (expectedRevision)", Params: trig, Request: UpdateTriggerRequest{},
-			Responses: withErrors(ok("updated", Trigger{}), 404, 409, 413)},
+			Responses: withErrors(openapi.OK("updated", Trigger{}), 404, 409, 413)},
 		{Method: "DELETE", Path: "/api/v1/tasks/{task}/triggers/{trigger}", Summary: "delete a trigger", Params: trig,
 			Responses: withErrors(map[int]openapi.Response{204: {Description: "deleted"}}, 404, 409)},
 
@@ -110,19 +98,19 @@ func edgeRoutes() []openapi.Route {
 			Request: RunNowRequest{}, RequestOptional: true,
 			Responses: withErrors(map[int]openapi.Response{201: {Description: "created", Body: Run{}}, 200: {Description: "the Run this key already made", Body: Run{}}}, 404, 409, 413)},
 		{Method: "GET", Path: "/api/v1/runs", Summary: "list runs, newest first",
-			Params: append(pageParams, query("task", "string", "task id or name"), query("trigger", "string", "trigger id"),
-				query("status", "string", "statuses, comma-separated"), query("origin", "string", "schedule | manual")),
-			Responses: withErrors(ok("a page of runs", List[Run]{}))},
-		{Method: "GET", Path: "/api/v1/runs/{run}", Summary: "one run with its attempts", Params: run, Responses: withErrors(ok("run", Run{}), 404)},
+			Params: append(pageParams, openapi.Query("task", "string", "task id or name"), openapi.Query("trigger", "string", "trigger id"),
+				openapi.Query("status", "string", "statuses, comma-separated"), openapi.Query("origin", "string", "schedule | manual")),
+			Responses: withErrors(openapi.OK("a page of runs", List[Run]{}))},
+		{Method: "GET", Path: "/api/v1/runs/{run}", Summary: "one run with its attempts", Params: run, Responses: withErrors(openapi.OK("run", Run{}), 404)},
 		{Method: "GET", Path: "/api/v1/runs/{run}/events", Summary: "the run's events",
-			Params:    append(run, query("after", "integer", "events after this seq"), query("limit", "integer", "events (1..100)")),
-			Responses: withErrors(ok("events; nextCursor is the ?after= of the next page", List[RunEvent]{}), 404)},
+			Params:    append(run, openapi.Query("after", "integer", "events after this seq"), openapi.Query("limit", "integer", "events (1..100)")),
+			Responses: withErrors(openapi.OK("events; nextCursor is the ?after= of the next page", List[RunEvent]{}), 404)},
 		{Method: "POST", Path: "/api/v1/runs/{run}/cancel", Summary: "cancel", Params: run, Request: struct{}{}, RequestOptional: true,
 			Responses: withErrors(map[int]openapi.Response{202: {Description: "asked: the runner is stopping the process", Body: Run{}},
 				200: {Description: "already finished", Body: Run{}}}, 404, 409, 413)},
 		{Method: "GET", Path: "/api/v1/runs/{run}/attempts/{n}/log", Summary: "an attempt's output bytes",
 			Params: append(run, openapi.Param{Name: "n", In: "path", Type: "integer", Required: true, Description: "attempt number"},
-				query("offset", "integer", "first byte"), query("limit", "integer", "bytes"), query("follow", "boolean", "stream until the attempt ends")),
+				openapi.Query("offset", "integer", "first byte"), openapi.Query("limit", "integer", "bytes"), openapi.Query("follow", "boolean", "stream until the attempt ends")),
 			Responses: withErrors(map[int]openapi.Response{200: {Description: "output bytes (X-Log-Size, X-Log-Truncated headers)", ContentType: "text/plain"}}, 404)},
 	}
 }
