@@ -87,6 +87,20 @@ func everySecond(t *testing.T, c *cluster) {
 	}
 }
 
+// startRun publishes spec as task name and starts it manually; it returns
+// the run id and its worker's name once the attempt is running and
+// started(), when given, holds.
+func (c *cluster) startRun(t *testing.T, name, spec string, started func() bool) (run, worker string) {
+	t.Helper()
+	run = c.runNow(c.createTask(name, spec))
+	c.eventually(30*time.Second, "the run's attempt running", func() bool {
+		return c.scalar(`SELECT count(*) FROM ql3.attempts WHERE run_id = $1 AND status = 'running'`, run) == 1 &&
+			(started == nil || started())
+	})
+	worker = c.text(`SELECT w.name FROM ql3.attempts a JOIN ql3.workers w USING (worker_id) WHERE a.run_id = $1 AND a.status = 'running'`, run)
+	return run, worker
+}
+
 // startLongRun publishes a task running `sleep <marker>` and starts it
 // manually; it returns the run id once the attempt is running, the
 // worker's name and the marker.
@@ -96,13 +110,7 @@ func (c *cluster) startLongRun(t *testing.T, name, retry string) (run, worker, m
 	// Only the first attempt sleeps (the executor sets QL3_ATTEMPT), so a
 	// retry finishes at once and the marker names attempt 1's processes.
 	spec := fmt.Sprintf(`{"kind":"qinglong/command@v1","shell":{"command":"if [ \"$QL3_ATTEMPT\" = 1 ]; then sleep %s; fi; echo done"},"concurrency":"allow"%s}`, marker, retry)
-	task := c.createTask(name, spec)
-	run = c.runNow(task)
-	c.eventually(30*time.Second, "the run's attempt running", func() bool {
-		return c.scalar(`SELECT count(*) FROM ql3.attempts WHERE run_id = $1 AND status = 'running'`, run) == 1 &&
-			len(processesMatching("sleep "+marker)) > 0
-	})
-	worker = c.text(`SELECT w.name FROM ql3.attempts a JOIN ql3.workers w USING (worker_id) WHERE a.run_id = $1 AND a.status = 'running'`, run)
+	run, worker = c.startRun(t, name, spec, func() bool { return len(processesMatching("sleep "+marker)) > 0 })
 	return run, worker, marker
 }
 
@@ -151,13 +159,7 @@ func workerKilled(t *testing.T, c *cluster, retryOnLost bool) {
 }
 
 func workerDrains(t *testing.T, c *cluster) {
-	spec := `{"kind":"qinglong/command@v1","shell":{"command":"sleep 4; echo drained"},"concurrency":"allow"}`
-	task := c.createTask("drain-me", spec)
-	run := c.runNow(task)
-	c.eventually(30*time.Second, "running", func() bool {
-		return c.scalar(`SELECT count(*) FROM ql3.attempts WHERE run_id = $1 AND status = 'running'`, run) == 1
-	})
-	name := c.text(`SELECT w.name FROM ql3.attempts a JOIN ql3.workers w USING (worker_id) WHERE a.run_id = $1`, run)
+	run, name := c.startRun(t, "drain-me", `{"kind":"qinglong/command@v1","shell":{"command":"sleep 4; echo drained"},"concurrency":"allow"}`, nil)
 	c.mu.Lock()
 	w := c.workers[name]
 	c.mu.Unlock()
@@ -226,13 +228,7 @@ func controlPlaneKilled(t *testing.T, c *cluster) {
 // and generation, the reconciler revokes A after a session presented B
 // (reason superseded), and the task completes.
 func credentialRotation(t *testing.T, c *cluster) {
-	spec := `{"kind":"qinglong/command@v1","shell":{"command":"sleep 12; echo rotated"},"concurrency":"allow"}`
-	task := c.createTask("rotate-me", spec)
-	run := c.runNow(task)
-	c.eventually(30*time.Second, "running", func() bool {
-		return c.scalar(`SELECT count(*) FROM ql3.attempts WHERE run_id = $1 AND status = 'running'`, run) == 1
-	})
-	name := c.text(`SELECT w.name FROM ql3.attempts a JOIN ql3.workers w USING (worker_id) WHERE a.run_id = $1`, run)
+	run, name := c.startRun(t, "rotate-me", `{"kind":"qinglong/command@v1","shell":{"command":"sleep 12; echo rotated"},"concurrency":"allow"}`, nil)
 	session := c.text(`SELECT session_id::text || '/' || session_generation FROM ql3.attempts WHERE run_id = $1`, run)
 	credA := c.text(`SELECT c.credential_id::text FROM ql3.worker_credentials c JOIN ql3.workers w USING (worker_id)
 		WHERE w.name = $1 AND c.status = 'active'`, name)
