@@ -162,20 +162,12 @@ func TestPrincipalCacheRevocationBound(t *testing.T) {
 	w2 := e.worker("w2")
 	c2 := e.client(w2.cert)
 	st2 := e.open(c2, w2)
-	b, textB, err := e.pub.RotateWorkerCredentials(ctx, w2.id, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.must(c2, protocol.PathSessionHeartbeat, w2.cred, heartbeatBody(t, st2, w2.credID), http.StatusOK)
-	hb := state(t, e.must(c2, protocol.PathSessionHeartbeat, textB, heartbeatBody(t, st2, b.ID), http.StatusOK))
-	if hb.SessionID != st2.SessionID || hb.Generation != st2.Generation {
-		t.Fatalf("heartbeat with B changed the session: %+v", hb)
-	}
+	idB, textB := rotateAndPresentB(t, e, c2, w2, st2)
 	e.clock.advance(ttl)
 	if r, _, err := e.post(c2, protocol.PathSessionHeartbeat, w2.cred, heartbeatBody(t, st2, w2.credID)); err != nil || r.status != http.StatusUnauthorized {
 		t.Fatalf("A a TTL after B was observed: %+v %v", r, err)
 	}
-	e.must(c2, protocol.PathSessionHeartbeat, textB, heartbeatBody(t, st2, b.ID), http.StatusOK)
+	e.must(c2, protocol.PathSessionHeartbeat, textB, heartbeatBody(t, st2, idB), http.StatusOK)
 	got := e.denials()
 	if len(got) != 2 || got[0] != "credential_revoked" || got[1] != "credential_superseded" {
 		t.Fatalf("denials: %v", got)

@@ -182,6 +182,23 @@ func TestPull204CarriesRetryAfter(t *testing.T) {
 	}
 }
 
+// rotateAndPresentB rotates w's credential to B while A stays valid,
+// heartbeats with A (still accepted) and then with B, which must keep the
+// session id and generation; it returns B's id and text.
+func rotateAndPresentB(t *testing.T, e *env, c *http.Client, w *worker, st protocol.SessionState) (idB, textB string) {
+	t.Helper()
+	b, textB, err := e.pub.RotateWorkerCredentials(context.Background(), w.id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.must(c, protocol.PathSessionHeartbeat, w.cred, heartbeatBody(t, st, w.credID), http.StatusOK)
+	hb := state(t, e.must(c, protocol.PathSessionHeartbeat, textB, heartbeatBody(t, st, b.ID), http.StatusOK))
+	if hb.SessionID != st.SessionID || hb.Generation != st.Generation {
+		t.Fatalf("heartbeat with B changed the session: %+v", hb)
+	}
+	return b.ID, textB
+}
+
 func TestCredentialRotationSameSessionThenOldIsRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -189,16 +206,8 @@ func TestCredentialRotationSameSessionThenOldIsRefused(t *testing.T) {
 	w := e.worker("w")
 	c := e.client(w.cert)
 	st := e.open(c, w)
-	b, textB, err := e.pub.RotateWorkerCredentials(ctx, w.id, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A still works until B is presented.
-	e.must(c, protocol.PathSessionHeartbeat, w.cred, heartbeatBody(t, st, w.credID), http.StatusOK)
-	hb := state(t, e.must(c, protocol.PathSessionHeartbeat, textB, heartbeatBody(t, st, b.ID), http.StatusOK))
-	if hb.SessionID != st.SessionID || hb.Generation != st.Generation {
-		t.Fatalf("heartbeat with B changed the session: %+v", hb)
-	}
+	idB, textB := rotateAndPresentB(t, e, c, w, st)
 	r, read, err := e.post(c, protocol.PathSessionHeartbeat, w.cred, heartbeatBody(t, st, w.credID))
 	if err != nil || r.status != http.StatusUnauthorized || read {
 		t.Fatalf("A after B was observed: %+v %v (body read %v)", r, err, read)
@@ -209,7 +218,7 @@ func TestCredentialRotationSameSessionThenOldIsRefused(t *testing.T) {
 	if r, _, _ := e.post(c, protocol.PathSessionHeartbeat, w.cred, heartbeatBody(t, st, w.credID)); r.status != http.StatusUnauthorized {
 		t.Fatalf("A after revocation: %d", r.status)
 	}
-	e.must(c, protocol.PathSessionHeartbeat, textB, heartbeatBody(t, st, b.ID), http.StatusOK)
+	e.must(c, protocol.PathSessionHeartbeat, textB, heartbeatBody(t, st, idB), http.StatusOK)
 	got := e.denials()
 	if len(got) != 2 || got[0] != "credential_superseded" || got[1] != "credential_revoked" {
 		t.Fatalf("denials: %v", got)
