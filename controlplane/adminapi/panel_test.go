@@ -9,9 +9,9 @@ import (
 	"github.com/ql3/ql3/panel"
 )
 
-// cookieCall sends one request without the bearer token, with the given
-// headers (name, value pairs), and returns status, headers and body.
-func (f fixture) cookieCall(method, path, body string, hdr ...string) (int, http.Header, string) {
+// send sends one request with exactly the given headers (name, value
+// pairs) over a real connection, and returns status, headers and body.
+func (f fixture) send(method, path, body string, hdr ...string) (int, http.Header, string) {
 	f.t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -20,9 +20,6 @@ func (f fixture) cookieCall(method, path, body string, hdr ...string) (int, http
 	req, err := http.NewRequest(method, f.url+path, rd)
 	if err != nil {
 		f.t.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
@@ -34,6 +31,17 @@ func (f fixture) cookieCall(method, path, body string, hdr ...string) (int, http
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Header, string(data)
+}
+
+// cookieCall sends one request without the bearer token (a JSON body
+// with its Content-Type), with the given headers, and returns status,
+// headers and body.
+func (f fixture) cookieCall(method, path, body string, hdr ...string) (int, http.Header, string) {
+	f.t.Helper()
+	if body != "" {
+		hdr = append([]string{"Content-Type", "application/json"}, hdr...)
+	}
+	return f.send(method, path, body, hdr...)
 }
 
 // TestPanelSession: sign-in with an API token gives an HttpOnly,

@@ -2,9 +2,6 @@ package adminapi_test
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/ql3/ql3/controlplane/adminapi"
@@ -15,27 +12,10 @@ import (
 // token, over a real connection, and returns the status and error body.
 func (f fixture) rawCall(method, path, body string, hdr ...string) (int, adminapi.ErrorBody) {
 	f.t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, f.url+path, rd)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+f.token)
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	code, _, data := f.send(method, path, body, append([]string{"Authorization", "Bearer " + f.token}, hdr...)...)
 	var eb adminapi.ErrorBody
-	data, _ := io.ReadAll(resp.Body)
-	_ = json.Unmarshal(data, &eb)
-	return resp.StatusCode, eb
+	_ = json.Unmarshal([]byte(data), &eb)
+	return code, eb
 }
 
 // TestCrossOriginAndContentType: a mutation from a foreign Origin is 403
