@@ -38,3 +38,7 @@ replace github.com/ql3/ql3/scripts => ../scripts
 require github.com/ql3/ql3/panel v0.0.0
 
 replace github.com/ql3/ql3/panel => ../panel
+
+require github.com/ql3/ql3/httpkit v0.0.0
+
+replace github.com/ql3/ql3/httpkit => ../httpkit

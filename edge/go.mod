@@ -55,3 +55,7 @@ replace github.com/ql3/ql3/worker => ../worker
 require github.com/ql3/ql3/panel v0.0.0
 
 replace github.com/ql3/ql3/panel => ../panel
+
+require github.com/ql3/ql3/httpkit v0.0.0
+
+replace github.com/ql3/ql3/httpkit => ../httpkit

@@ -1,15 +1,20 @@
 // Package panel is the web panel both ql3-edge and ql3-control serve: one
 // set of embedded assets (a static page, a stylesheet and a few KiB of
-// vanilla JavaScript driving the JSON API), the browser session that turns
-// the admin token into an HttpOnly cookie, and the schedule preview
-// endpoint. It links the standard library and core only, so the edge does
-// not link pgx and the control plane does not link SQLite (ADR 0026).
+// vanilla JavaScript driving the JSON API) and the schedule preview
+// endpoint its trigger form calls. The binaries' wiring mounts it on their
+// API servers as an httpkit.UI; the APIs themselves do not import it, and
+// the browser session it signs in with is the HTTP kit's (ADR 0036). It
+// links the standard library, core and httpkit only, so the edge does not
+// link pgx and the control plane does not link SQLite (ADR 0026).
 package panel
 
 import (
 	"embed"
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/ql3/ql3/httpkit"
 )
 
 // The assets: index.html (the page), app.js, app.css.
@@ -29,15 +34,26 @@ func IsAssetPath(p string) bool {
 	return p == "/" || strings.HasPrefix(p, "/panel/")
 }
 
-// Mux is where routes are registered: *http.ServeMux, or a wrapper that
-// also records the patterns (the OpenAPI coverage tests walk them).
-type Mux interface {
-	HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request))
+// UI is the panel as a server mounts it (httpkit.UI): the page, its files
+// and the schedule preview.
+type UI struct{}
+
+var _ httpkit.UI = UI{}
+
+// Routes registers the page at "GET /{$}", its files at
+// "GET /panel/{file}" and the preview at "GET "+PreviewPath (which needs a
+// credential like any API call); now is the server's clock.
+func (UI) Routes(mux httpkit.Mux, now func() time.Time) {
+	Routes(mux)
+	mux.HandleFunc("GET "+PreviewPath, PreviewHandler(now))
 }
+
+// Open reports the panel's credential-free paths: its page and files.
+func (UI) Open(path string) bool { return IsAssetPath(path) }
 
 // Routes registers the page at "GET /{$}" and its files at
 // "GET /panel/{file}" on mux.
-func Routes(mux Mux) {
+func Routes(mux httpkit.Mux) {
 	mux.HandleFunc("GET /{$}", serveFile("assets/index.html", "text/html; charset=utf-8"))
 	mux.HandleFunc("GET /panel/app.js", serveFile("assets/app.js", "text/javascript; charset=utf-8"))
 	mux.HandleFunc("GET /panel/app.css", serveFile("assets/app.css", "text/css; charset=utf-8"))

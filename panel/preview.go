@@ -7,6 +7,7 @@ import (
 
 	"github.com/ql3/ql3/core/cron"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/httpkit"
 )
 
 // Preview bounds.
@@ -58,7 +59,7 @@ func PreviewHandler(now func() time.Time) http.HandlerFunc {
 		if v := q.Get("count"); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > MaxPreviewCount {
-				WriteError(w, errs.Invalidf("count", "must be 1..%d, got %.20q", MaxPreviewCount, v))
+				httpkit.WriteError(w, errs.Invalidf("count", "must be 1..%d, got %.20q", MaxPreviewCount, v))
 				return
 			}
 			count = n
@@ -67,17 +68,17 @@ func PreviewHandler(now func() time.Time) http.HandlerFunc {
 		if v := q.Get("afterMs"); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				WriteError(w, errs.Invalidf("afterMs", "must be epoch milliseconds, got %.30q", v))
+				httpkit.WriteError(w, errs.Invalidf("afterMs", "must be epoch milliseconds, got %.30q", v))
 				return
 			}
 			afterMs = n
 		}
 		res, err := Preview(q.Get("expression"), q.Get("timeZone"), afterMs, count)
 		if err != nil {
-			WriteError(w, err)
+			httpkit.WriteError(w, err)
 			return
 		}
-		WriteJSON(w, http.StatusOK, res)
+		httpkit.WriteJSON(w, http.StatusOK, res)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/panel"
 	"github.com/ql3/ql3/scripts/testio"
 )
 
@@ -41,7 +42,7 @@ func newFixture(t *testing.T, ready func(context.Context) error) fixture {
 	}
 	logs := &testio.Buffer{}
 	adminPool := db.Pool(t, postgres.RoleAdmin)
-	srv := httptest.NewServer(adminapi.New(adminapi.Config{Backend: pub, Version: "test", Ready: ready,
+	srv := httptest.NewServer(adminapi.New(adminapi.Config{UI: panel.UI{}, Backend: pub, Version: "test", Ready: ready,
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Runs:   postgres.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {

@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/ql3/ql3/controlplane/postgres"
-	"github.com/ql3/ql3/panel"
+	"github.com/ql3/ql3/httpkit"
 )
 
 // listAudit returns audit lines newest first (?action=&subject=&actor=
@@ -23,5 +23,5 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, listOf(page))
+	httpkit.WriteJSON(w, http.StatusOK, listOf(page))
 }

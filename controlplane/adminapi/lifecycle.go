@@ -8,7 +8,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
-	"github.com/ql3/ql3/panel"
+	"github.com/ql3/ql3/httpkit"
 )
 
 // The operator's run and worker actions (issue 10, ADR 0014):
@@ -71,7 +71,7 @@ type RunNowRequest struct {
 	RerunOf        string `json:"rerunOf,omitempty"`
 }
 
-func (s *Server) lifecycleRoutes(mux routeMux) {
+func (s *Server) lifecycleRoutes(mux httpkit.Mux) {
 	mux.HandleFunc("POST /api/v1/tasks/{task}/runs", s.runNow)
 	mux.HandleFunc("POST /api/v1/runs/{run}/cancel", s.cancelRun)
 	mux.HandleFunc("GET /api/v1/runs/{run}/log", s.readLog)
@@ -156,13 +156,13 @@ func (s *Server) runNow(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", "/api/v1/runs/"+run.ID)
 		s.log.InfoContext(r.Context(), "run created", "run", run.ID, "task", run.TaskID, "status", run.Status, "origin", "manual")
 	}
-	panel.WriteJSON(w, status, v)
+	httpkit.WriteJSON(w, status, v)
 }
 
-// idempotencyKey is panel.IdempotencyKey with the key required: a cluster
+// idempotencyKey is httpkit.IdempotencyKey with the key required: a cluster
 // manual run always carries a client key.
 func idempotencyKey(header, body string) (string, error) {
-	key, err := panel.IdempotencyKey(header, body)
+	key, err := httpkit.IdempotencyKey(header, body)
 	if err == nil && key == "" {
 		return "", errs.Invalidf("Idempotency-Key", "required: a client key (header or body idempotencyKey)")
 	}
@@ -195,7 +195,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusAccepted
 		s.log.InfoContext(r.Context(), "run cancel requested", "run", run.ID, "status", run.Status)
 	}
-	panel.WriteJSON(w, status, RunView{RunRecord: run})
+	httpkit.WriteJSON(w, status, RunView{RunRecord: run})
 }
 
 // runView adds the wait explanation to a Run that has not started.
@@ -236,7 +236,7 @@ func (s *Server) disableWorker(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, v)
+	httpkit.WriteJSON(w, http.StatusOK, v)
 }
 
 // workerView is the worker with its newest session.
@@ -302,14 +302,14 @@ func (s *Server) readLog(w http.ResponseWriter, r *http.Request) {
 	if stream == "" {
 		stream = "stdout"
 	}
-	offset, err := queryInt64(r, "offset", 0)
+	offset, err := httpkit.QueryInt64(r, "offset", 0)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	limit := int64(defaultLogLimit)
 	if q.Get("limit") != "" {
-		if limit, err = queryInt64(r, "limit", 1); err != nil {
+		if limit, err = httpkit.QueryInt64(r, "limit", 1); err != nil {
 			s.fail(w, r, err)
 			return
 		}

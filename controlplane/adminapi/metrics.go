@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/ql3/ql3/core/metrics"
-	"github.com/ql3/ql3/panel"
+	"github.com/ql3/ql3/httpkit"
 )
 
 // Collector writes the process's own families into a scrape (metrics.Render).
@@ -20,7 +20,7 @@ const MetricsPath = "/metrics"
 // loopback scraper in without a token (scrapeFromLoopback); anyone else
 // needs an API token, like every admin route.
 func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request) {
-	panel.ServeMetrics(w, r, s.log, s.collect, s.httpStats.Write)
+	httpkit.ServeMetrics(w, r, s.log, s.collect, s.httpStats.Write)
 }
 
 // scrapeFromLoopback reports whether r is a GET of /metrics without an

@@ -3,6 +3,8 @@ package adminapi
 import (
 	_ "embed"
 	"net/http"
+
+	"github.com/ql3/ql3/httpkit"
 )
 
 // OpenAPIPath serves the API's OpenAPI 3.1 document.
@@ -16,8 +18,5 @@ const OpenAPIPath = "/api/v1/openapi.json"
 var openAPIDocument []byte
 
 func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(openAPIDocument)
+	httpkit.ServeDocument(openAPIDocument)(w, r)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/openapi"
 	"github.com/ql3/ql3/core/spec"
+	"github.com/ql3/ql3/httpkit"
 	"github.com/ql3/ql3/panel"
 )
 
@@ -60,10 +61,10 @@ func adminRoutes() []openapi.Route {
 			503: {Description: "a collector failed", ContentType: "text/plain"}}},
 		{Method: "GET", Path: adminapi.OpenAPIPath, Summary: "this document", Responses: withErrors(openapi.OK("the OpenAPI 3.1 document", map[string]any{}))},
 
-		{Method: "GET", Path: panel.SessionPath, Summary: "panel session state", Responses: withErrors(openapi.OK("session", panel.SessionStatus{}))},
-		{Method: "POST", Path: panel.SessionPath, Summary: "sign in with an API token: sets an HttpOnly session cookie", Request: panel.SignInRequest{},
-			Responses: withErrors(openapi.OK("signed in", panel.SessionStatus{}), 413)},
-		{Method: "DELETE", Path: panel.SessionPath, Summary: "sign out", Responses: withErrors(map[int]openapi.Response{204: {Description: "signed out"}})},
+		{Method: "GET", Path: httpkit.SessionPath, Summary: "panel session state", Responses: withErrors(openapi.OK("session", httpkit.SessionStatus{}))},
+		{Method: "POST", Path: httpkit.SessionPath, Summary: "sign in with an API token: sets an HttpOnly session cookie", Request: httpkit.SignInRequest{},
+			Responses: withErrors(openapi.OK("signed in", httpkit.SessionStatus{}), 413)},
+		{Method: "DELETE", Path: httpkit.SessionPath, Summary: "sign out", Responses: withErrors(map[int]openapi.Response{204: {Description: "signed out"}})},
 		{Method: "GET", Path: panel.PreviewPath, Summary: "next fire times of a cron expression in a zone, gaps and repeats marked",
 			Params: []openapi.Param{openapi.Query("expression", "string", "cron expression"), openapi.Query("timeZone", "string", "IANA zone (default UTC)"),
 				openapi.Query("count", "integer", "fire times"), openapi.Query("afterMs", "integer", "start after (epoch ms; default now)")},

@@ -13,6 +13,7 @@ import (
 	"github.com/ql3/ql3/controlplane/adminapi"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/panel"
 	"github.com/ql3/ql3/scripts/openapitest"
 )
 
@@ -36,7 +37,7 @@ var notAPI = map[string]bool{"GET /{$}": true, "GET /panel/app.js": true, "GET /
 // TestOpenAPIRoutesMatchMux walks the patterns the server registered on
 // its ServeMux against the served document, both ways.
 func TestOpenAPIRoutesMatchMux(t *testing.T) {
-	openapitest.CheckRoutes(t, adminapi.OpenAPIDocument(), adminapi.Patterns(adminapi.New(adminapi.Config{})), notAPI,
+	openapitest.CheckRoutes(t, adminapi.OpenAPIDocument(), adminapi.Patterns(adminapi.New(adminapi.Config{UI: panel.UI{}})), notAPI,
 		" (add it to adminRoutes, then -update)")
 }
 
@@ -53,7 +54,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	}
 	adminPool := db.Pool(t, postgres.RoleAdmin)
 	rec := &openapitest.Recorder{}
-	srv := httptest.NewServer(rec.Wrap(adminapi.New(adminapi.Config{Backend: pub, Version: "test",
+	srv := httptest.NewServer(rec.Wrap(adminapi.New(adminapi.Config{UI: panel.UI{}, Backend: pub, Version: "test",
 		Logger: slog.New(slog.DiscardHandler),
 		Runs:   postgres.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ql3/ql3/httpkit"
 	"github.com/ql3/ql3/panel"
 )
 
@@ -51,23 +52,23 @@ func (f fixture) cookieCall(method, path, body string, hdr ...string) (int, http
 func TestPanelSession(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
-	if code, _, body := f.cookieCall("POST", panel.SessionPath, `{"token":"ql3c_0000000000000000_`+strings.Repeat("0", 64)+`"}`); code != 401 || !strings.Contains(body, `"field":"token"`) {
+	if code, _, body := f.cookieCall("POST", httpkit.SessionPath, `{"token":"ql3c_0000000000000000_`+strings.Repeat("0", 64)+`"}`); code != 401 || !strings.Contains(body, `"field":"token"`) {
 		t.Fatalf("wrong token: %d %s", code, body)
 	}
-	code, hdr, body := f.cookieCall("POST", panel.SessionPath, `{"token":"`+f.token+`"}`)
+	code, hdr, body := f.cookieCall("POST", httpkit.SessionPath, `{"token":"`+f.token+`"}`)
 	if code != 200 {
 		t.Fatalf("sign in: %d %s", code, body)
 	}
 	var c *http.Cookie
 	for _, k := range (&http.Response{Header: hdr}).Cookies() {
-		if k.Name == panel.CookieName {
+		if k.Name == httpkit.CookieName {
 			c = k
 		}
 	}
 	if c == nil || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || strings.Contains(c.Value, f.token) {
 		t.Fatalf("session cookie %+v", c)
 	}
-	ck := panel.CookieName + "=" + c.Value
+	ck := httpkit.CookieName + "=" + c.Value
 	if code, _, body := f.cookieCall("GET", "/api/v1/projects", "", "Cookie", ck); code != 200 {
 		t.Fatalf("read with cookie: %d %s", code, body)
 	}
@@ -89,7 +90,7 @@ func TestPanelSession(t *testing.T) {
 	if code, _, body := f.cookieCall("GET", panel.PreviewPath+"?expression=0+3+*+*+*&timeZone=Europe/Berlin&count=2", "", "Cookie", ck); code != 200 || !strings.Contains(body, `"fires"`) {
 		t.Errorf("preview: %d %s", code, body)
 	}
-	if code, _, _ := f.cookieCall("DELETE", panel.SessionPath, "", "Cookie", ck, "Sec-Fetch-Site", "same-origin"); code != 204 {
+	if code, _, _ := f.cookieCall("DELETE", httpkit.SessionPath, "", "Cookie", ck, "Sec-Fetch-Site", "same-origin"); code != 204 {
 		t.Errorf("sign out: %d", code)
 	}
 	if code, _, _ := f.cookieCall("GET", "/api/v1/projects", "", "Cookie", ck); code != 401 {

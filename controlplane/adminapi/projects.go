@@ -3,7 +3,7 @@ package adminapi
 import (
 	"net/http"
 
-	"github.com/ql3/ql3/panel"
+	"github.com/ql3/ql3/httpkit"
 )
 
 func (s *Server) listProjects(w http.ResponseWriter, r *http.Request) {
@@ -17,7 +17,7 @@ func (s *Server) listProjects(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, listOf(page))
+	httpkit.WriteJSON(w, http.StatusOK, listOf(page))
 }
 
 func (s *Server) createProject(w http.ResponseWriter, r *http.Request) {
@@ -32,7 +32,7 @@ func (s *Server) createProject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/api/v1/projects/"+p.ID)
-	panel.WriteJSON(w, http.StatusCreated, p)
+	httpkit.WriteJSON(w, http.StatusCreated, p)
 }
 
 func (s *Server) getProject(w http.ResponseWriter, r *http.Request) {
@@ -41,7 +41,7 @@ func (s *Server) getProject(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, p)
+	httpkit.WriteJSON(w, http.StatusOK, p)
 }
 
 func (s *Server) archiveProject(w http.ResponseWriter, r *http.Request) {
@@ -60,5 +60,5 @@ func (s *Server) archiveProject(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, p)
+	httpkit.WriteJSON(w, http.StatusOK, p)
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
-	"github.com/ql3/ql3/panel"
+	"github.com/ql3/ql3/httpkit"
 )
 
 // maxStatusFilter bounds the statuses of one ?status= filter.
@@ -47,7 +47,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, listOf(postgres.ListPage[RunListItem]{Items: items, NextCursor: page.NextCursor}))
+	httpkit.WriteJSON(w, http.StatusOK, listOf(postgres.ListPage[RunListItem]{Items: items, NextCursor: page.NextCursor}))
 }
 
 // runListItems adds the wait reason to the page's Runs that have not
@@ -87,13 +87,13 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, v)
+	httpkit.WriteJSON(w, http.StatusOK, v)
 }
 
 // listEvents returns events after ?after= (a seq); NextCursor is the last
 // seq when the page is full, to pass back as ?after=.
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
-	after, err := queryInt64(r, "after", 0)
+	after, err := httpkit.QueryInt64(r, "after", 0)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -116,5 +116,5 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 	if len(events) == limit {
 		out.NextCursor = strconv.FormatInt(events[len(events)-1].Seq, 10)
 	}
-	panel.WriteJSON(w, http.StatusOK, out)
+	httpkit.WriteJSON(w, http.StatusOK, out)
 }

@@ -56,7 +56,7 @@ import (
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/metrics"
 	"github.com/ql3/ql3/core/spec"
-	"github.com/ql3/ql3/panel"
+	"github.com/ql3/ql3/httpkit"
 )
 
 // Backend is what the API needs from storage; *postgres.Publisher is it.
@@ -121,7 +121,10 @@ type Config struct {
 	// the HTTP statistics only.
 	Metrics Collector
 	// Sessions holds the panel's browser sessions; nil means a fresh table.
-	Sessions *panel.Sessions
+	Sessions *httpkit.Sessions
+	// UI is the browser front end served beside the API (the app passes
+	// the web panel, module panel); nil serves the API alone.
+	UI httpkit.UI
 }
 
 // Server is the admin API handler.
@@ -134,7 +137,8 @@ type Server struct {
 	maxBody  int
 	ready    func(ctx context.Context) error
 	now      func() time.Time
-	sessions *panel.Sessions
+	sessions *httpkit.Sessions
+	ui       httpkit.UI
 	handler  http.Handler
 
 	collect   Collector
@@ -142,27 +146,10 @@ type Server struct {
 	patterns  []string // every ServeMux pattern registered, in order
 }
 
-// routeMux is where routes are registered (*http.ServeMux).
-type routeMux interface {
-	HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request))
-}
-
-// patternRecorder registers on the real mux and remembers each pattern, so
-// the OpenAPI coverage test walks the routes actually served.
-type patternRecorder struct {
-	routeMux
-	patterns []string
-}
-
-func (p *patternRecorder) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
-	p.patterns = append(p.patterns, pattern)
-	p.routeMux.HandleFunc(pattern, h)
-}
-
 // New returns the API handler.
 func New(cfg Config) *Server {
 	s := &Server{runs: cfg.Runs, disable: cfg.DisableWorker, b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, now: cfg.Now,
-		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats()}
+		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -174,12 +161,12 @@ func New(cfg Config) *Server {
 	}
 	s.sessions = cfg.Sessions
 	if s.sessions == nil {
-		s.sessions = panel.NewSessions(0, 0, s.now)
+		s.sessions = httpkit.NewSessions(0, 0, s.now)
 	}
 	mux := http.NewServeMux()
-	rec := &patternRecorder{routeMux: mux}
+	rec := &httpkit.PatternRecorder{Mux: mux}
 	s.routes(rec)
-	s.patterns = rec.patterns
+	s.patterns = rec.Patterns
 	s.handler = s.wrap(mux)
 	return s
 }
@@ -187,7 +174,7 @@ func New(cfg Config) *Server {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-func (s *Server) routes(mux routeMux) {
+func (s *Server) routes(mux httpkit.Mux) {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET "+MetricsPath, s.metricsHandler)
@@ -242,7 +229,7 @@ type Health struct {
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	panel.WriteJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
+	httpkit.WriteJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -258,41 +245,19 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			if errors.As(err, &se) {
 				msg = se.Error()
 			}
-			panel.WriteJSON(w, http.StatusServiceUnavailable, Health{Status: "unavailable", Version: s.version, Error: msg})
+			httpkit.WriteJSON(w, http.StatusServiceUnavailable, Health{Status: "unavailable", Version: s.version, Error: msg})
 			return
 		}
 	}
-	panel.WriteJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
+	httpkit.WriteJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
 }
-
-// statusRecorder remembers the status for the access log.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusRecorder) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusRecorder) Write(p []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
-	return s.ResponseWriter.Write(p)
-}
-
-func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 type tokenKey struct{}
 
 // crossOrigin refuses browser requests with side effects from another
 // origin (Sec-Fetch-Site, else Origin against Host) whatever their
 // credentials; non-browser clients send neither header and pass. JSON
-// bodies must also carry Content-Type: application/json (readBody), so a
+// bodies must also carry Content-Type: application/json (httpkit.ReadBody), so a
 // cross-site "simple" request without a preflight never decodes.
 var crossOrigin = http.NewCrossOriginProtection()
 
@@ -302,7 +267,7 @@ var crossOrigin = http.NewCrossOriginProtection()
 func (s *Server) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.now()
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := &httpkit.StatusRecorder{ResponseWriter: w}
 		tokenID := ""
 		defer func() {
 			if p := recover(); p != nil {
@@ -310,24 +275,24 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 					panic(p)
 				}
 				s.log.ErrorContext(r.Context(), "handler panic", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
-				if rec.status == 0 {
+				if rec.Status == 0 {
 					s.fail(rec, r, errs.E(errs.Internal, "", "internal error"))
 				}
 			}
 			took := s.now().Sub(start)
 			// r.Pattern is the ServeMux pattern matched (set on this
 			// request by the mux): bounded series, never raw paths.
-			s.httpStats.Observe(metrics.Route(r.Pattern), r.Method, rec.status, took)
+			s.httpStats.Observe(metrics.Route(r.Pattern), r.Method, rec.Status, took)
 			s.log.LogAttrs(r.Context(), slog.LevelDebug, "http request",
 				slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("route", r.Pattern),
-				slog.Int("status", rec.status), slog.String("token", tokenID), slog.Duration("took", took))
+				slog.Int("status", rec.Status), slog.String("token", tokenID), slog.Duration("took", took))
 		}()
 		w.Header().Set("Cache-Control", "no-store")
 		if err := crossOrigin.Check(r); err != nil {
 			s.fail(rec, r, errs.E(errs.Forbidden, "Origin", "cross-origin request refused: a change must come from this server's own origin or from a non-browser client"))
 			return
 		}
-		if !isOpenPath(r.URL.Path) && !scrapeFromLoopback(r) {
+		if !s.isOpenPath(r.URL.Path) && !scrapeFromLoopback(r) {
 			tok, err := s.authenticate(r)
 			if err != nil {
 				rec.Header().Set("WWW-Authenticate", `Bearer realm="ql3-control"`)

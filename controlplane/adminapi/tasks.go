@@ -8,7 +8,7 @@ import (
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/schedule"
 	"github.com/ql3/ql3/core/spec"
-	"github.com/ql3/ql3/panel"
+	"github.com/ql3/ql3/httpkit"
 )
 
 func projectInput(req CreateProjectRequest) postgres.ProjectInput {
@@ -67,7 +67,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	for _, t := range page.Items {
 		out.Items = append(out.Items, Task{TaskRecord: t})
 	}
-	panel.WriteJSON(w, http.StatusOK, out)
+	httpkit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
@@ -100,7 +100,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 		v.Triggers = append(v.Triggers, triggerView(tr))
 	}
 	w.Header().Set("Location", "/api/v1/tasks/"+t.ID)
-	panel.WriteJSON(w, http.StatusCreated, v)
+	httpkit.WriteJSON(w, http.StatusCreated, v)
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
@@ -114,7 +114,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, Task{TaskRecord: t, Triggers: triggers})
+	httpkit.WriteJSON(w, http.StatusOK, Task{TaskRecord: t, Triggers: triggers})
 }
 
 // maxTriggersShown bounds the triggers embedded in a task response.
@@ -158,7 +158,7 @@ func (s *Server) updateTask(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, Task{TaskRecord: t})
+	httpkit.WriteJSON(w, http.StatusOK, Task{TaskRecord: t})
 }
 
 func (s *Server) patchTask(w http.ResponseWriter, r *http.Request) {
@@ -196,7 +196,7 @@ func (s *Server) applyEnabled(w http.ResponseWriter, r *http.Request, mutationID
 		s.fail(w, r, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, Task{TaskRecord: t})
+	httpkit.WriteJSON(w, http.StatusOK, Task{TaskRecord: t})
 }
 
 func triggerInput(req TriggerRequest) postgres.TriggerInput {
@@ -241,7 +241,7 @@ func (s *Server) listTriggers(w http.ResponseWriter, r *http.Request) {
 	for _, tr := range page.Items {
 		out.Items = append(out.Items, triggerView(tr))
 	}
-	panel.WriteJSON(w, http.StatusOK, out)
+	httpkit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) createTrigger(w http.ResponseWriter, r *http.Request) {
@@ -263,7 +263,7 @@ func (s *Server) createTrigger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/api/v1/tasks/"+t.ID+"/triggers/"+tr.ID)
-	panel.WriteJSON(w, http.StatusCreated, triggerView(tr))
+	httpkit.WriteJSON(w, http.StatusCreated, triggerView(tr))
 }
 
 func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) {
@@ -272,7 +272,7 @@ func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, triggerView(tr))
+	httpkit.WriteJSON(w, http.StatusOK, triggerView(tr))
 }
 
 func (s *Server) updateTrigger(w http.ResponseWriter, r *http.Request) {
@@ -297,7 +297,7 @@ func (s *Server) updateTrigger(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, triggerView(tr))
+	httpkit.WriteJSON(w, http.StatusOK, triggerView(tr))
 }
 
 // requireRevision checks the optimistic-concurrency field every update

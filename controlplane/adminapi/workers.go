@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/ql3/ql3/controlplane/postgres"
-	"github.com/ql3/ql3/panel"
+	"github.com/ql3/ql3/httpkit"
 )
 
 func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) {
@@ -27,7 +27,7 @@ func (s *Server) listWorkers(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Items = append(out.Items, v)
 	}
-	panel.WriteJSON(w, http.StatusOK, out)
+	httpkit.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) registerWorker(w http.ResponseWriter, r *http.Request) {
@@ -42,7 +42,7 @@ func (s *Server) registerWorker(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/api/v1/workers/"+wk.ID)
-	panel.WriteJSON(w, http.StatusCreated, wk)
+	httpkit.WriteJSON(w, http.StatusCreated, wk)
 }
 
 func (s *Server) getWorker(w http.ResponseWriter, r *http.Request) {
@@ -51,7 +51,7 @@ func (s *Server) getWorker(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, v)
+	httpkit.WriteJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) {
@@ -60,13 +60,13 @@ func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, List[postgres.WorkerCredential]{Items: creds})
+	httpkit.WriteJSON(w, http.StatusOK, List[postgres.WorkerCredential]{Items: creds})
 }
 
 // issued answers a new credential. The text is a secret: the response must
 // not be cached anywhere (Cache-Control: no-store is set for every route).
 func issued(w http.ResponseWriter, c postgres.WorkerCredential, text string) {
-	panel.WriteJSON(w, http.StatusCreated, IssuedCredential{WorkerCredential: c, Credential: text})
+	httpkit.WriteJSON(w, http.StatusCreated, IssuedCredential{WorkerCredential: c, Credential: text})
 }
 
 func (s *Server) issueCredential(w http.ResponseWriter, r *http.Request) {
@@ -111,7 +111,7 @@ func (s *Server) revokeCredential(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, c)
+	httpkit.WriteJSON(w, http.StatusOK, c)
 }
 
 // credentialWorker decodes a credential request's optional body into body

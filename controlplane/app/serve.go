@@ -16,6 +16,7 @@ import (
 	"github.com/ql3/ql3/controlplane/coordinator"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/panel"
 )
 
 // serve starts the replica in the order of DESIGN.md §3: config validation
@@ -81,7 +82,7 @@ func (m *Main) serve(ctx context.Context) error {
 		return err
 	}
 	api := adminapi.New(adminapi.Config{
-		Backend: pub, Logger: m.log, Version: m.Version,
+		Backend: pub, Logger: m.log, Version: m.Version, UI: panel.UI{},
 		Ready: func(ctx context.Context) error { return postgres.Readiness(ctx, pool) },
 		Runs:  runOps,
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {

@@ -5,9 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"sort"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/protocol"
+	"github.com/ql3/ql3/httpkit"
 )
 
 // Denial reasons: low-cardinality categories for audit lines and logs.
@@ -108,17 +107,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// routing and drop the connection; the worker reconnects and is
 		// verified again.
 		w.Header().Set("Connection", "close")
-		s.writeError(w, http.StatusMisdirectedRequest, errs.E(errs.Unavailable, "", "trust changed; reconnect"))
+		httpkit.WriteErrorStatus(w, http.StatusMisdirectedRequest, errs.E(errs.Unavailable, "", "trust changed; reconnect"))
 		return
 	}
 	limit, ok := routes[r.URL.Path]
 	if !ok {
-		s.writeError(w, http.StatusNotFound, errs.NotFoundf("no such route"))
+		httpkit.WriteErrorStatus(w, http.StatusNotFound, errs.NotFoundf("no such route"))
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		s.writeError(w, http.StatusMethodNotAllowed, errs.Invalidf("method", "only POST"))
+		httpkit.WriteErrorStatus(w, http.StatusMethodNotAllowed, errs.Invalidf("method", "only POST"))
 		return
 	}
 	select {
@@ -126,7 +125,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer func() { <-s.inflight }()
 	default:
 		w.Header().Set(protocol.HeaderRetryAfter, "1")
-		s.writeError(w, http.StatusServiceUnavailable, errs.E(errs.Unavailable, "", "too many requests in flight"))
+		httpkit.WriteErrorStatus(w, http.StatusServiceUnavailable, errs.E(errs.Unavailable, "", "too many requests in flight"))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
@@ -146,7 +145,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.audit(ctx, denial)
 		}
 		w.Header().Set(protocol.HeaderRetryAfter, strconv.Itoa(int(failureRefill/time.Second)))
-		s.writeError(w, http.StatusTooManyRequests, errs.E(errs.Unavailable, "", "too many failed attempts"))
+		httpkit.WriteErrorStatus(w, http.StatusTooManyRequests, errs.E(errs.Unavailable, "", "too many failed attempts"))
 		return
 	}
 	p, err := s.authenticate(ctx, r, idents)
@@ -161,11 +160,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.audit(ctx, denial)
 		}
 		w.Header().Set("WWW-Authenticate", "Worker")
-		s.writeError(w, http.StatusUnauthorized, errs.E(errs.Unauthorized, "Authorization", "worker authentication failed"))
+		httpkit.WriteErrorStatus(w, http.StatusUnauthorized, errs.E(errs.Unauthorized, "Authorization", "worker authentication failed"))
 		return
 	}
 	p.TrustGeneration, p.RemoteAddr = info.gen(), denial.RemoteAddr
-	body, err := readBody(r, limit)
+	body, err := httpkit.ReadBody(w, r, int(limit))
 	if err != nil {
 		s.fail(ctx, w, r, p.WorkerID, err)
 		return
@@ -184,27 +183,6 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, idents []str
 		return Principal{}, &Denied{Reason: ReasonMalformed}
 	}
 	return s.cfg.Auth.Authenticate(ctx, Presented{CertIdentities: idents, Credential: Credential(cred)})
-}
-
-// readBody reads at most limit bytes of a JSON body: a declared or actual
-// larger body is 413 without reading further.
-func readBody(r *http.Request, limit int64) ([]byte, error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		if mt, _, _ := strings.Cut(ct, ";"); strings.TrimSpace(strings.ToLower(mt)) != "application/json" {
-			return nil, errs.Invalidf("Content-Type", "must be application/json")
-		}
-	}
-	if r.ContentLength > limit {
-		return nil, errs.TooLargef("", "body is %d bytes, limit is %d", r.ContentLength, limit)
-	}
-	data, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		return nil, errs.Invalidf("", "reading the body failed")
-	}
-	if int64(len(data)) > limit {
-		return nil, errs.TooLargef("", "body is larger than %d bytes", limit)
-	}
-	return data, nil
 }
 
 // dispatch decodes the body for its route and calls the port.
@@ -257,7 +235,7 @@ func (s *Server) dispatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 		s.fail(ctx, w, r, p.WorkerID, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpkit.WriteRaw(w, http.StatusOK, out)
 }
 
 // call decodes, runs the port and encodes the answer.
@@ -346,7 +324,7 @@ func (s *Server) pull(ctx context.Context, w http.ResponseWriter, r *http.Reques
 		return
 	}
 	s.log.Info("run leased", "run", offer.RunID, "attemptNumber", offer.AttemptNumber, "worker", p.WorkerID)
-	writeJSON(w, http.StatusOK, raw)
+	httpkit.WriteRaw(w, http.StatusOK, raw)
 }
 
 // pullPauseMs is the pause of an empty pull (ADR 0030): the dispatcher's
@@ -376,19 +354,7 @@ func (s *Server) fail(ctx context.Context, w http.ResponseWriter, r *http.Reques
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set(protocol.HeaderRetryAfter, "1")
 	}
-	s.writeError(w, status, errs.FromBody(body))
-}
-
-func (s *Server) writeError(w http.ResponseWriter, status int, e *errs.Error) {
-	raw, _ := json.Marshal(errs.Body{Code: e.Code, Message: e.Message, Field: e.Field})
-	writeJSON(w, status, raw)
-}
-
-func writeJSON(w http.ResponseWriter, status int, raw []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(raw)))
-	w.WriteHeader(status)
-	_, _ = w.Write(raw)
+	httpkit.WriteErrorStatus(w, status, errs.FromBody(body))
 }
 
 // audit writes a denial line; a failure to write it is logged, and the

@@ -21,6 +21,7 @@ import (
 	"github.com/ql3/ql3/edge/httpapi"
 	"github.com/ql3/ql3/edge/logstore"
 	"github.com/ql3/ql3/edge/sqlite"
+	"github.com/ql3/ql3/panel"
 	"github.com/ql3/ql3/worker/clock"
 )
 
@@ -189,6 +190,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Ready:          m.ready,
 		Metrics:        m.collectMetrics,
 		OnRequest:      idle.activity,
+		UI:             panel.UI{},
 	})
 	m.server = &http.Server{
 		Handler:           api,

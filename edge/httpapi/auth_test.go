@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"github.com/ql3/ql3/panel"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -60,7 +61,7 @@ func TestAuthPolicy(t *testing.T) {
 // loopback rule, which httptest cannot exercise over a real socket.
 func TestRemotePeerNeedsTokenForReads(t *testing.T) {
 	f := newFixture(t)
-	api := New(Config{Store: f.store, Logs: f.logs, Auth: Auth{Digest: DigestToken(f.token)}})
+	api := New(Config{UI: panel.UI{}, Store: f.store, Logs: f.logs, Auth: Auth{Digest: DigestToken(f.token)}})
 	for _, tc := range []struct {
 		remote, token string
 		status        int
@@ -85,7 +86,7 @@ func TestRemotePeerNeedsTokenForReads(t *testing.T) {
 
 func TestAuthDisabled(t *testing.T) {
 	f := newFixture(t)
-	api := New(Config{Store: f.store, Logs: f.logs, Auth: Auth{Disabled: true}})
+	api := New(Config{UI: panel.UI{}, Store: f.store, Logs: f.logs, Auth: Auth{Disabled: true}})
 	req := httptest.NewRequest("POST", "http://127.0.0.1:5700/api/v1/tasks", strings.NewReader(helloTask))
 	req.RemoteAddr = "127.0.0.1:1"
 	req.Header.Set("Content-Type", "application/json")

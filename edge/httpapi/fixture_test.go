@@ -13,6 +13,7 @@ import (
 
 	"github.com/ql3/ql3/edge/logstore"
 	"github.com/ql3/ql3/edge/sqlite"
+	"github.com/ql3/ql3/panel"
 	"github.com/ql3/ql3/worker/clock"
 )
 
@@ -49,7 +50,7 @@ func newFixtureWith(t testing.TB, wrap func(http.Handler) http.Handler) *fixture
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := New(Config{Store: store, Logs: logs, Clock: clk, Auth: Auth{Digest: DigestToken(token)}, Version: "test"})
+	api := New(Config{UI: panel.UI{}, Store: store, Logs: logs, Clock: clk, Auth: Auth{Digest: DigestToken(token)}, Version: "test"})
 	var h http.Handler = api
 	if wrap != nil {
 		h = wrap(api)

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/ql3/ql3/panel"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -20,7 +21,7 @@ func FuzzCreateTaskBody(f *testing.F) {
 	f.Add([]byte(`{"name":"a","name":"b"}`))
 	f.Add([]byte(`[]`))
 	fx := newFixture(f)
-	api := New(Config{Store: fx.store, Logs: fx.logs, Clock: fx.clock, Auth: Auth{Disabled: true}})
+	api := New(Config{UI: panel.UI{}, Store: fx.store, Logs: fx.logs, Clock: fx.clock, Auth: Auth{Disabled: true}})
 	created := 0
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req := httptest.NewRequest("POST", "/api/v1/tasks", bytes.NewReader(body))

@@ -10,6 +10,7 @@ import (
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/logstore"
+	"github.com/ql3/ql3/httpkit"
 )
 
 // Log responses are the raw bytes of the range (text/plain), described by
@@ -38,31 +39,31 @@ func (s *Server) readLog(w http.ResponseWriter, r *http.Request) {
 	runID := r.PathValue("run")
 	n, err := strconv.Atoi(r.PathValue("n"))
 	if err != nil || n < 1 || n > logstore.MaxAttempt {
-		writeError(w, r, s.log, errs.Invalidf("attempt", "must be an attempt number >= 1, got %q", r.PathValue("n")))
+		httpkit.Fail(w, r, s.log, errs.Invalidf("attempt", "must be an attempt number >= 1, got %q", r.PathValue("n")))
 		return
 	}
-	offset, err := queryInt64(r, "offset", 0)
+	offset, err := httpkit.QueryInt64(r, "offset", 0)
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	limit, err := queryInt64(r, "limit", 1)
+	limit, err := httpkit.QueryInt64(r, "limit", 1)
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	if limit > logstore.MaxReadBytes {
-		writeError(w, r, s.log, errs.Invalidf("limit", "must be at most %d bytes, got %d", logstore.MaxReadBytes, limit))
+		httpkit.Fail(w, r, s.log, errs.Invalidf("limit", "must be at most %d bytes, got %d", logstore.MaxReadBytes, limit))
 		return
 	}
 	follow, err := queryBool(r, "follow")
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	att, err := s.store.GetAttempt(r.Context(), edge.AttemptRef{RunID: runID, Number: n})
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	if follow {
@@ -79,7 +80,7 @@ func (s *Server) readLog(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	h := w.Header()
@@ -110,7 +111,7 @@ func (s *Server) followLog(w http.ResponseWriter, r *http.Request, att edge.Atte
 		}
 	}
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	rc := http.NewResponseController(w)

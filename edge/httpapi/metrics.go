@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/ql3/ql3/core/metrics"
-	"github.com/ql3/ql3/panel"
+	"github.com/ql3/ql3/httpkit"
 )
 
 // Collector writes the process's own families into a scrape (metrics.Render).
@@ -15,5 +15,5 @@ type Collector = metrics.Collector
 // reads without a credential, anyone else needs the admin token; with
 // --no-auth only loopback is served at all.
 func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request) {
-	panel.ServeMetrics(w, r, s.log, s.collect, s.httpStats.Write)
+	httpkit.ServeMetrics(w, r, s.log, s.collect, s.httpStats.Write)
 }

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	_ "embed"
-	"net/http"
 )
 
 // OpenAPIPath serves the API's OpenAPI 3.1 document.
@@ -14,10 +13,3 @@ const OpenAPIPath = "/api/v1/openapi.json"
 //
 //go:embed openapi.json
 var openAPIDocument []byte
-
-func (s *Server) openAPI(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(openAPIDocument)
-}

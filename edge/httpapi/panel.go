@@ -6,15 +6,18 @@ import (
 	"net/http"
 
 	"github.com/ql3/ql3/core/errs"
-	"github.com/ql3/ql3/panel"
+	"github.com/ql3/ql3/httpkit"
 )
 
-// The web panel (module panel, ADR 0026): its page and files at / and
-// /panel/, the session endpoints (sign in with the admin token → an
-// HttpOnly SameSite=Strict cookie, ADR 0027) and the schedule preview.
-func (s *Server) panelRoutes(mux panel.Mux) {
-	panel.Routes(mux)
-	api := &panel.SessionAPI{Sessions: s.sessions, Server: "ql3-edge", AuthDisabled: s.auth.Disabled,
+// The browser UI the app mounts (the web panel, module panel, ADR 0026:
+// its page and files at / and /panel/ and the schedule preview) and the
+// session endpoints it signs in with (the admin token → an HttpOnly
+// SameSite=Strict cookie, ADR 0027).
+func (s *Server) panelRoutes(mux httpkit.Mux) {
+	if s.ui != nil {
+		s.ui.Routes(mux, s.now)
+	}
+	api := &httpkit.SessionAPI{Sessions: s.sessions, Server: "ql3-edge", AuthDisabled: s.auth.Disabled,
 		Verify: func(_ context.Context, token string) (string, error) {
 			if len(token) > maxTokenLength {
 				return "", errs.E(errs.Unauthorized, "token", "invalid token")
@@ -26,7 +29,6 @@ func (s *Server) panelRoutes(mux panel.Mux) {
 			return "", nil // the edge has one admin token: the session itself is the proof
 		}}
 	api.Routes(mux)
-	mux.HandleFunc("GET "+panel.PreviewPath, panel.PreviewHandler(s.now))
 }
 
 // sessionAllows reports whether the request is authorized by a panel
@@ -39,5 +41,5 @@ func (s *Server) sessionAllows(r *http.Request) bool {
 	if _, ok := s.sessions.Lookup(r); !ok {
 		return false
 	}
-	return panel.CookieMayAuthorize(r)
+	return httpkit.CookieMayAuthorize(r)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ql3/ql3/httpkit"
 	"github.com/ql3/ql3/panel"
 )
 
@@ -18,19 +19,19 @@ func TestPanelSessionCookie(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := f.send("POST", panel.SessionPath, `{"token":"`+other+`"}`); r.status != 401 || r.errBody(t).Field != "token" {
+	if r := f.send("POST", httpkit.SessionPath, `{"token":"`+other+`"}`); r.status != 401 || r.errBody(t).Field != "token" {
 		t.Fatalf("wrong token: %d %s", r.status, r.body)
 	}
-	if r := f.send("POST", panel.SessionPath, `{"token":"x","extra":1}`); r.status != 400 {
+	if r := f.send("POST", httpkit.SessionPath, `{"token":"x","extra":1}`); r.status != 400 {
 		t.Fatalf("unknown field: %d %s", r.status, r.body)
 	}
-	r := f.send("POST", panel.SessionPath, `{"token":"`+f.token+`"}`)
+	r := f.send("POST", httpkit.SessionPath, `{"token":"`+f.token+`"}`)
 	if r.status != 200 {
 		t.Fatalf("sign in: %d %s", r.status, r.body)
 	}
 	var cookie *http.Cookie
 	for _, c := range (&http.Response{Header: r.header}).Cookies() {
-		if c.Name == panel.CookieName {
+		if c.Name == httpkit.CookieName {
 			cookie = c
 		}
 	}
@@ -40,12 +41,12 @@ func TestPanelSessionCookie(t *testing.T) {
 	if strings.Contains(cookie.Value, f.token) || len(cookie.Value) != 64 {
 		t.Fatalf("cookie value is not a random id")
 	}
-	ck := panel.CookieName + "=" + cookie.Value
+	ck := httpkit.CookieName + "=" + cookie.Value
 	// Off loopback (rebinding Host) a read needs a credential: the cookie is one.
 	if r := f.send("GET", "/api/v1/tasks", "", "Cookie", ck, "Host", "edge.example:5700"); r.status != 200 {
 		t.Fatalf("read with cookie: %d %s", r.status, r.body)
 	}
-	if r := f.send("GET", panel.SessionPath, "", "Cookie", ck); r.status != 200 || !strings.Contains(string(r.body), `"signedIn":true`) {
+	if r := f.send("GET", httpkit.SessionPath, "", "Cookie", ck); r.status != 200 || !strings.Contains(string(r.body), `"signedIn":true`) {
 		t.Fatalf("session status: %d %s", r.status, r.body)
 	}
 	same := []string{"Cookie", ck, "Sec-Fetch-Site", "same-origin", "Origin", f.srv.URL}
@@ -69,7 +70,7 @@ func TestPanelSessionCookie(t *testing.T) {
 	if r := f.send("GET", "/api/v1/tasks", "", "Cookie", ck, "Authorization", "Bearer "+other); r.status != 401 {
 		t.Errorf("wrong bearer with good cookie: %d", r.status)
 	}
-	if r := f.send("DELETE", panel.SessionPath, "", same...); r.status != 204 {
+	if r := f.send("DELETE", httpkit.SessionPath, "", same...); r.status != 204 {
 		t.Fatalf("sign out: %d %s", r.status, r.body)
 	}
 	if r := f.send("GET", "/api/v1/tasks", "", "Cookie", ck, "Host", "edge.example:5700"); r.status != 401 {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"github.com/ql3/ql3/panel"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,7 +12,7 @@ import (
 func newNoAuthFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := newFixture(t)
-	srv := httptest.NewServer(New(Config{Store: f.store, Logs: f.logs, Clock: f.clock, Auth: Auth{Disabled: true}}))
+	srv := httptest.NewServer(New(Config{UI: panel.UI{}, Store: f.store, Logs: f.logs, Clock: f.clock, Auth: Auth{Disabled: true}}))
 	t.Cleanup(srv.Close)
 	f.srv = srv
 	return f

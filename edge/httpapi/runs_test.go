@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/edge"
+	"github.com/ql3/ql3/panel"
 )
 
 func TestTriggerCRUD(t *testing.T) {
@@ -301,7 +302,7 @@ func TestFollowOutlivesServerTimeouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(New(Config{Store: f.store, Logs: f.logs, Clock: f.clock, Auth: Auth{Disabled: true}}))
+	srv := httptest.NewUnstartedServer(New(Config{UI: panel.UI{}, Store: f.store, Logs: f.logs, Clock: f.clock, Auth: Auth{Disabled: true}}))
 	// The server's timeouts must not be so short that the handler's own
 	// start (store and log reads on a loaded machine) outlasts them: the
 	// read deadline left by the server would fire in its background read

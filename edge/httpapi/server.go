@@ -44,7 +44,7 @@ import (
 	"github.com/ql3/ql3/core/metrics"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/logstore"
-	"github.com/ql3/ql3/panel"
+	"github.com/ql3/ql3/httpkit"
 	"github.com/ql3/ql3/worker/clock"
 )
 
@@ -61,7 +61,10 @@ type Config struct {
 	// without one; 0 means schedule.DefaultEdgeGraceMs.
 	DefaultGraceMs int64
 	// Sessions holds the panel's browser sessions; nil means a fresh table.
-	Sessions *panel.Sessions
+	Sessions *httpkit.Sessions
+	// UI is the browser front end served beside the API (the app passes
+	// the web panel, module panel); nil serves the API alone.
+	UI httpkit.UI
 	// Ready reports whether the process can serve (store open, scheduler
 	// and runner started); nil means always ready.
 	Ready func(ctx context.Context) error
@@ -84,7 +87,8 @@ type Server struct {
 	version  string
 	ready    func(ctx context.Context) error
 	grace    int64
-	sessions *panel.Sessions
+	sessions *httpkit.Sessions
+	ui       httpkit.UI
 	handler  http.Handler
 
 	onReq     func()
@@ -93,25 +97,13 @@ type Server struct {
 	patterns  []string // every ServeMux pattern registered, in order
 }
 
-// patternRecorder registers on the real mux and remembers each pattern, so
-// the OpenAPI coverage test walks the routes actually served.
-type patternRecorder struct {
-	panel.Mux
-	patterns []string
-}
-
-func (p *patternRecorder) HandleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
-	p.patterns = append(p.patterns, pattern)
-	p.Mux.HandleFunc(pattern, h)
-}
-
 // New returns the API handler.
 func New(cfg Config) *Server {
 	s := &Server{
 		store: cfg.Store, logs: cfg.Logs, auth: cfg.Auth, log: cfg.Logger,
 		maxBody: cfg.MaxBodyBytes, version: cfg.Version, ready: cfg.Ready, grace: cfg.DefaultGraceMs,
 		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(),
-		onReq: cfg.OnRequest,
+		onReq: cfg.OnRequest, ui: cfg.UI,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -123,15 +115,15 @@ func New(cfg Config) *Server {
 	s.clock = c.Now
 	s.sessions = cfg.Sessions
 	if s.sessions == nil {
-		s.sessions = panel.NewSessions(0, 0, s.clock)
+		s.sessions = httpkit.NewSessions(0, 0, s.clock)
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
 	mux := http.NewServeMux()
-	rec := &patternRecorder{Mux: mux}
+	rec := &httpkit.PatternRecorder{Mux: mux}
 	s.routes(rec)
-	s.patterns = rec.patterns
+	s.patterns = rec.Patterns
 	s.handler = s.wrap(mux)
 	return s
 }
@@ -139,11 +131,11 @@ func New(cfg Config) *Server {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-func (s *Server) routes(mux panel.Mux) {
+func (s *Server) routes(mux httpkit.Mux) {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /metrics", s.metricsHandler)
-	mux.HandleFunc("GET "+OpenAPIPath, s.openAPI)
+	mux.HandleFunc("GET "+OpenAPIPath, httpkit.ServeDocument(openAPIDocument))
 	s.panelRoutes(mux)
 
 	mux.HandleFunc("GET /api/v1/tasks", s.listTasks)
@@ -170,12 +162,12 @@ func (s *Server) routes(mux panel.Mux) {
 
 	// Everything else under the API is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, s.log, notFoundRoute(r))
+		httpkit.Fail(w, r, s.log, notFoundRoute(r))
 	})
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	panel.WriteJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
+	httpkit.WriteJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -184,9 +176,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		if err := s.ready(ctx); err != nil {
 			s.log.WarnContext(r.Context(), "not ready", "err", err)
-			panel.WriteJSON(w, http.StatusServiceUnavailable, Health{Status: "unavailable", Version: s.version, Error: "not ready"})
+			httpkit.WriteJSON(w, http.StatusServiceUnavailable, Health{Status: "unavailable", Version: s.version, Error: "not ready"})
 			return
 		}
 	}
-	panel.WriteJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
+	httpkit.WriteJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
 }

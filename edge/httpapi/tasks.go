@@ -11,7 +11,7 @@ import (
 	"github.com/ql3/ql3/core/schedule"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/panel"
+	"github.com/ql3/ql3/httpkit"
 )
 
 // maxInlineTriggers bounds the triggers of one create request.
@@ -37,43 +37,43 @@ func (s *Server) resolveTask(ctx context.Context, ref string) (edge.Task, error)
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	limit, err := queryLimit(r)
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	deleted, err := queryBool(r, "deleted")
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	page, err := s.store.ListTasks(r.Context(), edge.TaskFilter{IncludeDeleted: deleted, Limit: limit, Cursor: r.URL.Query().Get("cursor")})
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, listOf(page.Tasks, page.NextCursor, func(t edge.Task) Task { return taskView(t, nil, 0) }))
+	httpkit.WriteJSON(w, http.StatusOK, listOf(page.Tasks, page.NextCursor, func(t edge.Task) Task { return taskView(t, nil, 0) }))
 }
 
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	var req CreateTaskRequest
-	if err := decodeBody(w, r, s.maxBody, &req); err != nil {
-		writeError(w, r, s.log, err)
+	if err := httpkit.DecodeJSON(w, r, s.maxBody, &req); err != nil {
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	// Validate everything before the first write, so a bad trigger never
 	// leaves a task behind.
 	in, err := newTaskInput(req)
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	if len(req.Triggers) > maxInlineTriggers {
-		writeError(w, r, s.log, errs.TooLargef("triggers", "at most %d triggers per request, got %d", maxInlineTriggers, len(req.Triggers)))
+		httpkit.Fail(w, r, s.log, errs.TooLargef("triggers", "at most %d triggers per request, got %d", maxInlineTriggers, len(req.Triggers)))
 		return
 	}
 	for i, tr := range req.Triggers {
 		ti, err := s.triggerInput(tr)
 		if err != nil {
-			writeError(w, r, s.log, errs.Prefix("triggers["+strconv.Itoa(i)+"]", err))
+			httpkit.Fail(w, r, s.log, errs.Prefix("triggers["+strconv.Itoa(i)+"]", err))
 			return
 		}
 		in.Triggers = append(in.Triggers, ti)
@@ -82,16 +82,16 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	task, err := s.store.CreateTask(ctx, in)
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	created, err := s.store.ListTriggers(ctx, task.ID)
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	w.Header().Set("Location", "/api/v1/tasks/"+task.ID)
-	panel.WriteJSON(w, http.StatusCreated, taskView(task, created, s.now().UnixMilli()))
+	httpkit.WriteJSON(w, http.StatusCreated, taskView(task, created, s.now().UnixMilli()))
 }
 
 func newTaskInput(req CreateTaskRequest) (edge.NewTask, error) {
@@ -150,10 +150,10 @@ func (s *Server) triggerInput(tr TriggerRequest) (edge.TriggerInput, error) {
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 	t, triggers, err := s.taskWithTriggers(r)
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, taskView(t, triggers, s.now().UnixMilli()))
+	httpkit.WriteJSON(w, http.StatusOK, taskView(t, triggers, s.now().UnixMilli()))
 }
 
 // taskWithTriggers resolves the {task} path value (id or live name) and
@@ -178,44 +178,44 @@ func requireRevision(expected int64) error {
 
 func (s *Server) updateTask(w http.ResponseWriter, r *http.Request) {
 	var req UpdateTaskRequest
-	if err := decodeBody(w, r, s.maxBody, &req); err != nil {
-		writeError(w, r, s.log, err)
+	if err := httpkit.DecodeJSON(w, r, s.maxBody, &req); err != nil {
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	if err := requireRevision(req.ExpectedRevision); err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	if err := validateName(req.Name); err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	cmd, err := decodeSpec(req.Spec)
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	t, err := s.resolveTask(r.Context(), r.PathValue("task"))
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	t, err = s.store.UpdateTask(r.Context(), t.ID, req.ExpectedRevision, edge.TaskUpdate{Name: req.Name, Spec: cmd})
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, taskView(t, nil, 0))
+	httpkit.WriteJSON(w, http.StatusOK, taskView(t, nil, 0))
 }
 
 func (s *Server) patchTask(w http.ResponseWriter, r *http.Request) {
 	var req PatchTaskRequest
-	if err := decodeBody(w, r, s.maxBody, &req); err != nil {
-		writeError(w, r, s.log, err)
+	if err := httpkit.DecodeJSON(w, r, s.maxBody, &req); err != nil {
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	if req.Enabled == nil {
-		writeError(w, r, s.log, errs.Invalidf("enabled", "required"))
+		httpkit.Fail(w, r, s.log, errs.Invalidf("enabled", "required"))
 		return
 	}
 	s.applyEnabled(w, r, *req.Enabled)
@@ -224,8 +224,8 @@ func (s *Server) patchTask(w http.ResponseWriter, r *http.Request) {
 func (s *Server) setEnabled(enabled bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var none struct{}
-		if err := decodeOptionalBody(w, r, s.maxBody, &none); err != nil {
-			writeError(w, r, s.log, err)
+		if err := httpkit.DecodeOptionalJSON(w, r, s.maxBody, &none); err != nil {
+			httpkit.Fail(w, r, s.log, err)
 			return
 		}
 		s.applyEnabled(w, r, enabled)
@@ -235,25 +235,25 @@ func (s *Server) setEnabled(enabled bool) http.HandlerFunc {
 func (s *Server) applyEnabled(w http.ResponseWriter, r *http.Request, enabled bool) {
 	t, err := s.resolveTask(r.Context(), r.PathValue("task"))
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	t, err = s.store.SetTaskEnabled(r.Context(), t.ID, enabled)
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, taskView(t, nil, 0))
+	httpkit.WriteJSON(w, http.StatusOK, taskView(t, nil, 0))
 }
 
 func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request) {
 	t, err := s.resolveTask(r.Context(), r.PathValue("task"))
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	if err := s.store.DeleteTask(r.Context(), t.ID); err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/panel"
+	"github.com/ql3/ql3/httpkit"
 )
 
 // taskTrigger resolves {task} and {trigger} and checks that the trigger
@@ -29,82 +29,82 @@ func (s *Server) taskTrigger(ctx context.Context, r *http.Request) (edge.Task, e
 func (s *Server) listTriggers(w http.ResponseWriter, r *http.Request) {
 	_, triggers, err := s.taskWithTriggers(r)
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, listOf(triggers, "", func(t edge.Trigger) Trigger { return triggerView(t, 0) }))
+	httpkit.WriteJSON(w, http.StatusOK, listOf(triggers, "", func(t edge.Trigger) Trigger { return triggerView(t, 0) }))
 }
 
 func (s *Server) createTrigger(w http.ResponseWriter, r *http.Request) {
 	var req TriggerRequest
-	if err := decodeBody(w, r, s.maxBody, &req); err != nil {
-		writeError(w, r, s.log, err)
+	if err := httpkit.DecodeJSON(w, r, s.maxBody, &req); err != nil {
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	in, err := s.triggerInput(req)
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	t, err := s.resolveTask(r.Context(), r.PathValue("task"))
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	tr, err := s.store.CreateTrigger(r.Context(), t.ID, in)
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	w.Header().Set("Location", "/api/v1/tasks/"+t.ID+"/triggers/"+tr.ID)
-	panel.WriteJSON(w, http.StatusCreated, triggerView(tr, 0))
+	httpkit.WriteJSON(w, http.StatusCreated, triggerView(tr, 0))
 }
 
 func (s *Server) getTrigger(w http.ResponseWriter, r *http.Request) {
 	_, tr, err := s.taskTrigger(r.Context(), r)
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, triggerView(tr, 0))
+	httpkit.WriteJSON(w, http.StatusOK, triggerView(tr, 0))
 }
 
 func (s *Server) updateTrigger(w http.ResponseWriter, r *http.Request) {
 	var req UpdateTriggerRequest
-	if err := decodeBody(w, r, s.maxBody, &req); err != nil {
-		writeError(w, r, s.log, err)
+	if err := httpkit.DecodeJSON(w, r, s.maxBody, &req); err != nil {
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	if err := requireRevision(req.ExpectedRevision); err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	in, err := s.triggerInput(req.TriggerRequest)
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	_, tr, err := s.taskTrigger(r.Context(), r)
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	tr, err = s.store.UpdateTrigger(r.Context(), tr.ID, req.ExpectedRevision, in)
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	panel.WriteJSON(w, http.StatusOK, triggerView(tr, 0))
+	httpkit.WriteJSON(w, http.StatusOK, triggerView(tr, 0))
 }
 
 func (s *Server) deleteTrigger(w http.ResponseWriter, r *http.Request) {
 	_, tr, err := s.taskTrigger(r.Context(), r)
 	if err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	if err := s.store.DeleteTrigger(r.Context(), tr.ID); err != nil {
-		writeError(w, r, s.log, err)
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -7,6 +7,7 @@ import (
 	"github.com/ql3/ql3/core/run"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge"
+	"github.com/ql3/ql3/httpkit"
 )
 
 // Wire types of the /api/v1 JSON API. Times are epoch milliseconds, ids are
@@ -239,3 +240,7 @@ func attemptView(a edge.Attempt) Attempt {
 func eventView(e edge.RunEvent) RunEvent {
 	return RunEvent{Seq: e.Seq, Type: string(e.Type), AtMs: e.AtMs, Payload: e.Payload}
 }
+
+// ErrorBody is the JSON shape of every error response (the admin API's
+// too: httpkit.ErrorBody, core/errs.Body).
+type ErrorBody = httpkit.ErrorBody

@@ -33,3 +33,5 @@ replace github.com/ql3/ql3/migrations => ../../migrations
 replace github.com/ql3/ql3/scripts => ../../scripts
 
 replace github.com/ql3/ql3/panel => ../
+
+replace github.com/ql3/ql3/httpkit => ../../httpkit

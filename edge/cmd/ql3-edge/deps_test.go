@@ -63,3 +63,21 @@ func TestEdgeLinksTimeZoneData(t *testing.T) {
 		}
 	}
 }
+
+// TestEdgeAPIDoesNotImportThePanel: the HTTP API builds on the HTTP kit
+// (module httpkit, ADR 0036); the web panel is a front end the app mounts,
+// so only the app imports it, and the API package links none of it.
+func TestEdgeAPIDoesNotImportThePanel(t *testing.T) {
+	deptest.Forbid(t, "../..", "github.com/ql3/ql3/edge/httpapi", deptest.ServerTargets[:1],
+		[]string{"github.com/ql3/ql3/panel"})
+	linksKit, appLinksPanel := false, false
+	for _, d := range deptest.Deps(t, "../..", "github.com/ql3/ql3/edge/httpapi", deptest.ServerTargets[0]) {
+		linksKit = linksKit || d == "github.com/ql3/ql3/httpkit"
+	}
+	for _, d := range deptest.Deps(t, "../..", "github.com/ql3/ql3/edge/cmd/ql3-edge", deptest.ServerTargets[0]) {
+		appLinksPanel = appLinksPanel || d == "github.com/ql3/ql3/panel"
+	}
+	if !linksKit || !appLinksPanel {
+		t.Errorf("edge/httpapi links httpkit: %v; ql3-edge links the panel: %v; both must hold or the check is vacuous", linksKit, appLinksPanel)
+	}
+}

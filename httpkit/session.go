@@ -1,14 +1,10 @@
-package panel
+package httpkit
 
 import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
-	"io"
-	"mime"
 	"net/http"
 	"strings"
 	"sync"
@@ -242,42 +238,4 @@ func (a *SessionAPI) signIn(w http.ResponseWriter, r *http.Request) {
 func (a *SessionAPI) signOut(w http.ResponseWriter, r *http.Request) {
 	a.Sessions.End(w, r)
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// DecodeJSON reads a strict JSON body: Content-Type application/json,
-// at most limit bytes, no unknown fields, one value.
-func DecodeJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return errs.Invalidf("Content-Type", "must be application/json")
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return errs.TooLargef("", "request body is larger than %d bytes", limit)
-		}
-		return errs.Invalidf("", "request body: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errs.Invalidf("", "request body: one JSON value expected")
-	}
-	return nil
-}
-
-// WriteError writes err as the APIs' {code,message,field} body. Internal
-// errors are answered with a generic message.
-func WriteError(w http.ResponseWriter, err error) {
-	body, _ := errs.Public(err)
-	WriteJSON(w, errs.HTTPStatus(body.Code), body)
-}
-
-// WriteJSON writes v with status.
-func WriteJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
 }

@@ -1,4 +1,4 @@
-package panel
+package httpkit
 
 import "github.com/ql3/ql3/core/errs"
 
