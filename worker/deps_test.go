@@ -43,7 +43,9 @@ func TestWorkerBinaryLinksNoThirdParty(t *testing.T) {
 // executorMayLink is everything outside the standard library the shared
 // executor may link: itself, worker/clock (stdlib-only) and the pure core
 // packages of the attempt vocabulary (run's statuses and error classes,
-// errs' field errors; run pulls in canonjson for its payload digests). The edge imports this
+// errs' field errors; run pulls in canonjson for its payload digests) and
+// of the task spec it maps onto a process (spec, with the placement types
+// it carries; not the placement matcher, which links semver). The edge imports this
 // package (DESIGN.md §1's one sideways arrow), so whatever it links, both
 // binaries link.
 var executorMayLink = map[string]bool{
@@ -52,6 +54,8 @@ var executorMayLink = map[string]bool{
 	"github.com/ql3/ql3/core/errs":       true,
 	"github.com/ql3/ql3/core/run":        true,
 	"github.com/ql3/ql3/core/canonjson":  true,
+	"github.com/ql3/ql3/core/spec":       true,
+	"github.com/ql3/ql3/core/placement":  true,
 }
 
 func TestExecutorLinksOnlyStdlibAndCoreVocabulary(t *testing.T) {

@@ -358,19 +358,12 @@ func (r *Runner) launch(ctx context.Context, slot *executor.Slot, due edge.Run, 
 // buildRequest maps the pinned spec onto an executor request.
 func buildRequest(c edge.Claim, out *logstore.Writer) executor.Request {
 	cmd := c.Revision.Spec
-	sp := executor.Spec{Env: cmd.Environment, WorkDir: cmd.WorkingDirectory, Timeout: time.Duration(cmd.TimeoutMs) * time.Millisecond}
-	if cmd.Argv != nil {
-		sp.Argv = append([]string{cmd.Argv.File}, cmd.Argv.Args...)
-	}
-	if cmd.Shell != nil {
-		sp.ShellCommand, sp.Shell = cmd.Shell.Command, cmd.Shell.Shell
-	}
 	req := executor.Request{
 		RunID:        c.Run.ID,
 		Attempt:      c.Attempt.Number,
 		TaskID:       c.Run.TaskID,
 		TaskRevision: c.Run.TaskRevision,
-		Spec:         sp,
+		Spec:         executor.SpecFor(cmd, time.Duration(cmd.TimeoutMs)*time.Millisecond),
 		Output:       out,
 	}
 	if c.Run.ScheduledForMs > 0 {

@@ -20,16 +20,9 @@ func (r ExecRunner) Start(l Launch) (Process, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: every executor slot is taken", ErrNeverStarted)
 	}
-	sp := executor.Spec{Env: l.Spec.Environment, WorkDir: l.Spec.WorkingDirectory, Timeout: l.Timeout}
-	switch {
-	case l.Spec.Argv != nil:
-		sp.Argv = append([]string{l.Spec.Argv.File}, l.Spec.Argv.Args...)
-	case l.Spec.Shell != nil:
-		sp.ShellCommand, sp.Shell = l.Spec.Shell.Command, l.Spec.Shell.Shell
-	}
 	h, err := r.E.Start(slot, executor.Request{
 		RunID: l.RunID, Attempt: l.Attempt, TaskID: dirName(l.TaskID), TaskRevision: l.TaskRevision,
-		ScheduledFor: l.ScheduledFor, Spec: sp, Output: l.Output,
+		ScheduledFor: l.ScheduledFor, Spec: executor.SpecFor(l.Spec, l.Timeout), Output: l.Output,
 	})
 	if err != nil {
 		var se *executor.StartError

@@ -1,7 +1,8 @@
 // Package executor runs one attempt of a task as a local process. It is the
 // one executor of both binaries: ql3-edge runs its attempts with it and
 // ql3-worker the attempts it leases (DESIGN.md §1: the edge's one sideways
-// import). It links only the standard library, core's errs and run, and worker/clock.
+// import). It links only the standard library, core's errs, run and spec
+// (SpecFor maps a task spec onto a process), and worker/clock.
 //
 // Each attempt gets its own process group (Setpgid), stdin from /dev/null
 // and one pipe shared by stdout and stderr, drained into the caller's writer
