@@ -444,5 +444,6 @@ type Store interface {
 	RunnerStore
 	ScheduleStore
 	Signals
+	EventFeed
 	Close() error
 }

@@ -83,6 +83,7 @@ type Store struct {
 	runsReady        chan struct{}
 	cancelRequested  chan struct{}
 	schedulesChanged chan struct{}
+	appended         *broadcast // the feed's wake-up: closed after each commit that appended run events
 }
 
 // Open opens (creating if needed) the database at path, applies pending
@@ -176,6 +177,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		runsReady:        make(chan struct{}, 1),
 		cancelRequested:  make(chan struct{}, 1),
 		schedulesChanged: make(chan struct{}, 1),
+		appended:         newBroadcast(),
 	}, nil
 }
 
@@ -275,6 +277,9 @@ func (s *Store) writeSync(ctx context.Context, durable bool, fn func(tx *wtx, sg
 		return translate(err)
 	}
 	s.send(sg)
+	if tx.appended {
+		s.appended.signal()
+	}
 	return nil
 }
 

@@ -164,6 +164,7 @@ func insertEvents(ctx context.Context, tx *wtx, runID string, afterSeq, nowMs in
 			runID, afterSeq+int64(i)+1, string(e.typ), nowMs, string(body)); err != nil {
 			return err
 		}
+		tx.appended = true
 	}
 	return nil
 }

@@ -14,6 +14,9 @@ import (
 type wtx struct {
 	*sql.Tx
 	stmts map[string]*sql.Stmt
+	// appended: the transaction wrote run events (the feed's wake-up is
+	// signalled after it commits).
+	appended bool
 }
 
 func (w *wtx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
