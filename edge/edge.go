@@ -65,7 +65,7 @@ type TaskRevision struct {
 
 // NewTask is the input of CreateTask.
 type NewTask struct {
-	Name    string // 1..128 bytes, no control characters; unique among live tasks
+	Name    string // edge.CheckTaskName: 1..128 characters, readable; unique among live tasks
 	Spec    spec.Command
 	Enabled bool
 	// Triggers are created with the task in the same transaction, so a

@@ -54,6 +54,9 @@ func ScheduleKey(in TriggerInput) string {
 // NormalizeTrigger validates in and fills its defaults (zone UTC, misfire
 // skip, grace schedule.DefaultEdgeGraceMs). Errors name the field.
 func NormalizeTrigger(in TriggerInput) (TriggerInput, error) {
+	if in.Expression == "" {
+		return TriggerInput{}, errs.Invalidf("expression", "required")
+	}
 	if in.TimeZone == "" {
 		in.TimeZone = "UTC"
 	}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -102,5 +103,34 @@ func TestNewTriggerShowsNextFire(t *testing.T) {
 	f.decode("GET", "/api/v1/tasks/hello", "", http.StatusOK, &disabled)
 	if disabled.Triggers[0].NextFireAtMs != 0 {
 		t.Fatal("a disabled task shows a next fire")
+	}
+}
+
+// TestTaskNamesCountCharacters: a name's limit is 128 characters, not
+// bytes, as on the cluster: 50 CJK characters (150 bytes) and an emoji
+// name are accepted, stored and found by name; 129 CJK characters are
+// refused with the cluster's words.
+func TestTaskNamesCountCharacters(t *testing.T) {
+	f := newFixture(t)
+	cjk50 := strings.Repeat("日", 50)
+	for _, name := range []string{cjk50, "🚀 deploy 🌙", strings.Repeat("字", 128)} {
+		var created Task
+		f.decode("POST", "/api/v1/tasks", taskBody(name, ""), http.StatusCreated, &created)
+		if created.Name != name {
+			t.Fatalf("stored %q, want %q", created.Name, name)
+		}
+		var got Task
+		f.decode("GET", "/api/v1/tasks/"+url.PathEscape(name), "", http.StatusOK, &got)
+		if got.ID != created.ID {
+			t.Fatalf("lookup by name %q found %q", name, got.ID)
+		}
+	}
+	r := f.call("POST", "/api/v1/tasks", taskBody(strings.Repeat("日", 129), ""))
+	if e := r.errBody(t); r.status != http.StatusBadRequest || e.Field != "name" || e.Message != "must be 1..128 characters, got 129" {
+		t.Fatalf("129 characters: %d %s", r.status, r.body)
+	}
+	r = f.call("PUT", "/api/v1/tasks/"+url.PathEscape(cjk50), `{"expectedRevision":1,"name":`+quoteJSON(strings.Repeat("日", 129))+`,"spec":{"kind":"qinglong/command@v1","argv":{"file":"true"}}}`)
+	if r.status != http.StatusBadRequest || r.errBody(t).Field != "name" {
+		t.Fatalf("rename to 129 characters: %d %s", r.status, r.body)
 	}
 }

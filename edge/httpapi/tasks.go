@@ -7,15 +7,11 @@ import (
 	"strconv"
 
 	"github.com/ql3/ql3/core/errs"
-	"github.com/ql3/ql3/core/names"
 	"github.com/ql3/ql3/core/schedule"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/httpkit"
 )
-
-// maxInlineTriggers bounds the triggers of one create request.
-const maxInlineTriggers = 16
 
 func notFoundRoute(r *http.Request) error {
 	return errs.NotFoundf("no route for %s %s", r.Method, r.URL.Path)
@@ -59,26 +55,16 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	// Validate everything before the first write, so a bad trigger never
-	// leaves a task behind.
 	in, err := newTaskInput(req)
 	if err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	if len(req.Triggers) > maxInlineTriggers {
-		httpkit.Fail(w, r, s.log, errs.TooLargef("triggers", "at most %d triggers per request, got %d", maxInlineTriggers, len(req.Triggers)))
-		return
+	for _, tr := range req.Triggers {
+		in.Triggers = append(in.Triggers, s.triggerInput(tr))
 	}
-	for i, tr := range req.Triggers {
-		ti, err := s.triggerInput(tr)
-		if err != nil {
-			httpkit.Fail(w, r, s.log, errs.Prefix("triggers["+strconv.Itoa(i)+"]", err))
-			return
-		}
-		in.Triggers = append(in.Triggers, ti)
-	}
-	// One transaction: the task and all its triggers, or nothing.
+	// One transaction: the task and all its triggers, or nothing. The
+	// store validates it all (edge.CheckNewTask) before writing.
 	ctx := r.Context()
 	task, err := s.store.CreateTask(ctx, in)
 	if err != nil {
@@ -94,10 +80,9 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	httpkit.WriteJSON(w, http.StatusCreated, taskView(task, created, s.now().UnixMilli()))
 }
 
+// newTaskInput parses a create request; the rules are the store's
+// (edge.CheckNewTask).
 func newTaskInput(req CreateTaskRequest) (edge.NewTask, error) {
-	if err := validateName(req.Name); err != nil {
-		return edge.NewTask{}, err
-	}
 	cmd, err := decodeSpec(req.Spec)
 	if err != nil {
 		return edge.NewTask{}, err
@@ -117,34 +102,16 @@ func decodeSpec(raw []byte) (spec.Command, error) {
 	return cmd, nil
 }
 
-// validateName mirrors edge.NewTask's rule so the error names the field
-// before the store is asked.
-func validateName(name string) error {
-	if name == "" || len(name) > 128 {
-		return errs.Invalidf("name", "must be 1..128 bytes, got %d", len(name))
-	}
-	for _, c := range name {
-		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) {
-			return errs.Invalidf("name", "must not contain control characters")
-		}
-	}
-	return names.Check("name", name)
-}
-
-// triggerInput validates a trigger request completely (edge.NormalizeTrigger:
-// the zone exists, the expression parses in it, policy and grace are in
-// range) and fills its defaults.
-func (s *Server) triggerInput(tr TriggerRequest) (edge.TriggerInput, error) {
-	if tr.Expression == "" {
-		return edge.TriggerInput{}, errs.Invalidf("expression", "required")
-	}
-	return edge.NormalizeTrigger(edge.TriggerInput{
+// triggerInput maps a trigger request onto the store's input, with this
+// server's default grace; the store validates it (edge.NormalizeTrigger).
+func (s *Server) triggerInput(tr TriggerRequest) edge.TriggerInput {
+	return edge.TriggerInput{
 		Expression: tr.Expression,
 		TimeZone:   tr.TimeZone,
 		Misfire:    schedule.MisfirePolicy(tr.Misfire),
 		GraceMs:    cmp.Or(tr.GraceMs, s.grace),
 		Enabled:    tr.Enabled == nil || *tr.Enabled,
-	})
+	}
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
@@ -183,10 +150,6 @@ func (s *Server) updateTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := requireRevision(req.ExpectedRevision); err != nil {
-		httpkit.Fail(w, r, s.log, err)
-		return
-	}
-	if err := validateName(req.Name); err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}

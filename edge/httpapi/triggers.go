@@ -41,17 +41,12 @@ func (s *Server) createTrigger(w http.ResponseWriter, r *http.Request) {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	in, err := s.triggerInput(req)
-	if err != nil {
-		httpkit.Fail(w, r, s.log, err)
-		return
-	}
 	t, err := s.resolveTask(r.Context(), r.PathValue("task"))
 	if err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	tr, err := s.store.CreateTrigger(r.Context(), t.ID, in)
+	tr, err := s.store.CreateTrigger(r.Context(), t.ID, s.triggerInput(req))
 	if err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return
@@ -79,17 +74,12 @@ func (s *Server) updateTrigger(w http.ResponseWriter, r *http.Request) {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	in, err := s.triggerInput(req.TriggerRequest)
-	if err != nil {
-		httpkit.Fail(w, r, s.log, err)
-		return
-	}
 	_, tr, err := s.taskTrigger(r.Context(), r)
 	if err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	tr, err = s.store.UpdateTrigger(r.Context(), tr.ID, req.ExpectedRevision, in)
+	tr, err = s.store.UpdateTrigger(r.Context(), tr.ID, req.ExpectedRevision, s.triggerInput(req.TriggerRequest))
 	if err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return

@@ -4,112 +4,47 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strconv"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
-	"github.com/ql3/ql3/core/names"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge"
 )
-
-const maxTaskName = 128
-
-func validateTaskName(name string) error {
-	if name == "" {
-		return errs.Invalidf("name", "must not be empty")
-	}
-	if len(name) > maxTaskName {
-		return errs.TooLargef("name", "is %d bytes, limit is %d", len(name), maxTaskName)
-	}
-	if !utf8.ValidString(name) {
-		return errs.Invalidf("name", "is not valid UTF-8")
-	}
-	for i, r := range name {
-		if unicode.IsControl(r) {
-			return errs.Invalidf("name", "control character at byte %d", i)
-		}
-	}
-	return names.Check("name", name)
-}
-
-// compiledSpec is a validated spec with its canonical bytes and digest.
-type compiledSpec struct {
-	spec      spec.Command
-	canonical []byte
-	digest    canonjson.Digest
-}
-
-func compileSpec(c spec.Command) (compiledSpec, error) {
-	if err := c.Validate(); err != nil {
-		return compiledSpec{}, errs.Prefix("spec", err)
-	}
-	canonical, err := c.Canonical()
-	if err != nil {
-		return compiledSpec{}, errs.Prefix("spec", err)
-	}
-	digest, err := c.Digest()
-	if err != nil {
-		return compiledSpec{}, errs.Prefix("spec", err)
-	}
-	return compiledSpec{spec: c, canonical: canonical, digest: digest}, nil
-}
 
 const insertTaskRevision = `INSERT INTO task_revisions (task_id, revision, spec_kind, spec_json, spec_digest,
     timeout_ms, max_attempts, backoff_base_ms, backoff_max_ms, retry_on_lost, concurrency, created_at_ms)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
-func insertRevision(ctx context.Context, tx *wtx, taskID string, revision int64, cs compiledSpec, nowMs int64) error {
-	r := cs.spec.Retry
-	_, err := tx.ExecContext(ctx, insertTaskRevision, taskID, revision, cs.spec.Kind, string(cs.canonical),
-		cs.digest.String(), cs.spec.TimeoutMs, r.MaxAttempts, r.BackoffBaseMs, r.BackoffMaxMs,
-		boolInt(r.RetryOnLost), string(cs.spec.Concurrency), nowMs)
+func insertRevision(ctx context.Context, tx *wtx, taskID string, revision int64, cs edge.CompiledSpec, nowMs int64) error {
+	r := cs.Spec.Retry
+	_, err := tx.ExecContext(ctx, insertTaskRevision, taskID, revision, cs.Spec.Kind, string(cs.Canonical),
+		cs.Digest.String(), cs.Spec.TimeoutMs, r.MaxAttempts, r.BackoffBaseMs, r.BackoffMaxMs,
+		boolInt(r.RetryOnLost), string(cs.Spec.Concurrency), nowMs)
 	return err
 }
 
 // CreateTask implements edge.TaskStore.
 func (s *Store) CreateTask(ctx context.Context, in edge.NewTask) (edge.Task, error) {
-	if err := validateTaskName(in.Name); err != nil {
-		return edge.Task{}, err
-	}
-	cs, err := compileSpec(in.Spec)
+	v, err := edge.CheckNewTask(in)
 	if err != nil {
 		return edge.Task{}, err
-	}
-	if len(in.Triggers) > maxTriggersPerTask {
-		return edge.Task{}, errs.TooLargef("triggers", "a task has at most %d triggers, got %d", maxTriggersPerTask, len(in.Triggers))
-	}
-	triggers := make([]edge.TriggerInput, len(in.Triggers))
-	seen := make(map[string]int, len(in.Triggers))
-	for i, t := range in.Triggers {
-		if triggers[i], err = edge.NormalizeTrigger(t); err != nil {
-			return edge.Task{}, errs.Prefix("triggers["+strconv.Itoa(i)+"]", err)
-		}
-		key := edge.ScheduleKey(triggers[i])
-		if j, dup := seen[key]; dup {
-			return edge.Task{}, errs.E(errs.Conflict, "triggers["+strconv.Itoa(i)+"].expression",
-				"same expression and time zone as triggers[%d]: the task would run twice per instant", j)
-		}
-		seen[key] = i
 	}
 	now := s.clock.Now().UnixMilli()
 	id := newID()
 	err = s.writeDurable(ctx, func(tx *wtx, sg *signals) error {
-		if err := checkNameFree(ctx, tx, in.Name, ""); err != nil {
+		if err := checkNameFree(ctx, tx, v.Name, ""); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, project_id, name, enabled, current_revision,
             created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, 1, ?, ?)`,
-			id, edge.DefaultProjectID, in.Name, boolInt(in.Enabled), now, now); err != nil {
+			id, edge.DefaultProjectID, v.Name, boolInt(v.Enabled), now, now); err != nil {
 			return err
 		}
-		if err := insertRevision(ctx, tx, id, 1, cs, now); err != nil {
+		if err := insertRevision(ctx, tx, id, 1, v.Spec, now); err != nil {
 			return err
 		}
-		for _, t := range triggers {
-			if err := insertTrigger(ctx, tx, newID(), id, t, in.Enabled, now); err != nil {
+		for _, t := range v.Triggers {
+			if err := insertTrigger(ctx, tx, newID(), id, t, v.Enabled, now); err != nil {
 				return err
 			}
 			sg.schedulesChanged = true
@@ -139,10 +74,7 @@ func checkNameFree(ctx context.Context, tx *wtx, name, exceptID string) error {
 
 // UpdateTask implements edge.TaskStore.
 func (s *Store) UpdateTask(ctx context.Context, taskID string, expectedRevision int64, in edge.TaskUpdate) (edge.Task, error) {
-	if err := validateTaskName(in.Name); err != nil {
-		return edge.Task{}, err
-	}
-	cs, err := compileSpec(in.Spec)
+	name, cs, err := edge.CheckTaskUpdate(in)
 	if err != nil {
 		return edge.Task{}, err
 	}
@@ -158,10 +90,10 @@ func (s *Store) UpdateTask(ctx context.Context, taskID string, expectedRevision 
 		if cur.Revision != expectedRevision {
 			return errs.E(errs.Conflict, "revision", "task %s is at revision %d, not %d", taskID, cur.Revision, expectedRevision)
 		}
-		if cur.Name == in.Name && cur.Digest == cs.digest {
+		if cur.Name == name && cur.Digest == cs.Digest {
 			return nil // nothing changed: publish nothing
 		}
-		if err := checkNameFree(ctx, tx, in.Name, taskID); err != nil {
+		if err := checkNameFree(ctx, tx, name, taskID); err != nil {
 			return err
 		}
 		next := cur.Revision + 1
@@ -169,7 +101,7 @@ func (s *Store) UpdateTask(ctx context.Context, taskID string, expectedRevision 
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE tasks SET name = ?, current_revision = ?, updated_at_ms = ? WHERE id = ?`,
-			in.Name, next, now, taskID)
+			name, next, now, taskID)
 		return err
 	})
 	if err != nil {
@@ -266,7 +198,7 @@ func (s *Store) GetTask(ctx context.Context, taskID string) (edge.Task, error) {
 // GetTaskByName implements edge.TaskStore.
 func (s *Store) GetTaskByName(ctx context.Context, name string) (edge.Task, error) {
 	row := s.reader.QueryRowContext(ctx, selectTask+` WHERE t.project_id = ? AND t.name = ? AND t.deleted_at_ms IS NULL`,
-		edge.DefaultProjectID, name)
+		edge.DefaultProjectID, edge.LookupName(name))
 	t, err := scanTask(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return edge.Task{}, errs.NotFoundf("no task named %q", name)
