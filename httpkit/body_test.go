@@ -178,3 +178,32 @@ func TestPatternRecorder(t *testing.T) {
 		t.Fatalf("mux did not get the route: %q", p)
 	}
 }
+
+// FuzzDecodeJSON: any body is either decoded or refused with a coded
+// error (invalid or too_large), never a panic or an uncoded error; an
+// accepted body fits the limit.
+func FuzzDecodeJSON(f *testing.F) {
+	f.Add(`{"token":"t"}`, "application/json")
+	f.Add(`{"token":"a","token":"b"}`, "application/json")
+	f.Add(`{"token":"t","x":1}`, "application/json; charset=utf-8")
+	f.Add(`{"token":"\xff"}`, "application/json")
+	f.Add(``, "")
+	f.Add(`[1,2]`, "text/plain")
+	f.Fuzz(func(t *testing.T, body, ct string) {
+		r := httptest.NewRequest("POST", "/", strings.NewReader(body))
+		if ct != "" {
+			r.Header.Set("Content-Type", ct)
+		}
+		var v signIn
+		err := DecodeJSON(httptest.NewRecorder(), r, 256, &v)
+		if err == nil {
+			if len(body) > 256 {
+				t.Fatalf("accepted %d bytes over a 256-byte limit", len(body))
+			}
+			return
+		}
+		if c := errs.Code(err); c != errs.Invalid && c != errs.TooLarge {
+			t.Fatalf("DecodeJSON(%q, %q) = %v (code %q)", body, ct, err, c)
+		}
+	})
+}
