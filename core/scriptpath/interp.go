@@ -74,3 +74,9 @@ func (t Interpreters) extensions() string {
 	sort.Strings(exts)
 	return strings.Join(exts, " ")
 }
+
+// DefaultInterpretersTable is the defaults as an Interpreters table.
+func DefaultInterpretersTable() Interpreters {
+	t, _ := NewInterpreters(nil)
+	return t
+}

@@ -80,10 +80,6 @@ func TestInterpreters(t *testing.T) {
 	}
 }
 
-func DefaultInterpretersTable() Interpreters {
-	it, _ := NewInterpreters(nil)
-	return it
-}
 
 func TestParseTaskCommand(t *testing.T) {
 	for _, tc := range []struct {
