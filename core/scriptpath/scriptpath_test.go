@@ -80,7 +80,6 @@ func TestInterpreters(t *testing.T) {
 	}
 }
 
-
 func TestParseTaskCommand(t *testing.T) {
 	for _, tc := range []struct {
 		cmd  string
