@@ -14,13 +14,14 @@ import (
 // parse (their errors come back from here, naming the field).
 
 // MaxTaskName bounds a task name, in characters (not bytes), as on the
-// cluster.
-const MaxTaskName = 128
+// cluster: names.MaxDisplayChars.
+const MaxTaskName = names.MaxDisplayChars
 
-// CheckTaskName validates a task name and returns it normalized (the form
-// that is stored and compared): names.CheckDisplay, on field "name".
+// CheckTaskName validates a task name and returns it normalized (NFC: the
+// form that is stored and compared): names.CheckDisplay, the rule of every
+// user-visible name on both binaries, on field "name".
 func CheckTaskName(name string) (string, error) {
-	return checkTaskName(name)
+	return names.CheckDisplay("name", name)
 }
 
 // CompiledSpec is a validated task spec with its canonical form and
@@ -102,13 +103,4 @@ func LookupName(ref string) string {
 		return n
 	}
 	return ref
-}
-
-// checkTaskName is the rule until core/names.CheckDisplay replaces it:
-// names.Check and 1..MaxTaskName characters.
-func checkTaskName(name string) (string, error) {
-	if n := len([]rune(name)); n < 1 || n > MaxTaskName {
-		return "", errs.Invalidf("name", "must be 1..%d characters, got %d", MaxTaskName, n)
-	}
-	return name, names.Check("name", name)
 }

@@ -69,3 +69,20 @@ func TestCheckTaskUpdateAndLookupName(t *testing.T) {
 		t.Fatalf("an id is looked up as given, got %q", got)
 	}
 }
+
+// TestTaskNamesNormalized: a name is stored in NFC, so the decomposed and
+// the composed spelling of one name are the same name; a word mixing
+// Latin and Cyrillic look-alikes is refused.
+func TestTaskNamesNormalized(t *testing.T) {
+	nfd, nfc := "cafe\u0301", "caf\u00e9"
+	v, err := CheckNewTask(NewTask{Name: nfd, Spec: validSpec()})
+	if err != nil || v.Name != nfc {
+		t.Fatalf("CheckNewTask(NFD) name %q, %v; want %q", v.Name, err, nfc)
+	}
+	if got := LookupName(nfd); got != nfc {
+		t.Fatalf("LookupName(NFD) = %q, want %q", got, nfc)
+	}
+	if _, err := CheckTaskName("hell\u043e"); errs.Field(err) != "name" {
+		t.Fatalf("Latin+Cyrillic word: %v", err)
+	}
+}

@@ -134,3 +134,20 @@ func TestTaskNamesCountCharacters(t *testing.T) {
 		t.Fatalf("rename to 129 characters: %d %s", r.status, r.body)
 	}
 }
+
+// TestTaskNameNormalizedOnce: the decomposed spelling of a stored name is
+// the same name — a second task under it is a conflict, and a lookup by it
+// finds the first.
+func TestTaskNameNormalizedOnce(t *testing.T) {
+	f := newFixture(t)
+	var created Task
+	f.decode("POST", "/api/v1/tasks", taskBody("caf\u00e9", ""), http.StatusCreated, &created)
+	if r := f.call("POST", "/api/v1/tasks", taskBody("cafe\u0301", "")); r.status != http.StatusConflict || r.errBody(t).Field != "name" {
+		t.Fatalf("the NFD spelling as a second task: %d %s", r.status, r.body)
+	}
+	var got Task
+	f.decode("GET", "/api/v1/tasks/"+url.PathEscape("cafe\u0301"), "", http.StatusOK, &got)
+	if got.ID != created.ID || got.Name != "caf\u00e9" {
+		t.Fatalf("lookup by the NFD spelling: %+v", got)
+	}
+}
