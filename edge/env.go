@@ -103,6 +103,9 @@ type EnvStore interface {
 	// EnabledEnvs returns the enabled entries with their values: what a
 	// Run's process gets and what its output is masked with.
 	EnabledEnvs(ctx context.Context) ([]env.Entry, error)
+	// EnvVersion changes whenever the entries may have changed (in this
+	// process): a reader may keep what EnabledEnvs returned while it stays.
+	EnvVersion() uint64
 	// ListAudit returns audit lines with Seq > afterSeq, oldest first.
 	ListAudit(ctx context.Context, afterSeq int64, limit int) ([]AuditEntry, error)
 }

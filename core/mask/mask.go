@@ -53,13 +53,16 @@ type Matcher struct {
 // New builds a Matcher over secrets. Empty secrets and duplicates are
 // ignored; the order does not matter.
 func New(secrets [][]byte) *Matcher {
-	m := &Matcher{nodes: []node{{child: -1, sibling: -1}}}
 	uniq := make([][]byte, 0, len(secrets))
+	total := 1
 	for _, s := range secrets {
 		if len(s) > 0 {
 			uniq = append(uniq, s)
+			total += len(s)
 		}
 	}
+	m := &Matcher{nodes: make([]node, 1, total)}
+	m.nodes[0] = node{child: -1, sibling: -1}
 	sort.Slice(uniq, func(i, j int) bool { return bytes.Compare(uniq[i], uniq[j]) < 0 })
 	for i, s := range uniq {
 		if i > 0 && bytes.Equal(s, uniq[i-1]) {

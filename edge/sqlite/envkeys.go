@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/edge"
@@ -18,6 +19,18 @@ type envKeys struct {
 	mu      sync.RWMutex
 	cipher  *envcrypt.Cipher
 	dataKey []byte
+	version atomic.Uint64 // bumped by every env write (EnvVersion)
+}
+
+// EnvVersion implements edge.EnvStore.
+func (s *Store) EnvVersion() uint64 { return s.env.version.Load() }
+
+// envWrite is writeDurable for a change of the entries: the version moves
+// after the commit, so a reader caching by version re-reads.
+func (s *Store) envWrite(ctx context.Context, fn func(tx *wtx, sg *signals) error) error {
+	err := s.writeDurable(ctx, fn)
+	s.env.version.Add(1)
+	return err
 }
 
 func (s *Store) envCipher() (*envcrypt.Cipher, error) {
@@ -79,6 +92,7 @@ func (s *Store) UnlockEnv(ctx context.Context, kek *envcrypt.KEK) error {
 	s.env.mu.Lock()
 	s.env.cipher, s.env.dataKey = c, dataKey
 	s.env.mu.Unlock()
+	s.env.version.Add(1)
 	return nil
 }
 

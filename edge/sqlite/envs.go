@@ -115,7 +115,7 @@ func (s *Store) CreateEnvs(ctx context.Context, in []edge.EnvInput, actor string
 	}
 	now := s.clock.Now().UnixMilli()
 	var out []env.Entry
-	err = s.writeDurable(ctx, func(tx *wtx, _ *signals) error {
+	err = s.envWrite(ctx, func(tx *wtx, _ *signals) error {
 		var count int
 		var maxPos int64
 		if err := tx.QueryRowContext(ctx, `SELECT count(*), IFNULL(max(position), 0) FROM envs`).Scan(&count, &maxPos); err != nil {
@@ -207,7 +207,7 @@ func (s *Store) UpdateEnv(ctx context.Context, id string, p edge.EnvPatch, actor
 	}
 	now := s.clock.Now().UnixMilli()
 	var out env.Entry
-	err = s.writeDurable(ctx, func(tx *wtx, _ *signals) error {
+	err = s.envWrite(ctx, func(tx *wtx, _ *signals) error {
 		r, err := loadEnv(ctx, tx, id)
 		if err != nil {
 			return err
@@ -271,7 +271,7 @@ func (s *Store) DeleteEnvs(ctx context.Context, ids []string, actor string) (int
 	}
 	now := s.clock.Now().UnixMilli()
 	deleted := 0
-	err := s.writeDurable(ctx, func(tx *wtx, _ *signals) error {
+	err := s.envWrite(ctx, func(tx *wtx, _ *signals) error {
 		for _, id := range ids {
 			res, err := tx.ExecContext(ctx, `DELETE FROM envs WHERE id = ?`, id)
 			if err != nil {
@@ -294,7 +294,7 @@ func (s *Store) DeleteEnvs(ctx context.Context, ids []string, actor string) (int
 func (s *Store) MoveEnv(ctx context.Context, id, before string) (env.Entry, error) {
 	now := s.clock.Now().UnixMilli()
 	var out env.Entry
-	err := s.write(ctx, func(tx *wtx, _ *signals) error {
+	err := s.envWrite(ctx, func(tx *wtx, _ *signals) error {
 		rows, err := tx.QueryContext(ctx, `SELECT id, pinned, position, created_at_ms FROM envs`)
 		if err != nil {
 			return err
