@@ -22,13 +22,15 @@ func (s Slot) entry() Entry {
 	return Entry{ID: s.ID, Pinned: s.Pinned, Position: s.Position, CreatedAtMs: s.CreatedAtMs}
 }
 
-// NextPositions returns n positions for new entries that sort above every
-// existing one (position desc), the first of them highest, so entries
-// created (or imported) in one batch keep their order — also in a join.
-func NextPositions(maxExisting int64, n int) []int64 {
+// NextPositions returns n positions for new entries that sort below every
+// existing one (position desc), as QingLong appends them: a new account's
+// cookie joins after the ones already there, and entries created (or
+// imported) in one batch keep their order. lowest is the smallest existing
+// position (0 for an empty store).
+func NextPositions(lowest int64, n int) []int64 {
 	out := make([]int64, n)
 	for i := range out {
-		out[i] = maxExisting + int64(n-i)*PositionStep
+		out[i] = lowest - int64(i+1)*PositionStep
 	}
 	return out
 }

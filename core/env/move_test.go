@@ -62,7 +62,7 @@ func TestMoveBefore(t *testing.T) {
 
 func TestNextPositions(t *testing.T) {
 	p := NextPositions(10, 3)
-	if !(p[0] > p[1] && p[1] > p[2] && p[2] > 10) {
+	if !(p[0] > p[1] && p[1] > p[2] && p[0] < 10) {
 		t.Fatalf("%v", p)
 	}
 }

@@ -77,8 +77,8 @@ func TestEnvAPIFlow(t *testing.T) {
 	}
 	var list EnvList
 	_ = json.Unmarshal(r.body, &list)
-	if list.Total != 2 || len(list.Items) != 2 || list.Items[0].ID == a.ID {
-		t.Fatalf("list order (newest position first): %+v", list)
+	if list.Total != 2 || len(list.Items) != 2 || list.Items[0].ID != a.ID {
+		t.Fatalf("list order (a new entry goes last, as in QingLong): %+v", list)
 	}
 	var v EnvValue
 	f.decode("POST", "/api/v1/envs/"+a.ID+"/reveal", "", http.StatusOK, &v)

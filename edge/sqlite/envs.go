@@ -117,8 +117,8 @@ func (s *Store) CreateEnvs(ctx context.Context, in []edge.EnvInput, actor string
 	var out []env.Entry
 	err = s.envWrite(ctx, func(tx *wtx, _ *signals) error {
 		var count int
-		var maxPos int64
-		if err := tx.QueryRowContext(ctx, `SELECT count(*), IFNULL(max(position), 0) FROM envs`).Scan(&count, &maxPos); err != nil {
+		var lowest int64
+		if err := tx.QueryRowContext(ctx, `SELECT count(*), IFNULL(min(position), 0) FROM envs`).Scan(&count, &lowest); err != nil {
 			return err
 		}
 		if count+len(in) > env.MaxEntries {
@@ -136,7 +136,7 @@ func (s *Store) CreateEnvs(ctx context.Context, in []edge.EnvInput, actor string
 		if err := env.CheckSizes(sizes); err != nil {
 			return err
 		}
-		positions := env.NextPositions(maxPos, len(in))
+		positions := env.NextPositions(lowest, len(in))
 		names := make([]string, 0, len(in))
 		for i, e := range in {
 			id := newID()
