@@ -196,6 +196,7 @@ type Attempt struct {
 	LogPath      string
 	LogSize      int64
 	LogTruncated bool
+	MaskedCount  int // occurrences of env store values replaced by *** in the log (ADR 0038)
 }
 
 // AttemptRef addresses one attempt.
@@ -265,6 +266,7 @@ type AttemptResult struct {
 	Message      string // truncated to 512 bytes
 	LogSize      int64
 	LogTruncated bool
+	MaskedCount  int // secret occurrences masked in the log
 	FinishedAtMs int64
 	// NoRetry suppresses the retry policy (e.g. the attempt was replaced).
 	NoRetry bool

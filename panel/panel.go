@@ -17,9 +17,10 @@ import (
 	"github.com/ql3/ql3/httpkit"
 )
 
-// The assets: index.html (the page), app.js, app.css.
+// The assets: index.html (the page), app.js with the page files served
+// after it in the same response (env.js), app.css.
 //
-//go:embed assets/index.html assets/app.js assets/app.css
+//go:embed assets/index.html assets/app.js assets/env.js assets/app.css
 var assets embed.FS
 
 // CSP is the Content-Security-Policy of every panel response: script and
@@ -55,14 +56,24 @@ func (UI) Open(path string) bool { return IsAssetPath(path) }
 // "GET /panel/{file}" on mux.
 func Routes(mux httpkit.Mux) {
 	mux.HandleFunc("GET /{$}", serveFile("assets/index.html", "text/html; charset=utf-8"))
-	mux.HandleFunc("GET /panel/app.js", serveFile("assets/app.js", "text/javascript; charset=utf-8"))
+	mux.HandleFunc("GET /panel/app.js", serveFile("assets/app.js", "text/javascript; charset=utf-8", "assets/env.js"))
 	mux.HandleFunc("GET /panel/app.css", serveFile("assets/app.css", "text/css; charset=utf-8"))
 }
 
-func serveFile(name, contentType string) http.HandlerFunc {
-	body, err := assets.ReadFile(name)
-	if err != nil {
-		panic("panel: missing embedded asset " + name) // a build error, caught by every test
+// serveFile serves the embedded file name, followed by the files of more
+// (page scripts that plug into app.js through window.ql3Panel: one request,
+// no new route on either server).
+func serveFile(name, contentType string, more ...string) http.HandlerFunc {
+	var body []byte
+	for i, f := range append([]string{name}, more...) {
+		b, err := assets.ReadFile(f)
+		if err != nil {
+			panic("panel: missing embedded asset " + f) // a build error, caught by every test
+		}
+		if i > 0 {
+			body = append(body, '\n')
+		}
+		body = append(body, b...)
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		SecurityHeaders(w.Header())

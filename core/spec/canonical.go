@@ -30,6 +30,10 @@ func appendCanonical(b []byte, c Command) []byte {
 	}
 	b = append(b, `"concurrency":`...)
 	b = canonjson.AppendString(b, string(c.Concurrency))
+	if c.Env != nil {
+		b = append(b, `,"env":`...)
+		b = appendEnvScope(b, c.Env)
+	}
 	if len(c.Environment) > 0 {
 		b = append(b, `,"environment":`...)
 		b = appendStringMap(b, c.Environment)

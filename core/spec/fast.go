@@ -59,6 +59,8 @@ func scanWire(s *canonjson.Scanner) wire {
 			w.Shell = scanShell(s)
 		case "environment":
 			w.Environment = scanStringMap(s)
+		case "env":
+			w.Env = scanEnvScope(s)
 		case "workingDirectory":
 			w.WorkingDirectory = s.String()
 		case "timeoutMs":

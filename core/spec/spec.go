@@ -75,6 +75,7 @@ type Command struct {
 	Argv             *Argv                   `json:"argv,omitempty"`
 	Shell            *Shell                  `json:"shell,omitempty"`
 	Environment      map[string]string       `json:"environment,omitempty"`
+	Env              *EnvScope               `json:"env,omitempty"` // which env store entries the process sees (env.go)
 	WorkingDirectory string                  `json:"workingDirectory,omitempty"`
 	TimeoutMs        int64                   `json:"timeoutMs"`
 	Retry            RetryPolicy             `json:"retry"`
@@ -126,6 +127,7 @@ type wire struct {
 	Argv             *Argv                   `json:"argv"`
 	Shell            *wireShell              `json:"shell"`
 	Environment      map[string]string       `json:"environment"`
+	Env              *EnvScope               `json:"env"`
 	WorkingDirectory string                  `json:"workingDirectory"`
 	TimeoutMs        *int64                  `json:"timeoutMs"`
 	Retry            *wireRetry              `json:"retry"`
@@ -181,6 +183,7 @@ func (w wire) command() (Command, []byte, error) {
 		Kind:             w.Kind,
 		Argv:             w.Argv,
 		Environment:      w.Environment,
+		Env:              w.Env,
 		WorkingDirectory: w.WorkingDirectory,
 		TimeoutMs:        DefaultTimeoutMs,
 		Retry:            RetryPolicy{MaxAttempts: 1},
@@ -261,6 +264,7 @@ func (c Command) normalize() Command {
 		}
 		c.Environment = env
 	}
+	c.Env = normalizeEnvScope(c.Env)
 	if c.Placement != nil {
 		if c.Placement.IsZero() {
 			c.Placement = nil

@@ -36,6 +36,9 @@ func (c Command) Validate() error {
 	if err := validateEnvironment(c.Environment); err != nil {
 		return err
 	}
+	if err := c.Env.validate(); err != nil {
+		return err
+	}
 	if c.WorkingDirectory != "" {
 		if err := checkPath("workingDirectory", c.WorkingDirectory); err != nil {
 			return err

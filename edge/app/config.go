@@ -46,6 +46,7 @@ type Config struct {
 	LogRetentionHours int64  `json:"logRetentionHours,omitempty"` // QL3_LOG_RETENTION_HOURS: finished runs and their logs
 	LogLevel          string `json:"logLevel,omitempty"`          // QL3_LOG_LEVEL: debug|info|warn|error
 	LogFormat         string `json:"logFormat,omitempty"`         // QL3_LOG_FORMAT: text|json
+	EnvKeyFile        string `json:"envKeyFile,omitempty"`        // QL3_ENV_KEY_FILE: the env store's key file (envkey.go)
 
 	// Client.
 	Addr      string `json:"addr,omitempty"`      // QL3_ADDR: server to talk to
@@ -134,6 +135,7 @@ func (c *Config) overlay(o Config) {
 	setI(&c.LogRetentionHours, o.LogRetentionHours)
 	setS(&c.LogLevel, o.LogLevel)
 	setS(&c.LogFormat, o.LogFormat)
+	setS(&c.EnvKeyFile, o.EnvKeyFile)
 	setS(&c.Addr, o.Addr)
 	setS(&c.TokenFile, o.TokenFile)
 }
@@ -143,7 +145,7 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 	str := map[string]*string{
 		"QL3_LISTEN": &c.Listen, "QL3_DATA_DIR": &c.DataDir, "QL3_LOG_LEVEL": &c.LogLevel, "QL3_LOG_FORMAT": &c.LogFormat,
 		"QL3_ADDR": &c.Addr, "QL3_TOKEN_FILE": &c.TokenFile,
-		"QL3_TLS_CERT": &c.TLSCert, "QL3_TLS_KEY": &c.TLSKey,
+		"QL3_TLS_CERT": &c.TLSCert, "QL3_TLS_KEY": &c.TLSKey, "QL3_ENV_KEY_FILE": &c.EnvKeyFile,
 	}
 	for k, dst := range str {
 		if v := getenv(k); v != "" {

@@ -78,6 +78,7 @@ func startEngine(ctx context.Context, cfg engineConfig) (*engine, error) {
 		// safety net. At the runner's 5 s default it was the one thing
 		// that woke an idle edge, paging SQLite's code back in each time.
 		PollInterval: runnerSafetyPoll,
+		Envs:         cfg.Store, // the env store (ADR 0038), unlocked before the engine starts
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the runner: %w", err)

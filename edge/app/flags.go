@@ -28,6 +28,7 @@ Precedence, lowest first: defaults, the file, QL3_* variables, flags.
   "logRetentionHours"  int     finished runs and logs are removed after $QL3_LOG_RETENTION_HOURS (168)
   "logLevel"           string  debug, info, warn, error                 $QL3_LOG_LEVEL  (info)
   "logFormat"          string  text or json                             $QL3_LOG_FORMAT (text)
+  "envKeyFile"         string  env store key file (0600; keep a backup) $QL3_ENV_KEY_FILE (<dataDir>/env.key)
   "addr"               string  CLI: server address or https:// URL      $QL3_ADDR       (127.0.0.1:5700)
   "tokenFile"          string  CLI: admin token file                    $QL3_TOKEN_FILE (<dataDir>/admin.token)
 `
@@ -53,14 +54,15 @@ func (m *Main) ParseFlags(args []string) error {
 		logRetention = fs.Duration("log-retention", 0, "remove finished runs and their logs older than this (default 168h)")
 		logLevel     = fs.String("log-level", "", "debug, info (default), warn or error")
 		logFormat    = fs.String("log-format", "", "text (default) or json: one slog record per line on stderr")
+		envKeyFile   = fs.String("env-key-file", "", "key file of the env store's encryption (default $QL3_ENV_KEY_FILE, then <data dir>/env.key; created 0600 on first start)")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: ql3-edge serve [flags]\n\n"+
 			"Start the scheduler, the runner and the HTTP API (and web panel) in the foreground.\n"+
 			"On first start an admin token is generated and written to <data dir>/admin.token (0600);\n"+
 			"only its SHA-256 is kept (admin.token.sha256; delete it and restart to rotate the token).\n"+
-			"Every change needs the token (Authorization: Bearer); reads from this machine over a loopback\n"+
-			"address need none, reads from elsewhere do.\n\nFlags:\n")
+			"Every request needs the token (Authorization: Bearer) or a panel session; from this machine over\n"+
+			"a loopback address /metrics, the OpenAPI document and the schedule preview need none.\n\nFlags:\n")
 		fs.PrintDefaults()
 		fmt.Fprint(fs.Output(), configFileHelp)
 	}
@@ -92,6 +94,8 @@ func (m *Main) ParseFlags(args []string) error {
 	}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
+		case "env-key-file":
+			cfg.EnvKeyFile = *envKeyFile
 		case "listen":
 			cfg.Listen = *listen
 		case "data-dir":

@@ -141,6 +141,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("opening the database: %w", err)
 	}
+	if err := unlockEnvStore(ctx, m.store, cfg.EnvKeyFilePath(), m.log); err != nil {
+		return err
+	}
 	m.logs, err = logstore.Open(logstore.Config{
 		Dir:                filepath.Join(cfg.DataDir, LogsDirName),
 		MaxBytesPerAttempt: cfg.LogMaxBytes,
@@ -191,6 +194,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Metrics:        m.collectMetrics,
 		OnRequest:      idle.activity,
 		UI:             panel.UI{},
+		Envs:           m.store,
+		RotateEnvKey:   envKeyRotation(m.store, cfg.EnvKeyFilePath()),
 	})
 	m.server = &http.Server{
 		Handler:           api,

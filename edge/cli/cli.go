@@ -76,6 +76,7 @@ func commands() []command {
 		{"task", "add, list, show, edit, enable, disable or remove tasks", taskCmd},
 		{"run", "run a task now; list, show or cancel runs", runCmd},
 		{"logs", "print (or follow with -f) the output of a run", logsCmd},
+		{"env", "the env store: list, add, edit, rm, enable, disable, import, export", envCmd},
 		{"version", "print the version", versionCmd},
 	}
 }

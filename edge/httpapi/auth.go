@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/panel"
 )
 
 // Admin tokens look like "ql3c_<16 hex id>_<64 hex secret>" (DESIGN.md §8).
@@ -63,10 +64,14 @@ func isLowerHex(s string) bool {
 //
 //   - /healthz and /readyz are open (they reveal nothing).
 //   - Every mutation (any method but GET/HEAD) needs "Authorization: Bearer <token>".
-//   - Reads need the token too, except from a loopback peer that addressed the
-//     server by a loopback Host (127.0.0.1, [::1], localhost): the local shell
-//     and the panel can look without a secret, while a DNS-rebinding web page
-//     (whose Host is its own name) and remote peers cannot.
+//   - Reads need the token too. A loopback peer that addressed the server by a
+//     loopback Host (127.0.0.1, [::1], localhost) may read without one only
+//     what holds no user data (ADR 0039, narrowing ADR 0022): /metrics, the
+//     OpenAPI document and the schedule preview (the panel's files and the
+//     session state are open anyway). Tasks, runs, logs and the env store
+//     need the token or a panel session even from this machine, because
+//     another local user is on loopback too. A DNS-rebinding web page (whose
+//     Host is its own name) and remote peers get nothing without a credential.
 //   - A presented token is always checked: a wrong one is 401 even on a read.
 //
 // With Disabled set (only allowed on a loopback listener, see app), every
@@ -96,10 +101,18 @@ func (a Auth) check(r *http.Request) error {
 		}
 		return nil
 	}
-	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && isLoopbackRequest(r) {
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && loopbackReadable(r.URL.Path) && isLoopbackRequest(r) {
 		return nil
 	}
 	return errs.E(errs.Unauthorized, "Authorization", "this request needs the admin token (Authorization: Bearer ...)")
+}
+
+// loopbackReadable lists the paths a loopback peer may read without a
+// credential (ADR 0039): nothing a task, a run, a log or the env store
+// holds. A test walks every GET route without a token and checks that no
+// env value or task environment value comes back.
+func loopbackReadable(path string) bool {
+	return path == "/metrics" || path == OpenAPIPath || path == panel.PreviewPath
 }
 
 // isLoopbackRequest reports whether both the peer address and the Host the

@@ -25,9 +25,12 @@ func TestAuthPolicy(t *testing.T) {
 		{"health open", "GET", "/healthz", "", nil, 200},
 		{"ready open", "GET", "/readyz", "", nil, 200},
 		{"panel open", "GET", "/", "", nil, 200},
-		{"loopback read without token", "GET", "/api/v1/tasks", "", nil, 200},
-		{"loopback read with rebinding Host", "GET", "/api/v1/tasks", "", []string{"Host", "evil.example:5700"}, 401},
-		{"localhost Host is loopback", "GET", "/api/v1/tasks", "", []string{"Host", "localhost:5700"}, 200},
+		{"loopback data read without token (ADR 0039)", "GET", "/api/v1/tasks", "", nil, 401},
+		{"loopback env read without token", "GET", "/api/v1/envs", "", nil, 401},
+		{"loopback OpenAPI read without token", "GET", OpenAPIPath, "", nil, 200},
+		{"loopback preview read without token", "GET", "/api/v1/schedule/preview?expression=@daily", "", nil, 200},
+		{"loopback read with rebinding Host", "GET", OpenAPIPath, "", []string{"Host", "evil.example:5700"}, 401},
+		{"localhost Host is loopback", "GET", OpenAPIPath, "", []string{"Host", "localhost:5700"}, 200},
 		{"mutation without token", "POST", "/api/v1/tasks", helloTask, nil, 401},
 		{"mutation with wrong token", "POST", "/api/v1/tasks", helloTask, []string{"Authorization", "Bearer " + other}, 401},
 		{"mutation with Basic auth", "POST", "/api/v1/tasks", helloTask, []string{"Authorization", "Basic Zm9vOmJhcg=="}, 401},
@@ -71,7 +74,7 @@ func TestRemotePeerNeedsTokenForReads(t *testing.T) {
 		{"[::1]:40000", "", 200},
 		{"[::ffff:127.0.0.1]:40000", "", 200},
 	} {
-		req := httptest.NewRequest("GET", "http://127.0.0.1:5700/api/v1/tasks", nil)
+		req := httptest.NewRequest("GET", "http://127.0.0.1:5700"+OpenAPIPath, nil)
 		req.RemoteAddr = tc.remote
 		if tc.token != "" {
 			req.Header.Set("Authorization", "Bearer "+tc.token)

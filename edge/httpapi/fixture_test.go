@@ -50,7 +50,9 @@ func newFixtureWith(t testing.TB, wrap func(http.Handler) http.Handler) *fixture
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := New(Config{UI: panel.UI{}, Store: store, Logs: logs, Clock: clk, Auth: Auth{Digest: DigestToken(token)}, Version: "test"})
+	rotate := unlockEnvs(t, dir, store) // envs_test.go
+	api := New(Config{UI: panel.UI{}, Store: store, Logs: logs, Clock: clk, Auth: Auth{Digest: DigestToken(token)}, Version: "test",
+		Envs: store, RotateEnvKey: rotate})
 	var h http.Handler = api
 	if wrap != nil {
 		h = wrap(api)

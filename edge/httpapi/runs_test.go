@@ -208,6 +208,7 @@ func TestLogRangeAndFollow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Authorization", "Bearer "+f.token) // logs need a credential, also on loopback (ADR 0039)
 	resp, err := f.srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@
 //	GET    /api/v1/runs/{run}/events                    (?after=&limit=)
 //	POST   /api/v1/runs/{run}/cancel
 //	GET    /api/v1/runs/{run}/attempts/{n}/log          (?offset=&limit=&follow=1) raw bytes
+//	…      /api/v1/envs…, /api/v1/audit                 the env store (envs.go)
 //
 // {task} is a task id or the name of a live task. Errors are JSON
 // {code, message, field} (see ErrorBody) with the status from Status.
@@ -74,6 +75,10 @@ type Config struct {
 	// OnRequest, when set, is called as each request starts (the app's
 	// idle detection); it must be cheap.
 	OnRequest func()
+	// Envs is the env store (ADR 0038); nil answers its routes with 503.
+	Envs edge.EnvStore
+	// RotateEnvKey re-wraps the env data key under a new key file.
+	RotateEnvKey RotateKeyFunc
 }
 
 // Server is the HTTP handler of the API.
@@ -95,6 +100,9 @@ type Server struct {
 	collect   Collector
 	httpStats *metrics.HTTPStats
 	patterns  []string // every ServeMux pattern registered, in order
+
+	envs      edge.EnvStore
+	rotateKey RotateKeyFunc
 }
 
 // New returns the API handler.
@@ -104,6 +112,7 @@ func New(cfg Config) *Server {
 		maxBody: cfg.MaxBodyBytes, version: cfg.Version, ready: cfg.Ready, grace: cfg.DefaultGraceMs,
 		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(),
 		onReq: cfg.OnRequest, ui: cfg.UI,
+		envs:  cfg.Envs, rotateKey: cfg.RotateEnvKey,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -159,6 +168,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	mux.HandleFunc("GET /api/v1/runs/{run}/events", s.listEvents)
 	mux.HandleFunc("POST /api/v1/runs/{run}/cancel", s.cancelRun)
 	mux.HandleFunc("GET /api/v1/runs/{run}/attempts/{n}/log", s.readLog)
+	s.envRoutes(mux)
 
 	// Everything else under the API is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

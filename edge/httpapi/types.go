@@ -135,6 +135,7 @@ type Attempt struct {
 	Message      string `json:"message,omitempty"`
 	LogSize      int64  `json:"logSize"`
 	LogTruncated bool   `json:"logTruncated,omitempty"`
+	MaskedCount  int    `json:"maskedCount,omitempty"` // env values replaced by *** in the log
 }
 
 // RunEvent is one entry of a run's history.
@@ -233,7 +234,7 @@ func attemptView(a edge.Attempt) Attempt {
 	return Attempt{
 		Number: a.Number, Status: string(a.Status), PID: a.PID, CreatedAtMs: a.CreatedAtMs,
 		StartedAtMs: a.StartedAtMs, FinishedAtMs: a.FinishedAtMs, ExitCode: a.ExitCode,
-		ErrorClass: string(a.ErrorClass), Message: a.Message, LogSize: a.LogSize, LogTruncated: a.LogTruncated,
+		ErrorClass: string(a.ErrorClass), Message: a.Message, LogSize: a.LogSize, LogTruncated: a.LogTruncated, MaskedCount: a.MaskedCount,
 	}
 }
 

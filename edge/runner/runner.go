@@ -43,6 +43,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -89,6 +90,9 @@ type Config struct {
 	PollInterval      time.Duration // fallback poll; 0 → DefaultPollInterval
 	LogUpdateInterval time.Duration // log size refresh of running attempts; 0 → default
 	BatchSize         int           // runs listed per round; 0 → edge.MaxPageSize
+	// Envs is the env store each attempt's environment and output masking
+	// come from (env.go); nil runs tasks with their inline environment only.
+	Envs EnvSource
 }
 
 // Runner executes queued runs. Create with New, call Recover once, then Run.
@@ -101,6 +105,7 @@ type Runner struct {
 	log   *slog.Logger
 
 	wake chan struct{} // an attempt ended: a slot is free, maybe a run unblocked
+	envs envCache      // the env store's entries as of its version (env.go)
 
 	mu        sync.Mutex
 	active    map[edge.AttemptRef]*attempt
@@ -115,7 +120,8 @@ type attempt struct {
 	taskID  string
 	h       *executor.Handle
 	w       *logstore.Writer
-	running bool // MarkAttemptRunning committed
+	out     *maskedOutput // in front of w: env values masked (env.go)
+	running bool          // MarkAttemptRunning committed
 }
 
 // New validates cfg.
@@ -317,7 +323,20 @@ func (r *Runner) launch(ctx context.Context, slot *executor.Slot, due edge.Run, 
 			Message: "could not create the log file", FinishedAtMs: r.clock.Now().UnixMilli()})
 		return false
 	}
-	h, err := r.exec.Start(slot, buildRequest(claim, w))
+	ae, err := r.resolveEnv(wctx, claim)
+	if err != nil {
+		slot.Release()
+		msg := "could not build the environment: " + err.Error()
+		fmt.Fprintf(w, "ql3: %s\n", msg)
+		sum, _ := w.Close()
+		r.finish(wctx, ref, edge.AttemptResult{Status: run.AttemptFailed, ErrorClass: run.ErrorClass(envErrorClass(err)),
+			Message: msg, LogSize: sum.Bytes, LogTruncated: sum.Truncated, FinishedAtMs: r.clock.Now().UnixMilli()})
+		return false
+	}
+	out := newMaskedOutput(w, ae.matcher)
+	req := buildRequest(claim, out)
+	req.Spec.Env = ae.vars
+	h, err := r.exec.Start(slot, req)
 	if err != nil {
 		msg := "could not start: " + err.Error()
 		fmt.Fprintf(w, "ql3: %s\n", msg)
@@ -345,7 +364,7 @@ func (r *Runner) launch(ctx context.Context, slot *executor.Slot, due edge.Run, 
 	}
 	// Watch only now: a result recorded before MarkAttemptRunning would
 	// race it (and succeeded is not a valid end of a starting attempt).
-	a := &attempt{ref: ref, taskID: claim.Run.TaskID, h: h, w: w, running: err == nil}
+	a := &attempt{ref: ref, taskID: claim.Run.TaskID, h: h, w: w, out: out, running: err == nil}
 	r.mu.Lock()
 	r.active[ref] = a
 	r.mu.Unlock()
@@ -356,7 +375,7 @@ func (r *Runner) launch(ctx context.Context, slot *executor.Slot, due edge.Run, 
 }
 
 // buildRequest maps the pinned spec onto an executor request.
-func buildRequest(c edge.Claim, out *logstore.Writer) executor.Request {
+func buildRequest(c edge.Claim, out io.Writer) executor.Request {
 	cmd := c.Revision.Spec
 	req := executor.Request{
 		RunID:        c.Run.ID,
@@ -405,6 +424,7 @@ func (r *Runner) watch(a *attempt) {
 
 func (r *Runner) complete(ctx context.Context, a *attempt) {
 	res := a.h.Wait()
+	masked := a.out.finish()
 	sum, err := a.w.Close()
 	if err != nil {
 		r.log.Warn("closing attempt log", "run", a.ref.RunID, "attempt", a.ref.Number, "err", err)
@@ -420,6 +440,7 @@ func (r *Runner) complete(ctx context.Context, a *attempt) {
 		Message:      res.Message,
 		LogSize:      sum.Bytes,
 		LogTruncated: sum.Truncated,
+		MaskedCount:  masked,
 		FinishedAtMs: res.FinishedAt.UnixMilli(),
 	})
 	r.removeIdentity(a.ref)

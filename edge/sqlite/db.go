@@ -80,6 +80,8 @@ type Store struct {
 
 	stmts map[string]*sql.Stmt // prepared on writer; see wtx
 
+	env envKeys // the env store's data key once unlocked (envs.go)
+
 	runsReady        chan struct{}
 	cancelRequested  chan struct{}
 	schedulesChanged chan struct{}

@@ -182,7 +182,7 @@ func (s *Store) FinishAttempt(ctx context.Context, ref edge.AttemptRef, res edge
 		if err := moveAttempt(ctx, tx, ref, a.Status, res.Status,
 			setAttemptFinished,
 			res.FinishedAtMs, exit, string(class), truncateUTF8(res.Message, maxMessage), res.LogSize,
-			boolInt(res.LogTruncated)); err != nil {
+			boolInt(res.LogTruncated), max(res.MaskedCount, 0)); err != nil {
 			return err
 		}
 

@@ -170,7 +170,8 @@ func insertEvents(ctx context.Context, tx *wtx, runID string, afterSeq, nowMs in
 }
 
 const attemptColumns = `a.run_id, a.attempt, a.status, a.pid, a.pgid, a.created_at_ms, a.started_at_ms,
-    a.finished_at_ms, a.exit_code, a.error_class, a.message, a.log_path, a.log_size, a.log_truncated`
+    a.finished_at_ms, a.exit_code, a.error_class, a.message, a.log_path, a.log_size, a.log_truncated,
+    a.masked_count`
 
 func scanAttempt(sc scanner) (edge.Attempt, error) {
 	var (
@@ -179,7 +180,8 @@ func scanAttempt(sc scanner) (edge.Attempt, error) {
 		exit        sql.NullInt64
 	)
 	if err := sc.Scan(&a.RunID, &a.Number, &status, &a.PID, &a.PGID, &a.CreatedAtMs, &a.StartedAtMs,
-		&a.FinishedAtMs, &exit, &cls, &a.Message, &a.LogPath, &a.LogSize, &a.LogTruncated); err != nil {
+		&a.FinishedAtMs, &exit, &cls, &a.Message, &a.LogPath, &a.LogSize, &a.LogTruncated,
+		&a.MaskedCount); err != nil {
 		return edge.Attempt{}, err
 	}
 	a.Status = run.AttemptStatus(status)
@@ -229,7 +231,7 @@ func moveAttempt(ctx context.Context, tx *wtx, ref edge.AttemptRef, from, to run
 // Column assignments of the attempt moves the runner makes.
 const (
 	setAttemptRunning   = "pid = ?, pgid = ?, log_path = ?, started_at_ms = ?"
-	setAttemptFinished  = "finished_at_ms = ?, exit_code = ?, error_class = ?, message = ?, log_size = ?, log_truncated = ?"
+	setAttemptFinished  = "finished_at_ms = ?, exit_code = ?, error_class = ?, message = ?, log_size = ?, log_truncated = ?, masked_count = ?"
 	setAttemptCancelled = "finished_at_ms = ?, error_class = ?"
 )
 

@@ -96,6 +96,7 @@
       if (p[0] === "runs" && p[1]) return await runDetail(decodeURIComponent(p[1]), g);
       if (p[0] === "runs") return await runList(params, g);
       if (p[0] === "workers" && S.control) return await workerList(g);
+      if (pages[p[0]] && pages[p[0]].on(S)) return await pages[p[0]].show(p.slice(1), params, g);
       return await taskList(params, g);
     } catch (e) {
       if (e.status !== 401) render(g, h("p", { class: "formerr", text: e.message }));
@@ -498,6 +499,17 @@
     if (g === S.gen) S.timers.push(setInterval(() => { if (location.hash.startsWith("#/workers")) route(); }, 5000));
   }
 
+  // ---- pages of other asset files -------------------------------------------
+  // env.js (the env store page) is served after this file in the same
+  // response; it registers its page here and uses these helpers.
+  const pages = {};
+  window.ql3Panel = {
+    h, td, when, status, api, q, render, put, field, showFieldError, clearErrors, clearFieldErrorOnEdit, route: () => route(),
+    // register adds the page "#/<name>…" and its nav link (#nav-<name>),
+    // shown when on(S) says so (S.control: which server this is).
+    register(name, on, show) { pages[name] = { on, show }; },
+  };
+
   // ---- boot -----------------------------------------------------------------
   async function boot() {
     const st = await api("GET", "/api/v1/session");
@@ -507,6 +519,7 @@
     if (!st.signedIn) { showSignIn(""); return; }
     document.getElementById("nav").hidden = false;
     document.getElementById("nav-workers").hidden = !S.control;
+    for (const [name, pg] of Object.entries(pages)) { const a = document.getElementById("nav-" + name); if (a) a.hidden = !pg.on(S); }
     document.getElementById("signout").hidden = !S.authRequired;
     await route();
   }

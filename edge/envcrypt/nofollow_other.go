@@ -1,0 +1,5 @@
+//go:build !unix
+
+package envcrypt
+
+const noFollow = 0
