@@ -166,6 +166,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		StateDir:       filepath.Join(cfg.DataDir, StateDirName),
 		MaxConcurrency: cfg.MaxConcurrency,
 		KillGrace:      time.Duration(cfg.KillGraceMs) * time.Millisecond,
+		DrainGrace:     time.Duration(cfg.DrainGraceMs) * time.Millisecond,
 		Hooks:          hooks,
 	})
 	if err != nil {
