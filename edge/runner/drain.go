@@ -10,8 +10,8 @@ import (
 
 // drainState lets the owner cut a drain short (a second signal).
 type drainState struct {
-	once    sync.Once
-	now     chan struct{}
+	once     sync.Once
+	now      chan struct{}
 	started  chan struct{} // closed when shutdown begins
 	timerSet chan struct{} // closed when the drain grace timer runs (tests step the clock after it)
 }
