@@ -188,6 +188,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Auth:           httpapi.Auth{Digest: m.token.Digest, Disabled: cfg.NoAuth},
 		DefaultGraceMs: cfg.MisfireGraceMs,
 		Ready:          m.ready,
+		Containment:    m.engine.exec.Containment(),
 		Metrics:        m.collectMetrics,
 		OnRequest:      idle.activity,
 	})

@@ -65,6 +65,8 @@ type Config struct {
 	// Ready reports whether the process can serve (store open, scheduler
 	// and runner started); nil means always ready.
 	Ready func(ctx context.Context) error
+	// Containment describes how attempts are contained (shown by /readyz).
+	Containment string
 	// Metrics writes the process's families into GET /metrics (scheduler,
 	// runner, store); nil serves the HTTP statistics only.
 	Metrics Collector
@@ -86,6 +88,8 @@ type Server struct {
 	grace    int64
 	sessions *panel.Sessions
 	handler  http.Handler
+
+	containment string // Config.Containment
 
 	onReq     func()
 	collect   Collector
@@ -110,7 +114,7 @@ func New(cfg Config) *Server {
 	s := &Server{
 		store: cfg.Store, logs: cfg.Logs, auth: cfg.Auth, log: cfg.Logger,
 		maxBody: cfg.MaxBodyBytes, version: cfg.Version, ready: cfg.Ready, grace: cfg.DefaultGraceMs,
-		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(),
+		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), containment: cfg.Containment,
 		onReq: cfg.OnRequest,
 	}
 	if s.log == nil {
@@ -188,5 +192,5 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	panel.WriteJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
+	panel.WriteJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version, Containment: s.containment})
 }

@@ -42,6 +42,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -366,6 +367,9 @@ func (r *Runner) launch(ctx context.Context, slot *executor.Slot, due edge.Run, 
 func buildRequest(c edge.Claim, out *logstore.Writer) executor.Request {
 	cmd := c.Revision.Spec
 	sp := executor.Spec{Env: cmd.Environment, WorkDir: cmd.WorkingDirectory, Timeout: time.Duration(cmd.TimeoutMs) * time.Millisecond}
+	if lim := cmd.Limits; lim != nil {
+		sp.MaxProcesses, sp.MemoryBytes = lim.MaxProcesses, lim.MemoryBytes
+	}
 	if cmd.Argv != nil {
 		sp.Argv = append([]string{cmd.Argv.File}, cmd.Argv.Args...)
 	}
@@ -428,7 +432,7 @@ func (r *Runner) complete(ctx context.Context, a *attempt) {
 		res.Status, res.ErrorClass, res.Message = run.AttemptFailed, run.ErrorInternal, "the process exited 0, but its running state could not be recorded"
 	}
 	r.mu.Lock()
-	reason := shutdownReason(a, res.Status)
+	reason := cmp.Or(shutdownReason(a, res.Status), res.Reason) // shutdown, oom
 	r.mu.Unlock()
 	r.finish(ctx, a.ref, edge.AttemptResult{
 		Reason:       reason,

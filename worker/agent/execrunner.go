@@ -21,6 +21,9 @@ func (r ExecRunner) Start(l Launch) (Process, error) {
 		return nil, fmt.Errorf("%w: every executor slot is taken", ErrNeverStarted)
 	}
 	sp := executor.Spec{Env: l.Spec.Environment, WorkDir: l.Spec.WorkingDirectory, Timeout: l.Timeout}
+	if lim := l.Spec.Limits; lim != nil {
+		sp.MaxProcesses, sp.MemoryBytes = lim.MaxProcesses, lim.MemoryBytes
+	}
 	switch {
 	case l.Spec.Argv != nil:
 		sp.Argv = append([]string{l.Spec.Argv.File}, l.Spec.Argv.Args...)
