@@ -8,7 +8,7 @@
 //
 // A log over the per-attempt cap (default 4 MiB, hard limit 1 GiB) keeps its
 // first three quarters and its last quarter with a marker line between them
-// saying how many bytes were dropped (Writer; ADR 0040). Nothing is buffered
+// saying how many bytes were dropped (Writer; ADR 0042). Nothing is buffered
 // in memory: the tail waits in a ring file until the attempt ends. A Writer
 // always accepts every byte so the executor keeps draining the child's pipe
 // and the child never blocks on a full pipe. Reads are by byte range (at most 1 MiB per call) and Follow gives
@@ -233,7 +233,7 @@ func (s *Store) openForWrite(k key) (*os.File, error) {
 // them live); later bytes go to a tail ring file next to the log that keeps
 // the newest executor.TailBytes(cap) of them. Close appends the ring behind
 // the head, after a marker line saying how many bytes were dropped when the
-// output exceeded the cap (ADR 0040). Bytes that failed to reach the disk
+// output exceeded the cap (ADR 0042). Bytes that failed to reach the disk
 // are counted and dropped, and the first disk error is reported by Close.
 type Writer struct {
 	s     *Store

@@ -126,7 +126,7 @@ func TestLogResumeAfterLostReceipt(t *testing.T) {
 }
 
 // Output beyond the spool cap keeps its head and its tail with a marker
-// line between them (ADR 0040), and is flagged truncated.
+// line between them (ADR 0042), and is flagged truncated.
 func TestLogCapKeepsHeadAndTail(t *testing.T) {
 	out := "HEAD" + strings.Repeat("x", 4088) + "TAIL"
 	r := newFakeRunner(out)

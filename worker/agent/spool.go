@@ -13,7 +13,7 @@ import (
 // spool is the on-disk log of one attempt: the executor appends output,
 // the uploader reads it back by offset, so no log is ever held in memory.
 // Under the cap (max bytes) everything is kept. Beyond it the spool keeps
-// the head and the tail (ADR 0040): the first executor.HeadBytes(max)
+// the head and the tail (ADR 0042): the first executor.HeadBytes(max)
 // bytes go to the spool as they come (and are uploaded while the attempt
 // runs); later bytes go to a tail ring file beside it that keeps the newest
 // executor.TailBytes(max); seal, once the process has ended, appends a

@@ -9,7 +9,7 @@ import (
 	"syscall"
 )
 
-// Head and tail of a capped log (ADR 0040 §logs; both binaries): a log with
+// Head and tail of a capped log (ADR 0042; both binaries): a log with
 // a cap of max bytes keeps its first HeadBytes(max) bytes as they come and
 // the last TailBytes(max) bytes in a TailRing; when the attempt ends, the
 // ring is appended behind the head — after a DroppedMarker line when output
