@@ -270,6 +270,10 @@ type AttemptResult struct {
 	FinishedAtMs int64
 	// NoRetry suppresses the retry policy (e.g. the attempt was replaced).
 	NoRetry bool
+	// Reason is recorded on the run when the attempt ends it (e.g.
+	// ReasonShutdown for a cancelled attempt, "oom" for a failed one);
+	// "" keeps the default (ReasonUserCancel for a cancel).
+	Reason string
 }
 
 // FinishResult reports what FinishAttempt did to the run.
@@ -294,6 +298,7 @@ const (
 	ReasonReplaced        = "concurrency_replace" // replace policy: a newer run took over
 	ReasonUserCancel      = "user"
 	ReasonTaskDeleted     = "task_deleted"
+	ReasonShutdown        = "shutdown" // ql3-edge stopped the attempt when it shut down (drain grace over)
 )
 
 // TaskStore is the publishing side used by the HTTP API and the CLI.

@@ -40,6 +40,21 @@ func appendCanonical(b []byte, c Command) []byte {
 	}
 	b = append(b, `,"kind":`...)
 	b = canonjson.AppendString(b, c.Kind)
+	if c.Limits != nil {
+		b = append(b, `,"limits":{`...)
+		if c.Limits.MaxProcesses != 0 {
+			b = append(b, `"maxProcesses":`...)
+			b = canonjson.AppendInt(b, int64(c.Limits.MaxProcesses))
+			if c.Limits.MemoryBytes != 0 {
+				b = append(b, ',')
+			}
+		}
+		if c.Limits.MemoryBytes != 0 {
+			b = append(b, `"memoryBytes":`...)
+			b = canonjson.AppendInt(b, c.Limits.MemoryBytes)
+		}
+		b = append(b, '}')
+	}
 	if c.Placement != nil {
 		b = append(b, `,"placement":`...)
 		b = appendRequirements(b, c.Placement)

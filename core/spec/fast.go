@@ -73,11 +73,31 @@ func scanWire(s *canonjson.Scanner) wire {
 			w.Concurrency = &c
 		case "placement":
 			w.Placement = scanRequirements(s)
+		case "limits":
+			w.Limits = scanLimits(s)
 		default:
 			s.Fail()
 		}
 	}
 	return w
+}
+
+func scanLimits(s *canonjson.Scanner) *Limits {
+	l := &Limits{}
+	if !s.Object() {
+		return l
+	}
+	for key, ok := s.Key(); ok; key, ok = s.Key() {
+		switch key {
+		case "maxProcesses":
+			l.MaxProcesses = s.Int()
+		case "memoryBytes":
+			l.MemoryBytes = s.Int64()
+		default:
+			s.Fail()
+		}
+	}
+	return l
 }
 
 func scanArgv(s *canonjson.Scanner) *Argv {

@@ -48,6 +48,13 @@ const (
 	MinAttempts  = 1
 	MaxAttempts  = 16
 	MaxBackoffMs = 24 * 3600 * 1000
+
+	// limits (ADR 0041): where the host offers cgroups, an attempt's
+	// process count and memory are bounded; 0 takes the host's default.
+	MinMaxProcesses = 8
+	MaxMaxProcesses = 1 << 20
+	MinMemoryBytes  = 4 << 20
+	MaxMemoryBytes  = 1 << 40
 )
 
 // Shells a Shell spec may name.
@@ -81,6 +88,17 @@ type Command struct {
 	Retry            RetryPolicy             `json:"retry"`
 	Concurrency      ConcurrencyPolicy       `json:"concurrency"`
 	Placement        *placement.Requirements `json:"placement,omitempty"`
+	Limits           *Limits                 `json:"limits,omitempty"`
+}
+
+// Limits bounds one attempt's resources where the executing host offers
+// cgroups (ADR 0041): MaxProcesses is the group's pids.max (tasks, threads
+// included), MemoryBytes its memory limit (beyond it the attempt ends
+// failed, reason oom). A zero field takes the host's default; a host
+// without cgroups cannot enforce them and says so at start.
+type Limits struct {
+	MaxProcesses int   `json:"maxProcesses,omitempty"`
+	MemoryBytes  int64 `json:"memoryBytes,omitempty"`
 }
 
 // Argv runs File with Args directly, no shell in between.
@@ -133,6 +151,7 @@ type wire struct {
 	Retry            *wireRetry              `json:"retry"`
 	Concurrency      *ConcurrencyPolicy      `json:"concurrency"`
 	Placement        *placement.Requirements `json:"placement"`
+	Limits           *Limits                 `json:"limits"`
 }
 
 type wireShell struct {
@@ -189,6 +208,7 @@ func (w wire) command() (Command, []byte, error) {
 		Retry:            RetryPolicy{MaxAttempts: 1},
 		Concurrency:      DefaultConcurrency,
 		Placement:        w.Placement,
+		Limits:           w.Limits,
 	}
 	if w.Shell != nil {
 		c.Shell = &Shell{Command: w.Shell.Command, Shell: DefaultShell}
@@ -265,6 +285,14 @@ func (c Command) normalize() Command {
 		c.Environment = env
 	}
 	c.Env = normalizeEnvScope(c.Env)
+	if c.Limits != nil {
+		if *c.Limits == (Limits{}) {
+			c.Limits = nil
+		} else {
+			l := *c.Limits
+			c.Limits = &l
+		}
+	}
 	if c.Placement != nil {
 		if c.Placement.IsZero() {
 			c.Placement = nil

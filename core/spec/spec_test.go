@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/placement"
 )
@@ -104,7 +105,7 @@ func TestCanonicalRoundTrip(t *testing.T) {
 		"environment":{"PYTHONUNBUFFERED":"1","LANG":"C.UTF-8","path_extra":"/opt/bin"},
 		"workingDirectory":"/srv/jobs","timeoutMs":600000,
 		"retry":{"maxAttempts":3,"backoffBaseMs":1000,"backoffMaxMs":60000,"retryOnLost":true},
-		"concurrency":"replace",
+		"concurrency":"replace","limits":{"memoryBytes":268435456,"maxProcesses":64},
 		"placement":{"required":{"os":"linux","executors":["argv"],"runtimes":{"python":">=3.9"},"labels":{"zone":"a"}},
 		             "preferred":[{"label":"zone","value":"b","weight":5},{"label":"disk","value":"ssd","weight":50}]}}`
 	c, err := Decode([]byte(doc))
@@ -260,6 +261,11 @@ func TestDecodeErrors(t *testing.T) {
 		{"placement structural", `{` + kind + `,` + argv + `,"placement":{"required":{"os":"Linux"}}}`, errs.Invalid, "placement.required.os", "[a-z0-9]+"},
 		{"placement weight", `{` + kind + `,` + argv + `,"placement":{"preferred":[{"label":"a","value":"b","weight":0}]}}`, errs.Invalid, "placement.preferred[0].weight", "1..100"},
 		{"placement unknown field", `{` + kind + `,` + argv + `,"placement":{"required":{"gpu":true}}}`, errs.Invalid, "placement.required.gpu", "unknown field"},
+		{"limits processes too few", `{` + kind + `,` + argv + `,"limits":{"maxProcesses":7}}`, errs.Invalid, "limits.maxProcesses", "8..1048576"},
+		{"limits processes too many", `{` + kind + `,` + argv + `,"limits":{"maxProcesses":1048577}}`, errs.Invalid, "limits.maxProcesses", "8..1048576"},
+		{"limits memory too small", `{` + kind + `,` + argv + `,"limits":{"memoryBytes":4194303}}`, errs.Invalid, "limits.memoryBytes", "4 MiB..1 TiB"},
+		{"limits memory negative", `{` + kind + `,` + argv + `,"limits":{"memoryBytes":-1}}`, errs.Invalid, "limits.memoryBytes", "4 MiB..1 TiB"},
+		{"limits unknown field", `{` + kind + `,` + argv + `,"limits":{"cpu":1}}`, errs.Invalid, "limits.cpu", "unknown field"},
 		{"unknown field", `{` + kind + `,` + argv + `,"image":"alpine"}`, errs.Invalid, "image", "unknown field"},
 		{"unknown nested field", `{` + kind + `,"argv":{"file":"x","env":{}}}`, errs.Invalid, "argv.env", "unknown field"},
 		{"wrong-case field", `{` + kind + `,` + argv + `,"TimeoutMs":5}`, errs.Invalid, "TimeoutMs", "unknown field"},
@@ -317,6 +323,33 @@ func TestDecodeAcceptsLimits(t *testing.T) {
 		canon, err := c.Canonical()
 		if err != nil || len(canon) > MaxCanonicalBytes {
 			t.Errorf("doc %d: canonical %d bytes, %v", i, len(canon), err)
+		}
+	}
+}
+
+// TestLimitsCanonical: limits are optional; an empty object is the same
+// spec as none, and each field appears only when set.
+func TestLimitsCanonical(t *testing.T) {
+	argv := `"argv":{"file":"/bin/true"}`
+	for _, tc := range []struct{ in, want string }{
+		{`{` + kind + `,` + argv + `,"limits":{}}`, ``},
+		{`{` + kind + `,` + argv + `,"limits":{"maxProcesses":64}}`, `"limits":{"maxProcesses":64}`},
+		{`{` + kind + `,` + argv + `,"limits":{"memoryBytes":4194304}}`, `"limits":{"memoryBytes":4194304}`},
+		{`{` + kind + `,` + argv + `,"limits":{"memoryBytes":4194304,"maxProcesses":8}}`, `"limits":{"maxProcesses":8,"memoryBytes":4194304}`},
+	} {
+		c, err := Decode([]byte(tc.in))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		canon, err := c.Canonical()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.want == "" && bytes.Contains(canon, []byte(`"limits"`)) || !bytes.Contains(canon, []byte(tc.want)) {
+			t.Errorf("%s: canonical %s, want it to hold %q", tc.in, canon, tc.want)
+		}
+		if ref, err := canonjson.Canonical(c); err != nil || !bytes.Equal(ref, canon) {
+			t.Errorf("canonical %s differs from the reference %s (%v)", canon, ref, err)
 		}
 	}
 }

@@ -12,6 +12,17 @@ import (
 	"github.com/ql3/ql3/core/errs"
 )
 
+// Validate checks the limits; zero fields mean the host's default.
+func (l Limits) Validate() error {
+	if n := l.MaxProcesses; n != 0 && (n < MinMaxProcesses || n > MaxMaxProcesses) {
+		return errs.Invalidf("limits.maxProcesses", "must be %d..%d (or omitted for the host's default), got %d", MinMaxProcesses, MaxMaxProcesses, n)
+	}
+	if n := l.MemoryBytes; n != 0 && (n < MinMemoryBytes || n > MaxMemoryBytes) {
+		return errs.Invalidf("limits.memoryBytes", "must be %d..%d bytes (4 MiB..1 TiB, or omitted for the host's default), got %d", MinMemoryBytes, int64(MaxMemoryBytes), n)
+	}
+	return nil
+}
+
 // Validate checks every field of c against the spec's rules and limits.
 // Fields are checked in a fixed order so a spec with several faults always
 // reports the same one.
@@ -57,6 +68,11 @@ func (c Command) Validate() error {
 	case ConcurrencyAllow, ConcurrencyForbid, ConcurrencyReplace:
 	default:
 		return errs.Invalidf("concurrency", "must be allow, forbid or replace, got %.32q", string(c.Concurrency))
+	}
+	if c.Limits != nil {
+		if err := c.Limits.Validate(); err != nil {
+			return err
+		}
 	}
 	if c.Placement != nil {
 		if err := c.Placement.Validate(); err != nil {

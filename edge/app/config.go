@@ -24,6 +24,8 @@ const (
 	DefaultLogRetentionHours = 7 * 24
 	DefaultLogMaxTotalBytes  = 1 << 30
 	DefaultKillGraceMs       = 10_000
+	DefaultDrainGraceMs      = 30_000
+	MaxDrainGraceMs          = 3_600_000
 	maxConfigFileBytes       = 64 << 10
 )
 
@@ -41,6 +43,7 @@ type Config struct {
 	MisfireGraceMs    int64  `json:"misfireGraceMs,omitempty"`    // QL3_MISFIRE_GRACE_MS
 	MaxConcurrency    int    `json:"maxConcurrency,omitempty"`    // QL3_MAX_CONCURRENCY
 	KillGraceMs       int64  `json:"killGraceMs,omitempty"`       // QL3_KILL_GRACE_MS: SIGTERM → SIGKILL
+	DrainGraceMs      int64  `json:"drainGraceMs,omitempty"`      // QL3_DRAIN_GRACE_MS: running attempts may finish on shutdown
 	LogMaxBytes       int64  `json:"logMaxBytes,omitempty"`       // QL3_LOG_MAX_BYTES: per attempt
 	LogMaxTotalBytes  int64  `json:"logMaxTotalBytes,omitempty"`  // QL3_LOG_MAX_TOTAL_BYTES
 	LogRetentionHours int64  `json:"logRetentionHours,omitempty"` // QL3_LOG_RETENTION_HOURS: finished runs and their logs
@@ -61,6 +64,7 @@ func DefaultConfig() Config {
 		MisfireGraceMs:    DefaultMisfireGraceMs,
 		MaxConcurrency:    DefaultMaxConcurrency,
 		KillGraceMs:       DefaultKillGraceMs,
+		DrainGraceMs:      DefaultDrainGraceMs,
 		LogMaxBytes:       DefaultLogMaxBytes,
 		LogMaxTotalBytes:  DefaultLogMaxTotalBytes,
 		LogRetentionHours: DefaultLogRetentionHours,
@@ -130,6 +134,7 @@ func (c *Config) overlay(o Config) {
 		c.MaxConcurrency = o.MaxConcurrency
 	}
 	setI(&c.KillGraceMs, o.KillGraceMs)
+	setI(&c.DrainGraceMs, o.DrainGraceMs)
 	setI(&c.LogMaxBytes, o.LogMaxBytes)
 	setI(&c.LogMaxTotalBytes, o.LogMaxTotalBytes)
 	setI(&c.LogRetentionHours, o.LogRetentionHours)
@@ -154,7 +159,8 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 	}
 	ints := map[string]*int64{
 		"QL3_MISFIRE_GRACE_MS": &c.MisfireGraceMs, "QL3_KILL_GRACE_MS": &c.KillGraceMs,
-		"QL3_LOG_MAX_BYTES": &c.LogMaxBytes, "QL3_LOG_MAX_TOTAL_BYTES": &c.LogMaxTotalBytes,
+		"QL3_DRAIN_GRACE_MS": &c.DrainGraceMs,
+		"QL3_LOG_MAX_BYTES":  &c.LogMaxBytes, "QL3_LOG_MAX_TOTAL_BYTES": &c.LogMaxTotalBytes,
 		"QL3_LOG_RETENTION_HOURS": &c.LogRetentionHours,
 	}
 	for k, dst := range ints {
@@ -198,6 +204,8 @@ func (c Config) ValidateServer() error {
 		return errs.Invalidf("maxConcurrency", "must be 1..%d, got %d", MaxMaxConcurrency, c.MaxConcurrency)
 	case c.KillGraceMs < 0 || c.KillGraceMs > int64(10*time.Minute/time.Millisecond):
 		return errs.Invalidf("killGraceMs", "must be 0..600000, got %d", c.KillGraceMs)
+	case c.DrainGraceMs < 0 || c.DrainGraceMs > MaxDrainGraceMs:
+		return errs.Invalidf("drainGraceMs", "must be 0..%d, got %d", MaxDrainGraceMs, c.DrainGraceMs)
 	case c.LogMaxBytes < 1024 || c.LogMaxBytes > MaxLogMaxBytes:
 		return errs.Invalidf("logMaxBytes", "must be 1024..%d, got %d", MaxLogMaxBytes, c.LogMaxBytes)
 	case c.LogMaxTotalBytes < c.LogMaxBytes:

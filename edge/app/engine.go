@@ -39,6 +39,7 @@ type engineConfig struct {
 	StateDir       string
 	MaxConcurrency int
 	KillGrace      time.Duration
+	DrainGrace     time.Duration
 	Hooks          Hooks
 }
 
@@ -79,6 +80,7 @@ func startEngine(ctx context.Context, cfg engineConfig) (*engine, error) {
 		// that woke an idle edge, paging SQLite's code back in each time.
 		PollInterval: runnerSafetyPoll,
 		Envs:         cfg.Store, // the env store (ADR 0038), unlocked before the engine starts
+		DrainGrace:   cfg.DrainGrace,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the runner: %w", err)
@@ -132,7 +134,8 @@ func (e *engine) ready() error {
 }
 
 // stop waits for the loops (their context is already cancelled; the
-// runner stops its running attempts and records them lost) and for the
+// runner drains: running attempts may finish for the drain grace, the rest
+// are stopped and recorded cancelled, reason shutdown) and for the
 // executor's process watchers.
 func (e *engine) stop() error {
 	e.wg.Wait()

@@ -23,6 +23,7 @@ Precedence, lowest first: defaults, the file, QL3_* variables, flags.
   "misfireGraceMs"     int     default misfire grace of new triggers    $QL3_MISFIRE_GRACE_MS    (30000)
   "maxConcurrency"     int     attempts running at once                 $QL3_MAX_CONCURRENCY     (4)
   "killGraceMs"        int     SIGTERM to SIGKILL wait                  $QL3_KILL_GRACE_MS       (10000)
+  "drainGraceMs"       int     on shutdown, running attempts may finish $QL3_DRAIN_GRACE_MS      (30000)
   "logMaxBytes"        int     output kept per attempt                  $QL3_LOG_MAX_BYTES       (4194304)
   "logMaxTotalBytes"   int     kept logs in total                       $QL3_LOG_MAX_TOTAL_BYTES (1073741824)
   "logRetentionHours"  int     finished runs and logs are removed after $QL3_LOG_RETENTION_HOURS (168)
@@ -49,6 +50,7 @@ func (m *Main) ParseFlags(args []string) error {
 		grace        = fs.Duration("misfire-grace", 0, "default misfire grace of new triggers (default 30s, max 5m)")
 		maxConc      = fs.Int("max-concurrency", 0, "attempts running at once (default 4, max 256)")
 		killGrace    = fs.Duration("kill-grace", 0, "wait between SIGTERM and SIGKILL when stopping an attempt (default 10s)")
+		drainGrace   = fs.Duration("drain-grace", 0, "on SIGTERM/SIGINT, how long running attempts may finish before they are stopped and recorded cancelled (reason shutdown); a second signal stops them at once (default 30s, max 1h)")
 		logMax       = fs.Int64("log-max-bytes", 0, "output kept per attempt in bytes (default 4 MiB, max 1 GiB); the rest is discarded and marked truncated")
 		logTotal     = fs.Int64("log-max-total-bytes", 0, "total size of kept logs before the oldest are removed (default 1 GiB)")
 		logRetention = fs.Duration("log-retention", 0, "remove finished runs and their logs older than this (default 168h)")
@@ -112,6 +114,8 @@ func (m *Main) ParseFlags(args []string) error {
 			cfg.MaxConcurrency = *maxConc
 		case "kill-grace":
 			cfg.KillGraceMs = ms(f.Name, *killGrace)
+		case "drain-grace":
+			cfg.DrainGraceMs = ms(f.Name, *drainGrace)
 		case "log-max-bytes":
 			cfg.LogMaxBytes = *logMax
 		case "log-max-total-bytes":

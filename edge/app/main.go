@@ -170,6 +170,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		StateDir:       filepath.Join(cfg.DataDir, StateDirName),
 		MaxConcurrency: cfg.MaxConcurrency,
 		KillGrace:      time.Duration(cfg.KillGraceMs) * time.Millisecond,
+		DrainGrace:     time.Duration(cfg.DrainGraceMs) * time.Millisecond,
 		Hooks:          hooks,
 	})
 	if err != nil {
@@ -191,6 +192,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Auth:           httpapi.Auth{Digest: m.token.Digest, Disabled: cfg.NoAuth},
 		DefaultGraceMs: cfg.MisfireGraceMs,
 		Ready:          m.ready,
+		Containment:    m.engine.exec.Containment(),
 		Metrics:        m.collectMetrics,
 		OnRequest:      idle.activity,
 		UI:             panel.UI{},

@@ -45,6 +45,9 @@ type Env struct {
 	Getenv  func(string) string
 	Version string
 	Program string // how the user invoked the binary (os.Args[0])
+	// StopNow is closed by main on a second SIGTERM/SIGINT: `serve` then
+	// ends its drain at once (nil: no second signal is awaited).
+	StopNow <-chan struct{}
 }
 
 // StdEnv is the real process environment.

@@ -31,5 +31,22 @@ func serveCmd(ctx context.Context, env Env, args []string) error {
 			serveErr = fmt.Errorf("http server: %w", err)
 		}
 	}
-	return errors.Join(serveErr, m.Close())
+	return errors.Join(serveErr, closeDraining(m, env.StopNow))
+}
+
+// closeDraining closes m (which drains running attempts for the drain
+// grace) and cuts the drain short when stopNow closes.
+func closeDraining(m *app.Main, stopNow <-chan struct{}) error {
+	closed := make(chan struct{})
+	defer close(closed)
+	if stopNow != nil {
+		go func() {
+			select {
+			case <-stopNow:
+				m.StopNow()
+			case <-closed:
+			}
+		}()
+	}
+	return m.Close()
 }

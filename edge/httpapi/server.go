@@ -69,6 +69,8 @@ type Config struct {
 	// Ready reports whether the process can serve (store open, scheduler
 	// and runner started); nil means always ready.
 	Ready func(ctx context.Context) error
+	// Containment describes how attempts are contained (shown by /readyz).
+	Containment string
 	// Metrics writes the process's families into GET /metrics (scheduler,
 	// runner, store); nil serves the HTTP statistics only.
 	Metrics Collector
@@ -96,6 +98,8 @@ type Server struct {
 	ui       httpkit.UI
 	handler  http.Handler
 
+	containment string // Config.Containment
+
 	onReq     func()
 	collect   Collector
 	httpStats *metrics.HTTPStats
@@ -110,9 +114,9 @@ func New(cfg Config) *Server {
 	s := &Server{
 		store: cfg.Store, logs: cfg.Logs, auth: cfg.Auth, log: cfg.Logger,
 		maxBody: cfg.MaxBodyBytes, version: cfg.Version, ready: cfg.Ready, grace: cfg.DefaultGraceMs,
-		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(),
+		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), containment: cfg.Containment,
 		onReq: cfg.OnRequest, ui: cfg.UI,
-		envs:  cfg.Envs, rotateKey: cfg.RotateEnvKey,
+		envs: cfg.Envs, rotateKey: cfg.RotateEnvKey,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -190,5 +194,5 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	httpkit.WriteJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
+	httpkit.WriteJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version, Containment: s.containment})
 }

@@ -167,6 +167,9 @@ type Health struct {
 	Status  string `json:"status"` // ok | unavailable
 	Version string `json:"version,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Containment (readyz) says how attempts are contained: per-attempt
+	// cgroups and which, or none (ADR 0041).
+	Containment string `json:"containment,omitempty"`
 }
 
 // taskView maps a task and its triggers; nowMs (0: unknown) lets a

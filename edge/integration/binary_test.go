@@ -19,6 +19,7 @@ import (
 
 	"github.com/ql3/ql3/edge/app"
 	"github.com/ql3/ql3/edge/httpapi"
+	"github.com/ql3/ql3/scripts/testio"
 )
 
 var (
@@ -51,10 +52,11 @@ func edgeBinary(t *testing.T) string {
 
 // proc is a ql3-edge serve process.
 type proc struct {
-	t    *testing.T
-	cmd  *exec.Cmd
-	base string
-	done chan struct{}
+	t      *testing.T
+	cmd    *exec.Cmd
+	base   string
+	done   chan struct{}
+	stderr *testio.Buffer // the server's log, also copied to the test log
 }
 
 var listenLine = regexp.MustCompile(`API and panel: (http://[^/\s]+)/`)
@@ -62,7 +64,9 @@ var listenLine = regexp.MustCompile(`API and panel: (http://[^/\s]+)/`)
 // startBinary runs `ql3-edge serve` on dataDir and waits for its banner.
 func startBinary(t *testing.T, dataDir string, extra ...string) *proc {
 	t.Helper()
-	args := append([]string{"serve", "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--kill-grace", "1s"}, extra...)
+	// A short drain grace so a test's cleanup SIGTERM never waits long;
+	// a test that wants another passes --drain-grace in extra (last wins).
+	args := append([]string{"serve", "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--kill-grace", "1s", "--drain-grace", "2s"}, extra...)
 	cmd := exec.Command(edgeBinary(t), args...)
 	var env []string
 	for _, kv := range os.Environ() {
@@ -75,11 +79,12 @@ func startBinary(t *testing.T, dataDir string, extra ...string) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = testWriter{t}
+	logBuf := &testio.Buffer{}
+	cmd.Stderr = io.MultiWriter(testWriter{t}, logBuf)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{t: t, cmd: cmd, done: make(chan struct{})}
+	p := &proc{t: t, cmd: cmd, done: make(chan struct{}), stderr: logBuf}
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)

@@ -6,10 +6,12 @@
 // <attempt>.meta records how the attempt's output ended: bytes kept, bytes
 // seen, whether the size cap truncated it. Directories are 0700, files 0600.
 //
-// Output beyond the per-attempt cap (default 4 MiB, hard limit 1 GiB) is
-// discarded, never buffered: a Writer always accepts every byte so the
-// executor keeps draining the child's pipe and the child never blocks on a
-// full pipe. Reads are by byte range (at most 1 MiB per call) and Follow gives
+// A log over the per-attempt cap (default 4 MiB, hard limit 1 GiB) keeps its
+// first three quarters and its last quarter with a marker line between them
+// saying how many bytes were dropped (Writer; ADR 0042). Nothing is buffered
+// in memory: the tail waits in a ring file until the attempt ends. A Writer
+// always accepts every byte so the executor keeps draining the child's pipe
+// and the child never blocks on a full pipe. Reads are by byte range (at most 1 MiB per call) and Follow gives
 // tail -f semantics: it blocks until bytes past the offset exist, the attempt
 // finished, or the context ends. No call loads a whole log into memory.
 //
@@ -22,6 +24,7 @@ package logstore
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -30,6 +33,7 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/worker/executor"
 )
 
 // Defaults and hard limits (DESIGN.md §8).
@@ -49,6 +53,7 @@ const (
 
 	logSuffix  = ".log"
 	metaSuffix = ".meta"
+	tailSuffix = ".tail"
 	dirMode    = 0o700
 	fileMode   = 0o600
 )
@@ -146,6 +151,12 @@ func (s *Store) logPath(k key) string {
 	return filepath.Join(s.runDir(k.runID), strconv.Itoa(k.attempt)+logSuffix)
 }
 
+// tailPath is the tail ring of a log that outgrew its head (removed when
+// the log is closed; Sweep removes one a crash left behind).
+func (s *Store) tailPath(k key) string {
+	return filepath.Join(s.runDir(k.runID), strconv.Itoa(k.attempt)+tailSuffix)
+}
+
 func (s *Store) metaPath(k key) string {
 	return filepath.Join(s.runDir(k.runID), strconv.Itoa(k.attempt)+metaSuffix)
 }
@@ -204,8 +215,10 @@ func (s *Store) openForWrite(k key) (*os.File, error) {
 	}
 	// A stale meta from an earlier life of this attempt would describe the old
 	// content; remove it before the log is rewritten.
-	if err := os.Remove(s.metaPath(k)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("logstore: remove stale meta: %w", err)
+	for _, stale := range []string{s.metaPath(k), s.tailPath(k)} {
+		if err := os.Remove(stale); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("logstore: remove stale %s: %w", filepath.Base(stale), err)
+		}
 	}
 	f, err := os.OpenFile(s.logPath(k), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, fileMode)
 	if err != nil {
@@ -215,9 +228,13 @@ func (s *Store) openForWrite(k key) (*os.File, error) {
 }
 
 // Writer receives the output of one attempt. Write always reports success
-// so the caller keeps draining the child's pipe; bytes beyond the cap and
-// bytes that failed to reach the disk are counted and dropped, and the first
-// disk error is reported by Close.
+// so the caller keeps draining the child's pipe. The first
+// executor.HeadBytes(cap) bytes go to the file as they come (followers see
+// them live); later bytes go to a tail ring file next to the log that keeps
+// the newest executor.TailBytes(cap) of them. Close appends the ring behind
+// the head, after a marker line saying how many bytes were dropped when the
+// output exceeded the cap (ADR 0042). Bytes that failed to reach the disk
+// are counted and dropped, and the first disk error is reported by Close.
 type Writer struct {
 	s     *Store
 	k     key
@@ -228,6 +245,7 @@ type Writer struct {
 	written   int64
 	seen      int64
 	truncated bool
+	ring      *executor.TailRing // nil until the head is full
 	err       error
 	closed    bool
 }
@@ -239,7 +257,8 @@ type Summary struct {
 	Truncated bool  // output was discarded: beyond the cap, or after a write error
 }
 
-// Write appends p up to the cap. It never fails and never blocks on the cap.
+// Write appends p to the head, the rest to the tail ring. It never fails
+// and never blocks on the cap.
 func (w *Writer) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -247,10 +266,10 @@ func (w *Writer) Write(p []byte) (int, error) {
 		return 0, os.ErrClosed
 	}
 	w.seen += int64(len(p))
-	keep := p
-	if room := w.limit - w.written; int64(len(keep)) > room {
-		keep = keep[:room]
-		w.truncated = true
+	keep, rest := p, []byte(nil)
+	if room := executor.HeadBytes(w.limit) - w.written; w.ring != nil || int64(len(keep)) > room {
+		room = max(room, 0)
+		keep, rest = p[:room], p[room:]
 	}
 	if len(keep) > 0 {
 		if w.err == nil {
@@ -264,8 +283,26 @@ func (w *Writer) Write(p []byte) (int, error) {
 			w.truncated = true
 		}
 	}
+	if len(rest) > 0 {
+		w.toTail(rest)
+	}
 	w.s.publish(w.k, w.written, w.seen, w.truncated)
 	return len(p), nil
+}
+
+// toTail keeps p in the tail ring, opened on first use.
+func (w *Writer) toTail(p []byte) {
+	if w.ring == nil && w.err == nil {
+		w.ring, w.err = executor.OpenTailRing(w.s.tailPath(w.k), executor.TailBytes(w.limit))
+	}
+	if w.ring == nil {
+		w.truncated = true
+		return
+	}
+	_, _ = w.ring.Write(p)
+	if w.ring.Dropped() > 0 {
+		w.truncated = true
+	}
 }
 
 // Summary reports the counters so far.
@@ -275,16 +312,20 @@ func (w *Writer) Summary() Summary {
 	return Summary{Bytes: w.written, BytesSeen: w.seen, Truncated: w.truncated}
 }
 
-// Close finishes the log: it writes the meta record, closes the file and
-// wakes followers, who then see the end of the log.
+// Close finishes the log: it appends the tail (and the marker), writes the
+// meta record, closes the file and wakes followers, who then see the rest
+// of the log and its end.
 func (w *Writer) Close() (Summary, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	sum := Summary{Bytes: w.written, BytesSeen: w.seen, Truncated: w.truncated}
 	if w.closed {
-		return sum, nil
+		return Summary{Bytes: w.written, BytesSeen: w.seen, Truncated: w.truncated}, nil
 	}
 	w.closed = true
+	if w.ring != nil {
+		w.appendTail()
+	}
+	sum := Summary{Bytes: w.written, BytesSeen: w.seen, Truncated: w.truncated}
 	err := w.err
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
@@ -297,6 +338,30 @@ func (w *Writer) Close() (Summary, error) {
 		return sum, fmt.Errorf("logstore: run %s attempt %d: %w", w.k.runID, w.k.attempt, err)
 	}
 	return sum, nil
+}
+
+// appendTail writes the marker (when bytes were dropped) and the ring's
+// bytes behind the head, then removes the ring file.
+func (w *Writer) appendTail() {
+	if w.err == nil {
+		if d := w.ring.Dropped(); d > 0 {
+			n, err := io.WriteString(w.f, executor.DroppedMarker(d, w.written, w.ring.Kept()))
+			w.written += int64(n)
+			w.err = err
+		}
+	}
+	if w.err == nil {
+		n, err := w.ring.WriteTo(w.f)
+		w.written += n
+		w.err = err
+	}
+	if w.err != nil {
+		w.truncated = true
+	}
+	if err := w.ring.Remove(); err != nil && w.err == nil {
+		w.err = err
+	}
+	w.ring = nil
 }
 
 func (s *Store) publish(k key, size, seen int64, truncated bool) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/worker/executor"
 )
 
 func openTest(t *testing.T, cfg Config) *Store {
@@ -125,7 +126,9 @@ func TestCapTruncatesAndRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Summary{Bytes: 10, BytesSeen: 18, Truncated: true}
+	// Cap 10: the first 8 bytes, a marker for the 8 dropped, the last 2.
+	kept := "01234567" + executor.DroppedMarker(8, 8, 2) + "gh"
+	want := Summary{Bytes: int64(len(kept)), BytesSeen: 18, Truncated: true}
 	if sum != want {
 		t.Fatalf("summary = %+v, want %+v", sum, want)
 	}
@@ -133,8 +136,11 @@ func TestCapTruncatesAndRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(c.Data) != "0123456789" || !c.Truncated || c.BytesSeen != 18 || !c.EOF || !c.Complete {
-		t.Fatalf("chunk = %+v", c)
+	if string(c.Data) != kept || !c.Truncated || c.BytesSeen != 18 || !c.EOF || !c.Complete {
+		t.Fatalf("chunk = %+v (%q)", c, c.Data)
+	}
+	if _, err := os.Stat(s.tailPath(key{"r", 1})); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("tail ring left behind: %v", err)
 	}
 	if _, err := w.Write([]byte("x")); !errors.Is(err, os.ErrClosed) {
 		t.Fatalf("write after close: %v", err)
@@ -335,7 +341,7 @@ func TestMissingOrTornMetaFallsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Truncated || c.BytesSeen != 4 || string(c.Data) != "abcd" {
+	if kept := "abc" + executor.DroppedMarker(4, 3, 1) + "h"; c.Truncated || c.BytesSeen != int64(len(kept)) || string(c.Data) != kept {
 		t.Fatalf("chunk with torn meta = %+v", c)
 	}
 }
@@ -348,12 +354,14 @@ func TestInfo(t *testing.T) {
 	w, _ := s.Create("r", 1)
 	w.Write([]byte("abcdef"))
 	live, err := s.Info("r", 1)
-	if err != nil || live.Size != 4 || live.Complete || !live.Truncated || live.BytesSeen != 6 || len(live.Data) != 0 {
+	// Cap 4: the head (3 bytes) is in the file; the tail waits in its ring.
+	if err != nil || live.Size != 3 || live.Complete || !live.Truncated || live.BytesSeen != 6 || len(live.Data) != 0 {
 		t.Fatalf("Info while writing = %+v, %v", live, err)
 	}
 	w.Close()
 	done, err := s.Info("r", 1)
-	if err != nil || done.Size != 4 || !done.Complete || !done.EOF || !done.Truncated || done.BytesSeen != 6 {
+	size := int64(len("abc" + executor.DroppedMarker(2, 3, 1) + "f"))
+	if err != nil || done.Size != size || !done.Complete || !done.EOF || !done.Truncated || done.BytesSeen != 6 {
 		t.Fatalf("Info after close = %+v, %v", done, err)
 	}
 }
@@ -382,6 +390,8 @@ func TestDecodeMeta(t *testing.T) {
 		{`{"bytes":0,"bytesSeen":0,"truncated":false,"v":1}`, true},
 		{`{"bytes":10,"bytesSeen":18,"truncated":false,"v":1}`, false},
 		{`{"bytes":10,"bytesSeen":5,"truncated":false,"v":1}`, false},
+		{`{"bytes":110,"bytesSeen":18,"truncated":true,"v":1}`, true},  // head + marker + tail
+		{`{"bytes":300,"bytesSeen":18,"truncated":true,"v":1}`, false}, // more than a marker over what was seen
 		{`{"bytes":-1,"bytesSeen":0,"truncated":false,"v":1}`, false},
 		{`{"bytes":1,"bytesSeen":1,"truncated":false,"v":2}`, false},
 		{`{"bytes":1,"bytesSeen":1,"truncated":false,"v":1,"x":1}`, false},

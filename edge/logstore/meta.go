@@ -12,7 +12,16 @@ import (
 const (
 	metaVersion  = 1
 	metaMaxBytes = 512
+	// maxMarkerBytes bounds executor.DroppedMarker (about 100 bytes).
+	maxMarkerBytes = 256
 )
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // meta is the sidecar record written when a log is closed. Power loss can
 // leave it missing or torn; readers then fall back to the file size.
@@ -38,10 +47,11 @@ func decodeMeta(data []byte) (meta, error) {
 	if m.Version != metaVersion {
 		return meta{}, errs.Invalidf("v", "unsupported meta version %d", m.Version)
 	}
-	if m.Bytes < 0 || m.Bytes > HardMaxBytesPerAttempt {
-		return meta{}, errs.Invalidf("bytes", "must be 0..%d, got %d", HardMaxBytesPerAttempt, m.Bytes)
+	if m.Bytes < 0 || m.Bytes > HardMaxBytesPerAttempt+maxMarkerBytes {
+		return meta{}, errs.Invalidf("bytes", "must be 0..%d, got %d", HardMaxBytesPerAttempt+maxMarkerBytes, m.Bytes)
 	}
-	if m.BytesSeen < m.Bytes {
+	// A truncated log also holds the dropped-bytes marker line.
+	if slack := int64(maxMarkerBytes) * int64(boolInt(m.Truncated)); m.BytesSeen+slack < m.Bytes {
 		return meta{}, errs.Invalidf("bytesSeen", "must be at least bytes (%d), got %d", m.Bytes, m.BytesSeen)
 	}
 	if m.BytesSeen > m.Bytes && !m.Truncated {

@@ -111,8 +111,10 @@ func (s *Store) scan() ([]logFile, error) {
 				continue // removed under us
 			}
 			lf := logFile{k: key{run.Name(), attempt}, size: info.Size(), mtime: info.ModTime()}
-			if mi, err := os.Stat(s.metaPath(lf.k)); err == nil {
-				lf.size += mi.Size()
+			for _, side := range []string{s.metaPath(lf.k), s.tailPath(lf.k)} {
+				if mi, err := os.Stat(side); err == nil {
+					lf.size += mi.Size()
+				}
 			}
 			out = append(out, lf)
 		}
@@ -147,6 +149,9 @@ func (s *Store) removeIfIdle(k key) bool {
 	}
 	if err := os.Remove(s.metaPath(k)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return false
+	}
+	if err := os.Remove(s.tailPath(k)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false // a tail ring a crash left behind
 	}
 	return true
 }

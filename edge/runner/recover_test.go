@@ -217,29 +217,6 @@ func TestQueuedRunBeforeCrashExecutedOnce(t *testing.T) {
 	}
 }
 
-func TestShutdownRecordsRunningAttemptsLost(t *testing.T) {
-	e := newEnv(t)
-	task := e.task("shutdown", shellTask("echo up; exec sleep 1000", func(c *spec.Command) {
-		c.Retry = spec.RetryPolicy{MaxAttempts: 2, RetryOnLost: true}
-	}))
-	r := e.runNow(task.ID)
-	e.start()
-	e.waitLog(r.ID, 1, "up")
-	e.waitRun(r.ID, "running", status(run.RunRunning))
-	pid := e.attempts(r.ID)[0].PID
-	e.stop()
-	got := e.getRun(r.ID)
-	if got.Status != run.RunRetryWait || got.AttemptCount != 2 {
-		t.Fatalf("run after shutdown = %s attempt %d, want retry_wait attempt 2 (retry on lost)", got.Status, got.AttemptCount)
-	}
-	if a := e.attempts(r.ID)[0]; a.Status != run.AttemptLost || a.ErrorClass != run.ErrorWorkerLost {
-		t.Fatalf("attempt = %+v", a)
-	}
-	if !gone(pid) {
-		t.Fatal("process survived shutdown")
-	}
-}
-
 func TestNewValidates(t *testing.T) {
 	e := newEnv(t)
 	base := Config{Store: e.store, Executor: e.exec, Logs: e.logs, StateDir: t.TempDir()}

@@ -35,12 +35,14 @@
 // Queued runs admitted before the crash are simply claimed by the loop, once
 // (ClaimRun compares and sets the run version).
 //
-// Shutdown (ctx of Run ends) stops claiming, stops running attempts the same
-// way as a cancel and records them lost (worker_lost, retried per
-// retryOnLost at the next start), then returns.
+// Shutdown (ctx of Run ends) drains (drain.go, ADR 0040): the loop stops
+// claiming and starting, running attempts get Config.DrainGrace to finish,
+// and whatever still runs then (or after StopNow) is stopped the same way as
+// a cancel and recorded cancelled with reason shutdown, never lost.
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -93,6 +95,9 @@ type Config struct {
 	// Envs is the env store each attempt's environment and output masking
 	// come from (env.go); nil runs tasks with their inline environment only.
 	Envs EnvSource
+	// DrainGrace is how long running attempts may finish after Run's
+	// context ends before they are stopped; 0 stops them at once.
+	DrainGrace time.Duration
 }
 
 // Runner executes queued runs. Create with New, call Recover once, then Run.
@@ -112,16 +117,18 @@ type Runner struct {
 	recovered bool
 	changed   chan struct{}  // closed and replaced when an attempt starts or ends (tests wait on it)
 	wg        sync.WaitGroup // watchers
+	drainCtl  drainState
 }
 
 // attempt is one process this runner started and still watches.
 type attempt struct {
-	ref     edge.AttemptRef
-	taskID  string
-	h       *executor.Handle
-	w       *logstore.Writer
-	out     *maskedOutput // in front of w: env values masked (env.go)
-	running bool          // MarkAttemptRunning committed
+	ref      edge.AttemptRef
+	taskID   string
+	h        *executor.Handle
+	w        *logstore.Writer
+	out      *maskedOutput // in front of w: env values masked (env.go)
+	running  bool          // MarkAttemptRunning committed
+	shutdown bool          // stopped by the drain (under Runner.mu)
 }
 
 // New validates cfg.
@@ -135,7 +142,7 @@ func New(cfg Config) (*Runner, error) {
 		return nil, errs.Invalidf("runner.logs", "must be set")
 	case cfg.StateDir == "":
 		return nil, errs.Invalidf("runner.stateDir", "must be set")
-	case cfg.PollInterval < 0 || cfg.LogUpdateInterval < 0:
+	case cfg.PollInterval < 0 || cfg.LogUpdateInterval < 0 || cfg.DrainGrace < 0:
 		return nil, errs.Invalidf("runner.pollInterval", "intervals must not be negative")
 	case cfg.BatchSize < 0 || cfg.BatchSize > edge.MaxPageSize:
 		return nil, errs.Invalidf("runner.batchSize", "must be 0..%d, got %d", edge.MaxPageSize, cfg.BatchSize)
@@ -159,15 +166,16 @@ func New(cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("runner: create state dir: %w", err)
 	}
 	return &Runner{
-		cfg:     cfg,
-		store:   cfg.Store,
-		exec:    cfg.Executor,
-		logs:    cfg.Logs,
-		clock:   cfg.Clock,
-		log:     cfg.Logger,
-		wake:    make(chan struct{}, 1),
-		active:  make(map[edge.AttemptRef]*attempt),
-		changed: make(chan struct{}),
+		cfg:      cfg,
+		store:    cfg.Store,
+		exec:     cfg.Executor,
+		logs:     cfg.Logs,
+		clock:    cfg.Clock,
+		log:      cfg.Logger,
+		wake:     make(chan struct{}, 1),
+		active:   make(map[edge.AttemptRef]*attempt),
+		changed:  make(chan struct{}),
+		drainCtl: drainState{now: make(chan struct{}), started: make(chan struct{}), timerSet: make(chan struct{})},
 	}, nil
 }
 
@@ -433,7 +441,11 @@ func (r *Runner) complete(ctx context.Context, a *attempt) {
 		// A starting attempt cannot end succeeded; be honest about why.
 		res.Status, res.ErrorClass, res.Message = run.AttemptFailed, run.ErrorInternal, "the process exited 0, but its running state could not be recorded"
 	}
+	r.mu.Lock()
+	reason := cmp.Or(shutdownReason(a, res.Status), res.Reason) // shutdown, oom
+	r.mu.Unlock()
 	r.finish(ctx, a.ref, edge.AttemptResult{
+		Reason:       reason,
 		Status:       res.Status,
 		ExitCode:     res.ExitCode,
 		ErrorClass:   res.ErrorClass,
@@ -495,15 +507,4 @@ func (r *Runner) enforceCancels(ctx context.Context) {
 			a.h.Stop(run.AttemptCancelled, run.ErrorCancelledByUser, cancelMessage(cr))
 		}
 	}
-}
-
-// shutdown stops every running attempt as lost and waits for the results
-// to be recorded.
-func (r *Runner) shutdown() {
-	r.mu.Lock()
-	for _, a := range r.active {
-		a.h.Stop(run.AttemptLost, run.ErrorWorkerLost, "ql3-edge shut down while the attempt ran")
-	}
-	r.mu.Unlock()
-	r.wg.Wait()
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/logstore"
+	"github.com/ql3/ql3/worker/executor"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -259,18 +260,32 @@ func TestGlobalConcurrencyLimit(t *testing.T) {
 	}
 }
 
-func TestLogCapRecorded(t *testing.T) {
+// TestLogFloodKeepsHeadMarkerAndTail: 100 MB of output through a real
+// process keeps the first and the last bytes with the marker between them,
+// and the attempt records the stored size and the truncation.
+func TestLogFloodKeepsHeadMarkerAndTail(t *testing.T) {
 	e := newEnv(t)
-	task := e.task("chatty", shellTask("head -c 5000000 /dev/zero", nil))
+	task := e.task("chatty", shellTask(`echo FIRST; head -c 100000000 /dev/zero | tr '\0' m; echo; echo LAST`, nil))
 	r := e.runNow(task.ID)
 	e.start()
 	e.waitRun(r.ID, "succeeded", status(run.RunSucceeded))
+	const total = len("FIRST\n") + 100_000_000 + len("\nLAST\n")
+	head, tail := executor.HeadBytes(logstore.DefaultMaxBytesPerAttempt), executor.TailBytes(logstore.DefaultMaxBytesPerAttempt)
+	marker := executor.DroppedMarker(int64(total)-head-tail, head, tail)
 	a := e.attempts(r.ID)[0]
-	if a.LogSize != logstore.DefaultMaxBytesPerAttempt || !a.LogTruncated {
-		t.Fatalf("attempt log size %d truncated %v, want %d true", a.LogSize, a.LogTruncated, logstore.DefaultMaxBytesPerAttempt)
+	if a.LogSize != head+int64(len(marker))+tail || !a.LogTruncated {
+		t.Fatalf("attempt log size %d truncated %v", a.LogSize, a.LogTruncated)
 	}
-	c, err := e.logs.Info(r.ID, 1)
-	if err != nil || !c.Truncated || c.BytesSeen != 5000000 {
-		t.Fatalf("log info = %+v, %v", c, err)
+	first, err := e.logs.Read(r.ID, 1, 0, 16)
+	if err != nil || !strings.HasPrefix(string(first.Data), "FIRST\nmmm") || !first.Truncated || first.BytesSeen != int64(total) {
+		t.Fatalf("log start = %q %+v, %v", first.Data, first, err)
+	}
+	mid, err := e.logs.Read(r.ID, 1, head, int64(len(marker)))
+	if err != nil || string(mid.Data) != marker {
+		t.Fatalf("at the end of the head: %q, want the marker %q (%v)", mid.Data, marker, err)
+	}
+	last, err := e.logs.Read(r.ID, 1, a.LogSize-16, 0)
+	if err != nil || !strings.HasSuffix(string(last.Data), "mmm\nLAST\n") || !last.EOF {
+		t.Fatalf("log end = %q, %v", last.Data, err)
 	}
 }

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 
@@ -162,6 +163,11 @@ func (s *Store) FinishAttempt(ctx context.Context, ref edge.AttemptRef, res edge
 	if err != nil {
 		return edge.FinishResult{}, err
 	}
+	if res.Reason != "" {
+		if err := checkReason(res.Reason); err != nil {
+			return edge.FinishResult{}, err
+		}
+	}
 	var out edge.FinishResult
 	err = s.writeDurable(ctx, func(tx *wtx, sg *signals) error {
 		r, err := loadRun(ctx, tx, ref.RunID)
@@ -190,7 +196,7 @@ func (s *Store) FinishAttempt(ctx context.Context, ref edge.AttemptRef, res edge
 		c.r.ExitCode = res.ExitCode
 		c.r.ErrorClass = class
 		p := run.Payload{AttemptNumber: ref.Number, ExitCode: res.ExitCode, ErrorClass: class,
-			LogTruncated: res.LogTruncated}
+			LogTruncated: res.LogTruncated, Reason: res.Reason}
 		if a.StartedAtMs > 0 && res.FinishedAtMs > a.StartedAtMs {
 			p.DurationMs = res.FinishedAtMs - a.StartedAtMs
 		}
@@ -203,7 +209,7 @@ func (s *Store) FinishAttempt(ctx context.Context, ref edge.AttemptRef, res edge
 			err = c.move(run.RunSucceeded, run.EventSucceeded, p)
 		case res.Status == run.AttemptCancelled:
 			if c.r.Reason == "" {
-				c.r.Reason = edge.ReasonUserCancel
+				c.r.Reason = cmp.Or(res.Reason, edge.ReasonUserCancel)
 			}
 			p.Reason = c.r.Reason
 			err = c.move(run.RunCancelled, run.EventCancelled, p)
@@ -226,6 +232,9 @@ func (s *Store) FinishAttempt(ctx context.Context, ref edge.AttemptRef, res edge
 		case res.Status == run.AttemptTimedOut:
 			err = c.move(run.RunTimedOut, run.EventTimedOut, p)
 		default:
+			if res.Reason != "" {
+				c.r.Reason = res.Reason
+			}
 			err = c.move(run.RunFailed, run.EventFailed, p)
 		}
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -272,6 +273,8 @@ func (a *Agent) addAttempt(at *attempt) {
 func (a *Agent) removeAttempt(id string) {
 	if at, ok := a.attempts[id]; ok && at.sp != nil {
 		at.sp.close()
+	} else if ok {
+		_ = os.Remove(a.j.SpoolPath(id) + tailSuffix) // a tail ring a crash left behind
 	}
 	delete(a.attempts, id)
 	a.fence.remove(id)

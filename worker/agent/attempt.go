@@ -120,6 +120,7 @@ func (a *Agent) reap() error {
 			}
 			continue
 		}
+		at.sp.seal() // the tail (and the marker) behind the head: the process and its output are done
 		size, trunc := at.sp.state()
 		if err := a.finish(at, completionFor(at, out, size, trunc)); err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/core/protocol"
+	"github.com/ql3/ql3/worker/executor"
 	"github.com/ql3/ql3/worker/internal/fakeingress"
 )
 
@@ -124,9 +125,11 @@ func TestLogResumeAfterLostReceipt(t *testing.T) {
 	}
 }
 
-// Output beyond the spool cap is dropped and flagged.
-func TestLogCapTruncates(t *testing.T) {
-	r := newFakeRunner(strings.Repeat("x", 4096))
+// Output beyond the spool cap keeps its head and its tail with a marker
+// line between them (ADR 0042), and is flagged truncated.
+func TestLogCapKeepsHeadAndTail(t *testing.T) {
+	out := "HEAD" + strings.Repeat("x", 4088) + "TAIL"
+	r := newFakeRunner(out)
 	h := newHarness(t, r)
 	h.cfg.LogBytes = 1024
 	h.srv.AddRun("run-1", "true", 600_000)
@@ -135,8 +138,9 @@ func TestLogCapTruncates(t *testing.T) {
 		t.Fatal("no completion")
 	}
 	got := h.srvRun("run-1")
-	if len(got.Log) != 1024 || !got.Completion.LogTruncated || got.Completion.StdoutBytes != 1024 {
-		t.Fatalf("log %d bytes, truncated %v, stdoutBytes %d", len(got.Log), got.Completion.LogTruncated, got.Completion.StdoutBytes)
+	want := out[:768] + executor.DroppedMarker(4096-1024, 768, 256) + out[4096-256:]
+	if string(got.Log) != want || !got.Completion.LogTruncated || got.Completion.StdoutBytes != int64(len(want)) {
+		t.Fatalf("log %q, truncated %v, stdoutBytes %d; want %q", got.Log, got.Completion.LogTruncated, got.Completion.StdoutBytes, want)
 	}
 }
 

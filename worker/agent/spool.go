@@ -6,17 +6,28 @@ import (
 	"os"
 	"sync"
 	"syscall"
+
+	"github.com/ql3/ql3/worker/executor"
 )
 
-// spool is the on-disk log of one attempt: the executor appends output
-// (up to max bytes; the rest is dropped and flagged), the uploader reads
-// it back by offset, so no log is ever held in memory.
+// spool is the on-disk log of one attempt: the executor appends output,
+// the uploader reads it back by offset, so no log is ever held in memory.
+// Under the cap (max bytes) everything is kept. Beyond it the spool keeps
+// the head and the tail (ADR 0042): the first executor.HeadBytes(max)
+// bytes go to the spool as they come (and are uploaded while the attempt
+// runs); later bytes go to a tail ring file beside it that keeps the newest
+// executor.TailBytes(max); seal, once the process has ended, appends a
+// marker line with the dropped count and the ring. The control plane
+// receives one ordinary stream and needs no change.
 type spool struct {
 	mu        sync.Mutex
 	f         *os.File
+	path      string
 	size      int64
 	max       int64
 	truncated bool
+	ring      *executor.TailRing // nil until the head is full
+	ringErr   bool
 	notify    func()
 }
 
@@ -32,20 +43,19 @@ func openSpool(path string, max int64, notify func()) (*spool, error) {
 		f.Close()
 		return nil, err
 	}
-	return &spool{f: f, size: st.Size(), max: max, notify: notify}, nil
+	return &spool{f: f, path: path, size: st.Size(), max: max, notify: notify}, nil
 }
 
-// Write appends what fits under the cap and reports success for all of p
-// (the executor must never block or fail on output).
+// Write appends what fits in the head, keeps the rest in the tail ring, and
+// reports success for all of p (the executor must never block or fail on
+// output).
 func (s *spool) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	n := len(p)
-	if room := s.max - s.size; int64(len(p)) > room {
-		if room < 0 {
-			room = 0
-		}
-		p = p[:room]
-		s.truncated = true
+	var rest []byte
+	if room := executor.HeadBytes(s.max) - s.size; s.ring != nil || s.ringErr || int64(len(p)) > room {
+		room = max(room, 0)
+		p, rest = p[:room], p[room:]
 	}
 	if len(p) > 0 && s.f != nil {
 		m, err := s.f.WriteAt(p, s.size)
@@ -54,11 +64,72 @@ func (s *spool) Write(p []byte) (int, error) {
 			s.truncated = true
 		}
 	}
+	if len(rest) > 0 {
+		s.toTail(rest)
+	}
 	s.mu.Unlock()
 	if s.notify != nil {
 		s.notify()
 	}
 	return n, nil
+}
+
+// toTail keeps p in the tail ring, opened on first use.
+func (s *spool) toTail(p []byte) {
+	if s.ring == nil && !s.ringErr && s.f != nil {
+		r, err := executor.OpenTailRing(s.path+tailSuffix, executor.TailBytes(s.max))
+		s.ring, s.ringErr = r, err != nil
+	}
+	if s.ring == nil {
+		s.truncated = true
+		return
+	}
+	_, _ = s.ring.Write(p)
+	if s.ring.Dropped() > 0 {
+		s.truncated = true
+	}
+}
+
+// tailSuffix names the tail ring beside a spool file.
+const tailSuffix = ".tail"
+
+// seal appends the tail ring (after the marker line when bytes were
+// dropped) to the spool and removes the ring. Call it once the process has
+// ended and its output is drained; later calls do nothing.
+func (s *spool) seal() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ring == nil || s.f == nil {
+		return
+	}
+	w := &spoolAppender{s: s}
+	if d := s.ring.Dropped(); d > 0 {
+		_, _ = io.WriteString(w, executor.DroppedMarker(d, s.size, s.ring.Kept()))
+	}
+	if w.err == nil {
+		_, _ = s.ring.WriteTo(w)
+	}
+	if w.err != nil {
+		s.truncated = true
+	}
+	_ = s.ring.Remove()
+	s.ring = nil
+}
+
+// spoolAppender writes at the end of the spool (its mutex held).
+type spoolAppender struct {
+	s   *spool
+	err error
+}
+
+func (a *spoolAppender) Write(p []byte) (int, error) {
+	if a.err != nil {
+		return 0, a.err
+	}
+	n, err := a.s.f.WriteAt(p, a.s.size)
+	a.s.size += int64(n)
+	a.err = err
+	return n, err
 }
 
 // state returns the spooled length and whether output was dropped.
@@ -86,6 +157,7 @@ func (s *spool) readAt(buf []byte, off int64) (int, error) {
 func (s *spool) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.dropRing()
 	if s.f != nil {
 		s.f.Close()
 		s.f = nil
@@ -99,5 +171,16 @@ func (s *spool) truncate() {
 	if s.f != nil {
 		_ = s.f.Truncate(0)
 	}
-	s.size, s.truncated = 0, false
+	s.dropRing()
+	s.size, s.truncated, s.ringErr = 0, false, false
+}
+
+// dropRing removes the tail ring, also one a crash left behind (s.mu held).
+func (s *spool) dropRing() {
+	if s.ring != nil {
+		_ = s.ring.Remove()
+		s.ring = nil
+	} else if s.path != "" {
+		_ = os.Remove(s.path + tailSuffix)
+	}
 }

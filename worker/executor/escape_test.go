@@ -96,15 +96,17 @@ func TestTimeoutKillsEscapedDescendants(t *testing.T) {
 }
 
 func TestCancelKillsEscapedDescendants(t *testing.T) {
-	e, _ := newTestExecutor(t, nil)
-	h, ids := startEscapers(t, e, "escape-cancel", 0)
-	if !e.Cancel("escape-cancel", 1, "cancelled") {
-		t.Fatal("Cancel did not find the attempt")
+	for _, noCgroups := range []bool{false, true} { // the cgroup and the subreaper path
+		e, _ := newTestExecutor(t, func(c *Config) { c.NoCgroups = noCgroups })
+		h, ids := startEscapers(t, e, "escape-cancel", 0)
+		if !e.Cancel("escape-cancel", 1, "cancelled") {
+			t.Fatal("Cancel did not find the attempt")
+		}
+		if res := h.Wait(); res.Status != run.AttemptCancelled {
+			t.Fatalf("noCgroups %v: result = %+v", noCgroups, res)
+		}
+		assertAllGone(t, ids)
 	}
-	if res := h.Wait(); res.Status != run.AttemptCancelled {
-		t.Fatalf("result = %+v", res)
-	}
-	assertAllGone(t, ids)
 }
 
 // TestEscapedDescendantsKilledWhenLeaderExits: the leader exits 0 once
@@ -143,7 +145,8 @@ func TestEscapedDescendantsKilledWhenLeaderExits(t *testing.T) {
 func TestEscapesWithoutChildrenFiles(t *testing.T) {
 	listOwnChildren = func() ([]int, bool) { return nil, false }
 	defer func() { listOwnChildren = ownChildren }()
-	e, fake := newTestExecutor(t, nil)
+	// Without cgroups: the attempt's processes are found in /proc.
+	e, fake := newTestExecutor(t, func(c *Config) { c.NoCgroups = true })
 	h, ids := startEscapers(t, e, "escape-nochildren", 2*time.Second)
 	waitTimers(t, fake, 1)
 	fake.Advance(2 * time.Second)

@@ -82,6 +82,9 @@ type Config struct {
 	LookupEnv func(string) (string, bool)
 	Clock     Clock // nil → clock.Real{}
 	Logger    *slog.Logger
+	// NoCgroups keeps attempts out of cgroups even where the host offers
+	// them (process groups, markers and the subreaper only; ADR 0017).
+	NoCgroups bool
 }
 
 // Spec is what to execute: exactly one of Argv or ShellCommand.
@@ -92,6 +95,11 @@ type Spec struct {
 	Env          map[string]string
 	WorkDir      string
 	Timeout      time.Duration // ≤ 0: no timeout
+	// Limits of the attempt's cgroup (ADR 0041); 0 takes the default
+	// (DefaultMaxProcesses; half the machine's memory). Not enforced
+	// where the host offers no cgroup (Containment says so).
+	MaxProcesses int
+	MemoryBytes  int64
 }
 
 // Request is one attempt to start.
@@ -123,15 +131,24 @@ type Result struct {
 	ErrorClass run.ErrorClass    // "" when succeeded
 	ExitCode   *int              // nil when the leader died of a signal or never started
 	Signal     string            // the signal that ended the leader, e.g. "killed"
+	Reason     string            // ReasonOOM when the memory limit ended it; "" otherwise
 	Message    string            // short, for humans; never output
 	StartedAt  time.Time
 	FinishedAt time.Time
 }
 
+// ReasonOOM is Result.Reason of an attempt whose memory went over its
+// cgroup's limit (the kernel's OOM killer ended a process of it).
+const ReasonOOM = "oom"
+
 // Executor starts attempts. It is safe for concurrent use.
 type Executor struct {
 	cfg   Config
 	slots chan struct{}
+	cg    *cgroupHost // nil: no cgroup containment
+	// cgSkipV2 keeps attempt groups out of the v2 hierarchy (tests of the
+	// v1-only path on a hybrid host).
+	cgSkipV2 bool
 
 	mu      sync.Mutex
 	running map[string]*Handle
@@ -182,11 +199,25 @@ func New(cfg Config) (*Executor, error) {
 	if err := becomeSubreaper(); err != nil {
 		cfg.Logger.Warn("cannot become a child subreaper; descendants that leave their process group are found by their markers only", "err", err)
 	}
-	return &Executor{
+	e := &Executor{
 		cfg:     cfg,
 		slots:   make(chan struct{}, cfg.MaxConcurrent),
 		running: make(map[string]*Handle),
-	}, nil
+	}
+	if !cfg.NoCgroups {
+		e.cg = cgroups()
+	}
+	cfg.Logger.Info("attempt containment", "mode", e.Containment())
+	return e, nil
+}
+
+// Containment describes how this executor contains attempts (logged by
+// New; the edge reports it in /readyz).
+func (e *Executor) Containment() string {
+	if e.cfg.NoCgroups {
+		return "none: process groups, markers and the subreaper only (cgroups turned off)"
+	}
+	return Containment()
 }
 
 // KillGrace is the configured SIGTERM → SIGKILL grace.

@@ -19,7 +19,8 @@ type Handle struct {
 	startedAt time.Time
 	slot      *Slot
 	cmd       *exec.Cmd
-	out       *os.File // read end of the output pipe
+	out       *os.File      // read end of the output pipe
+	cg        *attemptGroup // nil: no cgroup
 
 	mu     sync.Mutex
 	stop   *stopRequest

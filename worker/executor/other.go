@@ -45,3 +45,12 @@ type OrphanReport struct {
 func (e *Executor) TerminateOrphans(ctx context.Context, runID string, attempt int, leader Identity) (OrphanReport, error) {
 	return OrphanReport{}, errUnsupported
 }
+
+// Containment off Linux: none.
+func Containment() string { return "none: not Linux" }
+
+type cgroupHost struct{}
+
+type attemptGroup struct{}
+
+func cgroups() *cgroupHost { return nil }

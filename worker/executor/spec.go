@@ -13,6 +13,9 @@ import (
 // that). It is the one mapping of both binaries.
 func SpecFor(c spec.Command, timeout time.Duration) Spec {
 	sp := Spec{Env: c.Environment, WorkDir: c.WorkingDirectory, Timeout: timeout}
+	if lim := c.Limits; lim != nil {
+		sp.MaxProcesses, sp.MemoryBytes = lim.MaxProcesses, lim.MemoryBytes
+	}
 	switch {
 	case c.Argv != nil:
 		sp.Argv = append([]string{c.Argv.File}, c.Argv.Args...)

@@ -95,18 +95,41 @@ func (e *Executor) spawn(slot *Slot, req Request) (*Handle, error) {
 	if err != nil {
 		return nil, &StartError{Err: fmt.Errorf("output pipe: %w", err)}
 	}
-	cmd := &exec.Cmd{
-		Path:        path,
-		Args:        args,
-		Env:         env,
-		Dir:         dir,
-		Stdout:      w, // one *os.File for both: passed to the child directly, no copier goroutines
-		Stderr:      w,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	build := func() *exec.Cmd {
+		return &exec.Cmd{
+			Path:        path,
+			Args:        args,
+			Env:         env,
+			Dir:         dir,
+			Stdout:      w, // one *os.File for both: passed to the child directly, no copier goroutines
+			Stderr:      w,
+			SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		}
 	}
-	err = cmd.Start()
+	var cg *attemptGroup
+	if e.cg != nil {
+		if cg, err = e.cg.newGroup(sp.MaxProcesses, sp.MemoryBytes, e.cgSkipV2); err != nil {
+			w.Close()
+			r.Close()
+			return nil, &StartError{Err: err}
+		}
+	}
+	var cmd *exec.Cmd
+	if cg != nil {
+		cmd, err = cg.start(build)
+	} else {
+		cmd = build()
+		err = cmd.Start()
+	}
 	w.Close() // the child holds its own copy; EOF arrives when the whole group has closed it
 	if err != nil {
+		if cmd != nil && cmd.Process != nil { // started, but could not be placed
+			cg.killAll()
+			_, _ = cmd.Process.Wait()
+		}
+		if cg != nil {
+			cg.remove()
+		}
 		r.Close()
 		return nil, &StartError{Err: err}
 	}
@@ -130,6 +153,7 @@ func (e *Executor) spawn(slot *Slot, req Request) (*Handle, error) {
 		done:      make(chan struct{}),
 		cmd:       cmd,
 		out:       r,
+		cg:        cg,
 	}
 	e.cfg.Logger.Debug("attempt started", "run", req.RunID, "attempt", req.Attempt, "pid", pid)
 	return h, nil
@@ -204,8 +228,16 @@ loop:
 	// cheap check proves there can be none: the common case, no /proc
 	// scan). All of it before the leader is reaped: after that, its pid may
 	// name another attempt's group.
+	oom := h.cg != nil && h.cg.oomKilled()
 	h.signalGroup(syscall.SIGKILL)
-	if !h.nothingLeft() {
+	switch {
+	case h.cg != nil:
+		// Everything the attempt started is in its cgroup, whatever it
+		// did with sessions, groups, forks and its environment.
+		if !h.cg.killAll() {
+			h.e.cfg.Logger.Warn("processes of the attempt outlived SIGKILL", "run", h.req.RunID, "attempt", h.req.Attempt, "cgroup", h.cg.name)
+		}
+	case !h.nothingLeft():
 		h.awaitAttemptGone(h.signalAttempt(syscall.SIGKILL))
 	}
 	if waitErr != nil {
@@ -215,6 +247,9 @@ loop:
 	removeLeader(h.ident.PID)
 	finishedAt := clk.Now()
 	reapAdopted()
+	if h.cg != nil {
+		h.cg.remove()
+	}
 
 	select {
 	case <-drained:
@@ -230,7 +265,15 @@ loop:
 		t.Stop()
 	}
 	h.out.Close()
-	h.finish(h.buildResult(state, acted, finishedAt))
+	res := h.buildResult(state, acted, finishedAt)
+	if oom && acted == nil {
+		res.Status, res.ErrorClass, res.Reason = run.AttemptFailed, run.ErrorProcessExit, ReasonOOM
+		res.Message = fmt.Sprintf("out of memory: the attempt went over its memory limit of %d bytes", h.cg.memory)
+		if h.req.Output != nil {
+			_, _ = fmt.Fprintf(h.req.Output, "\n[ql3: %s]\n", res.Message)
+		}
+	}
+	h.finish(res)
 }
 
 func (h *Handle) buildResult(state *os.ProcessState, acted *stopRequest, finishedAt time.Time) Result {
@@ -271,6 +314,15 @@ func (h *Handle) signalGroup(sig syscall.Signal) {
 // the attempt that were alive when looked for.
 func (h *Handle) signalAttempt(sig syscall.Signal) []Identity {
 	h.signalGroup(sig)
+	if h.cg != nil {
+		// The cgroup holds every process of the attempt: no /proc search.
+		if sig == syscall.SIGKILL {
+			h.cg.killAll()
+		} else {
+			h.cg.signalMembers(sig)
+		}
+		return nil
+	}
 	procs, err := attemptProcesses(h.req.RunID, h.req.Attempt, h.ident.PGID)
 	if err != nil {
 		h.e.cfg.Logger.Warn("listing the attempt's processes", "run", h.req.RunID, "attempt", h.req.Attempt, "err", err)

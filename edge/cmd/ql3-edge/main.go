@@ -20,8 +20,23 @@ import (
 var version = "dev"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Run(ctx, os.Args[1:], cli.StdEnv(version))
-	stop()
+	// The first SIGINT or SIGTERM cancels ctx (`serve` drains: running
+	// attempts may finish for --drain-grace); the second closes stopNow
+	// (`serve` stops them at once).
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopNow := make(chan struct{})
+	go func() {
+		<-sigs
+		cancel()
+		<-sigs
+		close(stopNow)
+	}()
+	env := cli.StdEnv(version)
+	env.StopNow = stopNow
+	code := cli.Run(ctx, os.Args[1:], env)
+	signal.Stop(sigs)
+	cancel()
 	os.Exit(code)
 }
