@@ -370,7 +370,7 @@ func (m *Main) call(ctx context.Context, method, path string, body any) error {
 	defer client.CloseIdleConnections()
 	resp, err := client.Do(req)
 	if errors.Is(err, errCleartextToken) {
-		return errs.Invalidf("server", "%v; use https:// (with --ca-file if needed) or pass --insecure", errors.Unwrap(err))
+		return errs.Invalidf("server", "%v; %s", errors.Unwrap(err), cleartextRemedy)
 	}
 	if err != nil {
 		return errs.E(errs.Unavailable, "server", "admin API unreachable: %v", err)
