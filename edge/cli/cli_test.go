@@ -67,6 +67,7 @@ func TestExitCodes(t *testing.T) {
 		{errs.E(errs.Unavailable, "", "x"), ExitUnavailable},
 		{&unreachableError{base: "http://x", err: errors.New("refused")}, ExitUnavailable},
 		{&runFailedError{id: "r", status: "failed"}, ExitRunFailed},
+		{&skippedError{id: "r", reason: "concurrency_forbid"}, ExitRunSkipped},
 		{fmt.Errorf("wrapped: %w", errs.NotFoundf("x")), ExitNotFound},
 		{errors.New("plain"), ExitError},
 	}
