@@ -262,7 +262,7 @@ func (m *Main) tokenList(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return printJSON(m.Stdout, list)
+	return m.outputValue(list)
 }
 
 func (m *Main) tokenRevoke(ctx context.Context) error {
@@ -277,5 +277,5 @@ func (m *Main) tokenRevoke(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return printJSON(m.Stdout, tok)
+	return m.outputValue(tok)
 }
