@@ -151,7 +151,7 @@ echo "workers: worker-1 → ingress 127.0.0.1:$INGRESS_PORT_A, worker-2 → ingr
 # 7. A task that fires every 5 seconds (6-field cron: seconds first).
 "$ctl" project create --name demo >/dev/null
 printf '%s' '{"kind":"qinglong/command@v1","shell":{"command":"echo hello from $(hostname) at $(date -u +%T); sleep 1"}}' >"$dir/spec.json"
-task=$("$ctl" task create --project demo --name hello --spec-file "$dir/spec.json" | jq -r '.id')
+task=$("$ctl" task create --project demo --name hello --spec-file "$dir/spec.json" --json | jq -r '.id')
 [ -n "$task" ] && [ "$task" != null ] || die "task create failed"
 "$ctl" trigger create --task "$task" --name every-5s --expression '*/5 * * * * *' >/dev/null
 

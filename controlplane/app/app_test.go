@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -93,7 +94,13 @@ func TestEndToEnd(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() {
 		http.DefaultClient.CloseIdleConnections()
-		goleak.VerifyNone(t, ignore)
+		// A parallel test's own PostgreSQL cluster (replication_test.go's
+		// pgtest.NewCluster) may start while this one runs: its process
+		// waiter and output copier are not this test's; this test starts
+		// no process.
+		goleak.VerifyNone(t, ignore,
+			goleak.IgnoreAnyFunction("github.com/ql3/ql3/controlplane/pgtest.(*Cluster).launch.func1"),
+			goleak.IgnoreAnyFunction("os/exec.(*Cmd).writerDescriptor.func1"))
 	})
 	db := cluster.NewEmptyDB(t)
 	superDSN := db.DSN("")
@@ -218,7 +225,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	cenv := map[string]string{"QL3_SERVER": base, "QL3_TOKEN": token}
-	out, err = runCmd(t, cenv, "task", "create", "--project", proj.ID, "--name", "hello", "--spec-file", specFile)
+	out, err = runCmd(t, cenv, "task", "create", "--project", proj.ID, "--name", "hello", "--spec-file", specFile, "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,11 +240,11 @@ func TestEndToEnd(t *testing.T) {
 	if errs.Code(err) != errs.Invalid || errs.Field(err) != "misfire" {
 		t.Fatalf("cli bad trigger: %v, want invalid misfire", err)
 	}
-	out, err = runCmd(t, cenv, "task", "get", "--id", cliTask.ID)
+	out, err = runCmd(t, cenv, "task", "get", "--id", cliTask.ID, "--json")
 	if err != nil || !strings.Contains(out, `"graceMs": 5000`) {
 		t.Fatalf("cli task get: %q, %v", out, err)
 	}
-	out, err = runCmd(t, cenv, "worker", "register", "--name", "edge-1")
+	out, err = runCmd(t, cenv, "worker", "register", "--name", "edge-1", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +252,7 @@ func TestEndToEnd(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &wk); err != nil {
 		t.Fatal(err)
 	}
-	out, err = runCmd(t, cenv, "worker", "issue-credential", "--id", "edge-1")
+	out, err = runCmd(t, cenv, "worker", "issue-credential", "--id", "edge-1", "--json")
 	if err != nil || !strings.Contains(out, `"credential": "ql3w_`) {
 		t.Fatalf("issue credential: %q, %v", out, err)
 	}
@@ -254,7 +261,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	credFile := filepath.Join(credDir, "credential")
-	out, err = runCmd(t, cenv, "worker", "issue-credential", "--id", "edge-1", "--credential-file", credFile)
+	out, err = runCmd(t, cenv, "worker", "issue-credential", "--id", "edge-1", "--credential-file", credFile, "--json")
 	if err != nil || strings.Contains(out, "ql3w_") || !strings.Contains(out, `"status": "active"`) {
 		t.Fatalf("issue credential to a file must not print it: %q, %v", out, err)
 	}
@@ -264,7 +271,7 @@ func TestEndToEnd(t *testing.T) {
 	if st, _ := os.Stat(credFile); st.Mode().Perm() != 0o600 {
 		t.Fatalf("credential file mode %v, want 0600", st.Mode().Perm())
 	}
-	out, err = runCmd(t, cenv, "worker", "credentials", "--id", wk.ID)
+	out, err = runCmd(t, cenv, "worker", "credentials", "--id", wk.ID, "--json")
 	if err != nil || strings.Contains(out, "ql3w_") || !strings.Contains(out, `"status": "active"`) {
 		t.Fatalf("credential list must not show secrets: %q, %v", out, err)
 	}
@@ -319,15 +326,21 @@ func TestEndToEnd(t *testing.T) {
 	// key and, under forbid with a queued Run, admitted as skipped; show
 	// explains why the queued one waits; cancel stops it; logs of a Run
 	// that never ran print nothing; worker show has no session yet.
-	out, err = runCmd(t, cenv, "run", "now", "--task", task.ID, "--idempotency-key", "e2e-1")
+	// Skipped: the JSON answer and ErrRunSkipped (exit 8); in text, one
+	// word and the reason (#27).
+	out, err = runCmd(t, cenv, "run", "now", "--task", task.ID, "--idempotency-key", "e2e-1", "--json")
 	var now adminapi.RunView
-	if err != nil || json.Unmarshal([]byte(out), &now) != nil || now.Created == nil || !*now.Created || now.Status != "cancelled" {
+	if !errors.Is(err, app.ErrRunSkipped) || json.Unmarshal([]byte(out), &now) != nil || now.Created == nil || !*now.Created || now.Status != "cancelled" {
 		t.Fatalf("run now: %q %v", out, err)
 	}
-	out, err = runCmd(t, cenv, "run", "now", "--task", task.ID, "--idempotency-key", "e2e-1")
+	out, err = runCmd(t, cenv, "run", "now", "--task", task.ID, "--idempotency-key", "e2e-1", "--json")
 	var nowAgain adminapi.RunView
-	if err != nil || json.Unmarshal([]byte(out), &nowAgain) != nil || nowAgain.ID != now.ID || *nowAgain.Created {
+	if !errors.Is(err, app.ErrRunSkipped) || json.Unmarshal([]byte(out), &nowAgain) != nil || nowAgain.ID != now.ID || *nowAgain.Created {
 		t.Fatalf("run now again: %q %v", out, err)
+	}
+	out, err = runCmd(t, cenv, "run", "now", "--task", task.ID, "--idempotency-key", "e2e-1")
+	if !errors.Is(err, app.ErrRunSkipped) || out != "run "+now.ID+" (already requested with this idempotency key): skipped (concurrency_forbid: another run of the task is active)\n" {
+		t.Fatalf("run now in text: %q %v", out, err)
 	}
 	var queuedID string
 	for _, r := range runs.Items {
@@ -335,14 +348,14 @@ func TestEndToEnd(t *testing.T) {
 			queuedID = r.ID
 		}
 	}
-	out, err = runCmd(t, cenv, "run", "show", "--id", queuedID)
+	out, err = runCmd(t, cenv, "run", "show", "--id", queuedID, "--json")
 	if err != nil || !strings.Contains(out, `"reason": "no_live_session"`) {
 		t.Fatalf("run show: %q %v", out, err)
 	}
 	if out, err = runCmd(t, cenv, "run", "logs", "--id", queuedID); err != nil || out != "" {
 		t.Fatalf("run logs: %q %v", out, err)
 	}
-	if out, err = runCmd(t, cenv, "run", "cancel", "--id", queuedID); err != nil || !strings.Contains(out, `"status": "cancelled"`) {
+	if out, err = runCmd(t, cenv, "run", "cancel", "--id", queuedID); err != nil || out != "run "+queuedID+": cancelled\n" {
 		t.Fatalf("run cancel: %q %v", out, err)
 	}
 	if out, err = runCmd(t, cenv, "run", "logs", "-f", "--id", queuedID); err != nil || out != "" {
@@ -351,14 +364,14 @@ func TestEndToEnd(t *testing.T) {
 	if out, err = runCmd(t, cenv, "run", "list", "--task", task.ID, "--status", "cancelled", "--limit", "5"); err != nil || !strings.Contains(out, queuedID) {
 		t.Fatalf("run list: %q %v", out, err)
 	}
-	if out, err = runCmd(t, cenv, "worker", "show", "--id", "edge-1"); err != nil || strings.Contains(out, `"session"`) {
+	if out, err = runCmd(t, cenv, "worker", "show", "--id", "edge-1", "--json"); err != nil || strings.Contains(out, `"session"`) {
 		t.Fatalf("worker show: %q %v", out, err)
 	}
-	if _, err = runCmd(t, cenv, "trigger", "delete", "--task", task.ID, "--id", tick.ID); err != nil {
-		t.Fatalf("trigger delete: %v", err)
+	if out, err = runCmd(t, cenv, "trigger", "delete", "--task", task.ID, "--id", tick.ID); err != nil || !strings.HasPrefix(out, "deleted trigger "+tick.ID) {
+		t.Fatalf("trigger delete: %q %v", out, err)
 	}
-	if _, err = runCmd(t, cenv, "task", "delete", "--id", task.ID); err != nil {
-		t.Fatalf("task delete: %v", err)
+	if out, err = runCmd(t, cenv, "task", "delete", "--id", task.ID); err != nil || !strings.HasPrefix(out, "deleted task "+task.ID) {
+		t.Fatalf("task delete: %q %v", out, err)
 	}
 	if _, err = runCmd(t, cenv, "task", "get", "--id", task.ID); errs.Code(err) != errs.NotFound {
 		t.Fatalf("task get after delete: %v", err)

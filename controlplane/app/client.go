@@ -37,6 +37,7 @@ type cmdArgs struct {
 	run                                         runArgs // run commands (runcmd.go)
 	pki                                         pkiArgs // pki commands (pki.go)
 	credentialFile                              string  // worker issue-credential/rotate-credentials
+	json                                        bool    // --json: print the answer's JSON (present.go)
 }
 
 // clientTimeout bounds one admin API request.
@@ -333,28 +334,39 @@ func (m *Main) httpClient() (*http.Client, error) {
 	return &http.Client{Transport: tr, Timeout: clientTimeout}, nil
 }
 
-// call sends one request to the admin API and prints the JSON answer. An
-// error answer becomes a coded error with the server's code and field.
+// call sends one request to the admin API and prints the answer
+// (present.go: text, or its JSON with --json). An error answer becomes a
+// coded error with the server's code and field.
 func (m *Main) call(ctx context.Context, method, path string, body any) error {
-	tok, err := m.apiToken()
+	data, err := m.fetch(ctx, method, path, body)
 	if err != nil {
 		return err
 	}
+	return m.output(data)
+}
+
+// fetch sends one request to the admin API and returns the successful
+// answer's body (empty for 204).
+func (m *Main) fetch(ctx context.Context, method, path string, body any) ([]byte, error) {
+	tok, err := m.apiToken()
+	if err != nil {
+		return nil, err
+	}
 	base, err := url.Parse(m.Config.Server)
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return errs.Invalidf("server", "must be an http(s) URL such as %s", DefaultServer)
+		return nil, errs.Invalidf("server", "must be an http(s) URL such as %s", DefaultServer)
 	}
 	var rd io.Reader
 	if body != nil {
 		data, err := json.Marshal(body)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rd = bytes.NewReader(data)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base.String(), "/")+path, rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+tok)
 	if body != nil {
@@ -362,45 +374,32 @@ func (m *Main) call(ctx context.Context, method, path string, body any) error {
 	}
 	client, err := m.httpClient()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := guardCleartext(base, m.Config.Insecure, client.Transport.(*http.Transport)); err != nil {
-		return err
+		return nil, err
 	}
 	defer client.CloseIdleConnections()
 	resp, err := client.Do(req)
 	if errors.Is(err, errCleartextToken) {
-		return errs.Invalidf("server", "%v; use https:// (with --ca-file if needed) or pass --insecure", errors.Unwrap(err))
+		return nil, errs.Invalidf("server", "%v; %s", errors.Unwrap(err), cleartextRemedy)
 	}
 	if err != nil {
-		return errs.E(errs.Unavailable, "server", "admin API unreachable: %v", err)
+		return nil, errs.E(errs.Unavailable, "server", "admin API unreachable: %v", err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return errs.E(errs.Unavailable, "server", "reading the response: %v", err)
+		return nil, errs.E(errs.Unavailable, "server", "reading the response: %v", err)
 	}
 	if resp.StatusCode >= 300 {
 		var eb adminapi.ErrorBody
 		if json.Unmarshal(data, &eb) != nil || eb.Code == "" {
-			return errs.E(errs.Internal, "", "admin API answered %s", resp.Status)
+			return nil, errs.E(errs.Internal, "", "admin API answered %s", resp.Status)
 		}
-		return errs.E(eb.Code, eb.Field, "%s", eb.Message)
+		return nil, errs.E(eb.Code, eb.Field, "%s", eb.Message)
 	}
-	var pretty bytes.Buffer
-	if json.Indent(&pretty, data, "", "  ") != nil {
-		_, err = m.Stdout.Write(data)
-		return err
-	}
-	_, err = m.Stdout.Write(pretty.Bytes())
-	return err
-}
-
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	return data, nil
 }
 
 // required checks flag/value pairs: a path segment must never be empty.

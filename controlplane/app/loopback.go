@@ -1,13 +1,12 @@
 package app
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 
+	"github.com/ql3/ql3/core/cleartext"
 	"github.com/ql3/ql3/core/errs"
 )
 
@@ -39,42 +38,27 @@ func listenAdmin(addr string, tlsOn, insecure bool) (net.Listener, error) {
 	return ln, nil
 }
 
-// errCleartextToken is returned by the client's dialer when a plain-HTTP
-// connection would carry the token to a non-loopback peer.
-var errCleartextToken = errors.New("refusing to send the API token over plain http:// to a non-loopback address")
-
-// cleartextGuard wraps a dialer so that it only connects to loopback peers.
-// Checking the connected address (after DNS, through any proxy) is what
-// makes "localhost" trustworthy: a name alone proves nothing.
-func cleartextGuard(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		if !isLoopbackAddr(conn.RemoteAddr()) {
-			peer := conn.RemoteAddr().String()
-			conn.Close()
-			return nil, fmt.Errorf("%w (%s connects to %s)", errCleartextToken, addr, peer)
-		}
-		return conn, nil
-	}
-}
+// errCleartextToken is the refusal of core/cleartext, the rule ql3-edge's
+// CLI applies too.
+var errCleartextToken = cleartext.ErrToken
 
 // guardCleartext checks the server URL up front (an IP literal beyond
 // loopback fails without any network traffic) and installs the dial-time
-// check for host names on tr.
+// check for host names on tr (core/cleartext).
 func guardCleartext(base *url.URL, insecure bool, tr *http.Transport) error {
 	if base.Scheme != "http" || insecure {
 		return nil
 	}
-	if ip := net.ParseIP(base.Hostname()); ip != nil && !ip.IsLoopback() {
-		return errs.Invalidf("server", "%s: %v; use https:// (with --ca-file if needed) or pass --insecure", base.Host, errCleartextToken)
+	if err := cleartext.Check(base.Scheme, base.Hostname()); err != nil {
+		return errs.Invalidf("server", "%s: %v; %s", base.Host, errCleartextToken, cleartextRemedy)
 	}
 	dial := tr.DialContext
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
 	}
-	tr.DialContext = cleartextGuard(dial)
+	tr.DialContext = cleartext.GuardDial(dial, func(c net.Conn) string { return c.RemoteAddr().String() })
 	return nil
 }
+
+// cleartextRemedy is core/cleartext's advice with this CLI's CA flag.
+const cleartextRemedy = "use https:// (with --ca-file if needed) or pass --insecure"

@@ -73,12 +73,18 @@ func NewMain() *Main {
 	return &Main{Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Version: "dev"}
 }
 
-// command is one subcommand: its flags and what it does.
+// command is one subcommand: its flags, what it does, and how it prints
+// its answer (present.go).
 type command struct {
 	summary string
 	scope   settingScope // which shared settings it takes as flags
 	flags   func(fs *flag.FlagSet, a *cmdArgs)
 	run     func(m *Main, ctx context.Context) error
+	// print is the text form of the answer; with it the command takes
+	// --json, which prints the answer's JSON instead.
+	print printer
+	// outcome, when set, decides the exit status from the answer.
+	outcome func(data []byte) error
 }
 
 func commands() map[string]command {
@@ -109,6 +115,16 @@ func commands() map[string]command {
 		}
 		cmds[name] = c
 	}
+	for name, p := range printers() {
+		if c, ok := cmds[name]; ok {
+			c.print = p
+			cmds[name] = c
+		}
+	}
+	if c, ok := cmds["run now"]; ok {
+		c.outcome = runNowOutcome
+		cmds["run now"] = c
+	}
 	return cmds
 }
 
@@ -122,21 +138,15 @@ func (m *Main) ParseFlags(args []string) error {
 	cmds := commands()
 	name, rest := commandName(args, cmds)
 	if name == "" {
-		m.usage(cmds)
-		if len(args) == 0 {
-			return fmt.Errorf("%w: no command given", ErrUsage)
-		}
-		if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-			return flag.ErrHelp
-		}
-		return fmt.Errorf("%w: unknown command %q", ErrUsage, strings.Join(args[:min(len(args), 2)], " "))
+		return m.noCommand(args, cmds)
 	}
 	m.command, m.cmd = name, cmds[name]
 	fs := flag.NewFlagSet("ql3-control "+name, flag.ContinueOnError)
 	// The flag package's own messages write "-name"; its errors come back
-	// here and are reported once, with "--name", by the caller.
+	// here and are reported once, with "--name", by the caller. Help asked
+	// for goes to stdout, help after a mistake to stderr.
 	fs.SetOutput(io.Discard)
-	fs.Usage = func() { printUsage(m.Stderr, fs, name, m.cmd) }
+	fs.Usage = func() {}
 	cfg := DefaultConfig()
 	raw := map[string]string{}
 	var configPath string
@@ -147,10 +157,15 @@ func (m *Main) ParseFlags(args []string) error {
 	if m.cmd.flags != nil {
 		m.cmd.flags(fs, &m.args)
 	}
+	if m.cmd.print != nil {
+		fs.BoolVar(&m.args.json, "json", false, "print the admin API's JSON answer instead of text")
+	}
 	if err := fs.Parse(rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			printUsage(m.Stdout, fs, name, m.cmd)
 			return err
 		}
+		printUsage(m.Stderr, fs, name, m.cmd)
 		return fmt.Errorf("%w: %s", ErrUsage, doubleDash(err))
 	}
 	if fs.NArg() > 0 {
@@ -194,16 +209,59 @@ func commandName(args []string, cmds map[string]command) (string, []string) {
 	return "", nil
 }
 
-func (m *Main) usage(cmds map[string]command) {
+// noCommand answers a command line that names no command: the global
+// help, or a group's ("pki", "run") when args start with one. Help asked
+// for (help, -h, --help) goes to stdout and is no error; otherwise it goes
+// to stderr with a usage error.
+func (m *Main) noCommand(args []string, cmds map[string]command) error {
+	isHelp := func(s string) bool { return s == "help" || s == "-h" || s == "-help" || s == "--help" }
+	group := ""
+	if len(args) > 0 && !isHelp(args[0]) {
+		for n := range cmds {
+			if strings.HasPrefix(n, args[0]+" ") {
+				group = args[0]
+				break
+			}
+		}
+	}
+	asked := len(args) > 0 && isHelp(args[len(args)-1]) && (group == "" && len(args) == 1 || group != "" && len(args) == 2)
+	w := m.Stderr
+	if asked {
+		w = m.Stdout
+	}
+	m.usage(w, cmds, group)
+	switch {
+	case asked:
+		return flag.ErrHelp
+	case len(args) == 0:
+		return fmt.Errorf("%w: no command given", ErrUsage)
+	case group != "" && len(args) == 1:
+		return fmt.Errorf("%w: %s needs a subcommand", ErrUsage, group)
+	}
+	return fmt.Errorf("%w: unknown command %q", ErrUsage, strings.Join(args[:min(len(args), 2)], " "))
+}
+
+// usage lists the commands (of group, or all), then the exit statuses.
+func (m *Main) usage(w io.Writer, cmds map[string]command, group string) {
 	names := make([]string, 0, len(cmds))
 	for n := range cmds {
-		names = append(names, n)
+		if group == "" || strings.HasPrefix(n, group+" ") {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
-	fmt.Fprintln(m.Stderr, "usage: ql3-control <command> [flags]   (ql3-control <command> -h for its flags)")
-	for _, n := range names {
-		fmt.Fprintf(m.Stderr, "  %-30s %s\n", n, cmds[n].summary)
+	if group == "" {
+		fmt.Fprintln(w, "usage: ql3-control <command> [flags]   (ql3-control <command> -h for its flags)")
+	} else {
+		fmt.Fprintf(w, "usage: ql3-control %s <command> [flags]   (ql3-control %s <command> -h for its flags)\n", group, group)
 	}
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-30s %s\n", n, cmds[n].summary)
+	}
+	if group == "" {
+		fmt.Fprintln(w, "\nclient commands print text (tables for lists); --json prints the admin API's JSON answer.")
+	}
+	fmt.Fprint(w, "\n"+exitStatusHelp)
 }
 
 // Run executes the subcommand. serve returns once the API is listening

@@ -180,7 +180,7 @@ func (m *Main) send(ctx context.Context, method, path string, body any, bounded 
 	}
 	resp, err := client.Do(req)
 	if errors.Is(err, errCleartextToken) {
-		return nil, errs.Invalidf("server", "%v; use https:// (with --ca-file if needed) or pass --insecure", errors.Unwrap(err))
+		return nil, errs.Invalidf("server", "%v; %s", errors.Unwrap(err), cleartextRemedy)
 	}
 	if err != nil {
 		return nil, errs.E(errs.Unavailable, "server", "admin API unreachable: %v", err)

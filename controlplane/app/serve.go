@@ -263,7 +263,7 @@ func (m *Main) tokenList(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return printJSON(m.Stdout, list)
+	return m.outputValue(list)
 }
 
 func (m *Main) tokenRevoke(ctx context.Context) error {
@@ -278,5 +278,5 @@ func (m *Main) tokenRevoke(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return printJSON(m.Stdout, tok)
+	return m.outputValue(tok)
 }

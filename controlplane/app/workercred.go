@@ -1,11 +1,9 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,8 +19,9 @@ func credentialFileFlag(fs *flag.FlagSet, a *cmdArgs) {
 
 // callCredential posts a credential issue or rotation. With
 // --credential-file the credential text goes to that file only (0600,
-// written atomically) and the printed answer shows every other field, so
-// provisioning scripts never pass the secret through a terminal or a pipe.
+// written atomically) and the printed answer (text, or with --json every
+// other field) never holds it, so provisioning scripts never pass the
+// secret through a terminal or a pipe.
 func (m *Main) callCredential(ctx context.Context, path string, body any) error {
 	file := m.args.credentialFile
 	if file == "" {
@@ -36,16 +35,12 @@ func (m *Main) callCredential(ctx context.Context, path string, body any) error 
 	if st.Mode().Perm()&0o077 != 0 {
 		return errs.Invalidf("credential-file", "its directory is accessible by group or others (mode %#o); use 0700", st.Mode().Perm())
 	}
-	out := m.Stdout
-	var buf bytes.Buffer
-	m.Stdout = &buf
-	err = m.call(ctx, http.MethodPost, path, body)
-	m.Stdout = out
+	data, err := m.fetch(ctx, http.MethodPost, path, body)
 	if err != nil {
 		return err
 	}
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(buf.Bytes(), &fields); err != nil {
+	if err := json.Unmarshal(data, &fields); err != nil {
 		return errs.E(errs.Internal, "", "admin API answered a credential that is not a JSON object")
 	}
 	var text string
@@ -56,10 +51,9 @@ func (m *Main) callCredential(ctx context.Context, path string, body any) error 
 		return errs.Invalidf("credential-file", "cannot write it: %v", err)
 	}
 	delete(fields, "credential")
-	pretty, err := json.MarshalIndent(fields, "", "  ")
+	rest, err := json.Marshal(fields)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(m.Stdout, "%s\n", pretty)
-	return err
+	return m.output(rest)
 }

@@ -253,10 +253,10 @@ func (c *cluster) mustCLIEnv(env []string, args ...string) string {
 	return out
 }
 
-// mustJSON runs a CLI command and decodes its JSON answer.
+// mustJSON runs a CLI command with --json and decodes its JSON answer.
 func (c *cluster) mustJSON(out any, args ...string) {
 	c.t.Helper()
-	text := c.mustCLI(args...)
+	text := c.mustCLI(append(args, "--json")...)
 	if err := json.Unmarshal([]byte(text), out); err != nil {
 		c.t.Fatalf("ql3-control %s: answer is not JSON: %v: %q", strings.Join(args, " "), err, text)
 	}

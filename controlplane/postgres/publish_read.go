@@ -100,7 +100,10 @@ type RunRecord struct {
 	CreatedAtMs         int64            `json:"createdAtMs"`
 	UpdatedAtMs         int64            `json:"updatedAtMs"`
 	FinishedAtMs        int64            `json:"finishedAtMs,omitempty"`
-	Attempts            []AttemptRecord  `json:"attempts,omitempty"`
+	// ExitCode is the latest Attempt's exit code (none before it exits,
+	// or when it was killed by a signal), in lists too.
+	ExitCode *int            `json:"exitCode,omitempty"`
+	Attempts []AttemptRecord `json:"attempts,omitempty"`
 }
 
 // AttemptRecord is one try of a Run.
@@ -141,7 +144,8 @@ const runSelect = `SELECT run_id::text, project_id::text, task_id::text, task_re
 	execution_digest, origin, coalesce(trigger_id::text, ''), coalesce(trigger_revision, 0), coalesce(rerun_of_run_id::text, ''),
 	idempotency_key, scheduled_for_ms, priority, status, version, attempt_count, retry_max_attempts, not_before_ms,
 	coalesce(cancel_requested_at_ms, 0), coalesce(error_class, ''), coalesce(error_message, ''), created_at_ms,
-	updated_at_ms, coalesce(finished_at_ms, 0)
+	updated_at_ms, coalesce(finished_at_ms, 0),
+	(SELECT a.exit_code FROM ql3.attempts a WHERE a.run_id = ql3.runs.run_id ORDER BY a.attempt DESC LIMIT 1)
 	FROM ql3.runs`
 
 func scanRun(row pgx.Row) (RunRecord, error) {
@@ -150,7 +154,7 @@ func scanRun(row pgx.Row) (RunRecord, error) {
 	if err := row.Scan(&r.ID, &r.ProjectID, &r.TaskID, &r.TaskRevision, &r.ExecutionRevisionID, &digest, &r.Origin,
 		&r.TriggerID, &r.TriggerRevision, &r.RerunOf, &r.IdempotencyKey, &r.ScheduledForMs, &r.Priority, &r.Status,
 		&r.Version, &r.AttemptCount, &r.MaxAttempts, &r.NotBeforeMs, &r.CancelRequestedAtMs, &r.ErrorClass,
-		&r.ErrorMessage, &r.CreatedAtMs, &r.UpdatedAtMs, &r.FinishedAtMs); err != nil {
+		&r.ErrorMessage, &r.CreatedAtMs, &r.UpdatedAtMs, &r.FinishedAtMs, &r.ExitCode); err != nil {
 		return RunRecord{}, err
 	}
 	var err error

@@ -62,7 +62,11 @@ func Parse(expr string, loc *time.Location) (*Schedule, error) {
 	if err := checkSyntax(expr); err != nil {
 		return nil, err
 	}
-	parsed, err := parser.Parse(expr)
+	translated, err := withSundaySeven(expr)
+	if err != nil {
+		return nil, err
+	}
+	parsed, err := parser.Parse(translated)
 	if err != nil {
 		return nil, errs.Invalidf(fieldExpression, "%q: %v", expr, err)
 	}

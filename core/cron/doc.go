@@ -9,6 +9,13 @@
 // @hourly. Day-of-month and day-of-week combine as in Vixie cron: if either
 // is a wildcard both must match, otherwise either may match.
 //
+// In the day-of-week field both 0 and 7 mean Sunday, as in Vixie cron and
+// QingLong: "0 0 * * 7", ranges ending at 7 ("5-7" is Friday to Sunday,
+// "0-7" every day, "1-7/2" Monday, Wednesday, Friday and Sunday) and lists
+// ("1,7"). robfig knows days 0–6 only, so Parse rewrites such items to their
+// days (7 as 0) before handing the expression over; String still returns
+// the expression as written. A day-of-week value above 7 is refused.
+//
 // Rejected: @every (ql3 keeps one cursor per trigger and asks "what is the
 // first calendar occurrence after t?"; a duration schedule has no calendar,
 // so its occurrences would depend on when the cursor was last written),

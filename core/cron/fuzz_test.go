@@ -90,7 +90,11 @@ func checkFire(t *testing.T, s *Schedule, fire int64) {
 
 func differential(t *testing.T, expr string, s *Schedule, after int64) {
 	t.Helper()
-	parsed, err := parser.Parse(strings.Trim(expr, " \t"))
+	translated, err := withSundaySeven(strings.Trim(expr, " \t"))
+	if err != nil {
+		t.Fatalf("Parse accepted %q that the day-of-week rewrite refuses: %v", expr, err)
+	}
+	parsed, err := parser.Parse(translated)
 	if err != nil {
 		t.Fatalf("robfig rejects %q that Parse accepted: %v", expr, err)
 	}

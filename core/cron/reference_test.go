@@ -19,7 +19,11 @@ type reference struct {
 
 func newReference(t testing.TB, expr string, loc *time.Location) reference {
 	t.Helper()
-	parsed, err := parser.Parse(expr)
+	translated, err := withSundaySeven(expr)
+	if err != nil {
+		t.Fatalf("day-of-week rewrite of %q: %v", expr, err)
+	}
+	parsed, err := parser.Parse(translated)
 	if err != nil {
 		t.Fatalf("robfig parse %q: %v", expr, err)
 	}

@@ -5,7 +5,9 @@ package app
 import (
 	"bytes"
 	"context"
+	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,16 +32,30 @@ func startTestMain(t *testing.T, dataDir string, mutate func(*Main)) (*Main, *by
 	return m, &out, err
 }
 
-func TestRunPrintsTokenOnceAndServes(t *testing.T) {
+func TestRunWritesTokenToFileOnlyAndServes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	m, out, err := startTestMain(t, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tok := m.NewAdminToken()
-	if tok == "" || !strings.Contains(out.String(), tok) || !strings.Contains(out.String(), "http://"+m.Addr()+"/") ||
-		!strings.Contains(out.String(), "task add") {
+	if tok == "" || !strings.Contains(out.String(), "http://"+m.Addr()+"/") || !strings.Contains(out.String(), "task add") {
 		t.Fatalf("first banner:\n%s", out)
+	}
+	// The token goes to its 0600 file only, never to stdout (a service's
+	// stdout is kept in the journal); the banner says where it is.
+	if strings.Contains(out.String(), tok) || strings.Contains(out.String(), strings.Split(tok, "_")[2]) {
+		t.Fatalf("the first banner shows the token:\n%s", out)
+	}
+	tokenPath := filepath.Join(dir, TokenFileName)
+	if !strings.Contains(out.String(), tokenPath) {
+		t.Fatalf("the first banner does not say where the token is:\n%s", out)
+	}
+	if st, err := os.Stat(tokenPath); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v, %v", st, err)
+	}
+	if inFile, err := ReadTokenFile(tokenPath); err != nil || inFile != tok {
+		t.Fatalf("token file holds %q (%v), want the new token", inFile, err)
 	}
 	resp, err := http.Get("http://" + m.Addr() + "/readyz")
 	if err != nil {
@@ -95,5 +111,54 @@ func TestRunFailsCleanlyOnBusyPort(t *testing.T) {
 	_, _, err = startTestMain(t, t.TempDir(), func(m *Main) { m.Config.Listen = first.Addr() })
 	if err == nil || !strings.Contains(err.Error(), "listening on") {
 		t.Fatalf("second server on a busy port: %v", err)
+	}
+}
+
+// TestRefusedServeCreatesNothing (#27): a configuration refused at start
+// (--no-auth beyond loopback, a TLS pair that does not load) leaves no data
+// directory behind and logs no "stopped" line before the error.
+func TestRefusedServeCreatesNothing(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(*Main)
+		want   string
+	}{
+		{"no-auth on every interface", func(m *Main) { m.Config.Listen, m.Config.NoAuth = "0.0.0.0:0", true }, "refusing"},
+		{"no-auth on an empty host", func(m *Main) { m.Config.Listen, m.Config.NoAuth = ":0", true }, "refusing"},
+		{"no-auth on [::]", func(m *Main) { m.Config.Listen, m.Config.NoAuth = "[::]:0", true }, "refusing"},
+		{"no-auth on a name that resolves beyond loopback", func(m *Main) {
+			m.Config.Listen, m.Config.NoAuth = "everywhere.test:0", true
+		}, "refusing"},
+		{"missing TLS files", func(m *Main) {
+			m.Config.TLSCert, m.Config.TLSKey = "/nonexistent/cert.pem", "/nonexistent/key.pem"
+		}, "TLS certificate"},
+		{"listen without a port", func(m *Main) { m.Config.Listen = "127.0.0.1" }, "listening on"},
+	}
+	real := lookupHost
+	t.Cleanup(func() { lookupHost = real })
+	lookupHost = func(ctx context.Context, host string) ([]net.IPAddr, error) {
+		if host == "everywhere.test" {
+			return []net.IPAddr{{IP: net.IPv4(127, 0, 0, 1)}, {IP: net.IPv4(192, 0, 2, 7)}}, nil
+		}
+		return real(ctx, host)
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "data")
+			var logs bytes.Buffer
+			_, _, err := startTestMain(t, dir, func(m *Main) {
+				c.mutate(m)
+				m.Stderr = &logs
+			})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Run: %v, want an error with %q", err, c.want)
+			}
+			if _, serr := os.Stat(dir); !os.IsNotExist(serr) {
+				t.Fatalf("the data directory exists after the refusal (%v)", serr)
+			}
+			if strings.Contains(logs.String(), "stopped") {
+				t.Fatalf("a refused start logged \"stopped\":\n%s", logs.String())
+			}
+		})
 	}
 }

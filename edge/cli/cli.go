@@ -11,6 +11,8 @@
 //	5  unauthorized or forbidden (missing or wrong admin token)
 //	6  server unreachable or unavailable
 //	7  `run now --wait`: the run ended without succeeding
+//	8  `run now`: the run was not started because of the task's concurrency
+//	   policy (skipped: forbid, another run of the task is active)
 package cli
 
 import (
@@ -35,6 +37,7 @@ const (
 	ExitUnauthorized = 5
 	ExitUnavailable  = 6
 	ExitRunFailed    = 7
+	ExitRunSkipped   = 8
 )
 
 // Env is the process environment a command runs in; tests substitute it.
@@ -66,6 +69,12 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 type runFailedError struct{ id, status string }
 
 func (e *runFailedError) Error() string { return fmt.Sprintf("run %s ended %s", e.id, e.status) }
+
+// skippedError is `run now` admitted as skipped by the concurrency policy;
+// the result line is already printed.
+type skippedError struct{ id, reason string }
+
+func (e *skippedError) Error() string { return fmt.Sprintf("run %s skipped: %s", e.id, e.reason) }
 
 type command struct {
 	name    string
@@ -99,7 +108,8 @@ config file (--config or QL3_CONFIG, JSON), defaults (127.0.0.1:5700 and
 <data dir>/admin.token, data dir ./data).
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 conflict,
-5 unauthorized, 6 server unreachable/unavailable, 7 run did not succeed (run now --wait).
+5 unauthorized, 6 server unreachable/unavailable, 7 run did not succeed (run now --wait),
+8 run skipped by the task's concurrency policy (run now).
 `
 
 func printMainUsage(w io.Writer) {
@@ -141,6 +151,9 @@ func report(env Env, err error) int {
 		return ExitOK
 	}
 	code := ExitCode(err)
+	if code == ExitRunSkipped {
+		return code // the result line said it
+	}
 	var ce *errs.Error
 	if errors.As(err, &ce) && ce.Field != "" {
 		fmt.Fprintf(env.Stderr, "ql3-edge: %s (field %s)\n", ce.Message, ce.Field)
@@ -158,9 +171,12 @@ func ExitCode(err error) int {
 	var ue *usageError
 	var rf *runFailedError
 	var un *unreachableError
+	var sk *skippedError
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.As(err, &sk):
+		return ExitRunSkipped
 	case errors.As(err, &ue):
 		return ExitUsage
 	case errors.As(err, &rf):

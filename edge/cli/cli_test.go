@@ -67,6 +67,7 @@ func TestExitCodes(t *testing.T) {
 		{errs.E(errs.Unavailable, "", "x"), ExitUnavailable},
 		{&unreachableError{base: "http://x", err: errors.New("refused")}, ExitUnavailable},
 		{&runFailedError{id: "r", status: "failed"}, ExitRunFailed},
+		{&skippedError{id: "r", reason: "concurrency_forbid"}, ExitRunSkipped},
 		{fmt.Errorf("wrapped: %w", errs.NotFoundf("x")), ExitNotFound},
 		{errors.New("plain"), ExitError},
 	}
@@ -220,4 +221,33 @@ func FuzzParseArgs(f *testing.F) {
 			i++
 		}
 	})
+}
+
+// TestEveryHelpExitsZero (#27): --help on every command and subcommand
+// exits 0 and describes the flags, with defaults where they have one.
+func TestEveryHelpExitsZero(t *testing.T) {
+	for _, args := range [][]string{
+		{"--help"}, {"serve", "--help"}, {"version", "--help"}, {"logs", "--help"},
+		{"task", "--help"}, {"task", "add", "--help"}, {"task", "list", "--help"}, {"task", "show", "--help"},
+		{"task", "edit", "--help"}, {"task", "enable", "--help"}, {"task", "disable", "--help"}, {"task", "rm", "--help"},
+		{"run", "--help"}, {"run", "now", "--help"}, {"run", "list", "--help"}, {"run", "show", "--help"}, {"run", "cancel", "--help"},
+	} {
+		env, out, errOut := testEnv(nil)
+		if code := Run(t.Context(), args, env); code != ExitOK {
+			t.Errorf("%v: exit %d\n%s", args, code, errOut)
+			continue
+		}
+		help := out.String() + errOut.String()
+		if !strings.Contains(help, "Usage") && !strings.Contains(help, "usage") {
+			t.Errorf("%v: no usage:\n%s", args, help)
+		}
+		if len(args) == 3 && args[1] != "--help" && !strings.Contains(help, "-addr string\n    \tserver address") {
+			t.Errorf("%v: the flags are not described:\n%s", args, help)
+		}
+	}
+	env, _, errOut := testEnv(nil)
+	Run(t.Context(), []string{"task", "add", "--help"}, env)
+	if !strings.Contains(errOut.String(), "(default 24h)") || !strings.Contains(errOut.String(), "(default 30s)") {
+		t.Errorf("task add --help lacks the defaults:\n%s", errOut)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ql3/ql3/core/cleartext"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/edge/httpapi"
 )
@@ -29,13 +30,29 @@ type Client struct {
 }
 
 // NewClient returns a client for addr ("127.0.0.1:5700" or a full URL).
-// Requests other than log follows time out after timeout.
-func NewClient(addr, token string) (*Client, error) {
+// A token goes over plain http:// only to a loopback peer unless insecure
+// (core/cleartext, the rule ql3-control's CLI applies): an IP literal
+// beyond loopback is refused here, a host name when it connects.
+func NewClient(addr, token string, insecure bool) (*Client, error) {
 	base, err := baseURL(addr)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{BaseURL: base, Token: token, HTTP: &http.Client{}}, nil
+	c := &Client{BaseURL: base, Token: token, HTTP: &http.Client{}}
+	if token == "" || insecure {
+		return c, nil
+	}
+	u, _ := url.Parse(base) // baseURL parsed it
+	if err := cleartext.Check(u.Scheme, u.Hostname()); err != nil {
+		return nil, errs.Invalidf("addr", "%s: %v; %s", u.Host, cleartext.ErrToken, cleartext.Remedy)
+	}
+	if u.Scheme == "http" {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.DialContext = cleartext.GuardDial((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			func(c net.Conn) string { return c.RemoteAddr().String() })
+		c.HTTP.Transport = tr
+	}
+	return c, nil
 }
 
 func baseURL(addr string) (string, error) {
@@ -110,6 +127,13 @@ func (c *Client) send(ctx context.Context, req request) (*http.Response, error) 
 		hr.Header.Set(k, v)
 	}
 	resp, err := c.HTTP.Do(hr)
+	if errors.Is(err, cleartext.ErrToken) {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, errs.Invalidf("addr", "%v; %s", err, cleartext.Remedy)
+	}
 	if err != nil {
 		return nil, &unreachableError{base: c.BaseURL, err: err}
 	}

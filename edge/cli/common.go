@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/edge/app"
 )
 
@@ -22,6 +24,7 @@ type clientFlags struct {
 	dataDir   string
 	tokenFile string
 	json      bool
+	insecure  bool
 	timeout   time.Duration
 }
 
@@ -31,6 +34,7 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.dataDir, "data-dir", "", "data directory holding admin.token (default $QL3_DATA_DIR, then ./data)")
 	fs.StringVar(&c.tokenFile, "token-file", "", "file with the admin token (default $QL3_TOKEN_FILE, then <data dir>/admin.token); $QL3_TOKEN wins over files")
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of text")
+	fs.BoolVar(&c.insecure, "insecure", false, "send the admin token over plain http:// to a non-loopback server (default $QL3_INSECURE; refused otherwise)")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "request timeout (not applied to log follows)")
 }
 
@@ -112,7 +116,15 @@ func (c *clientFlags) client(env Env) (*Client, error) {
 			return nil, err
 		}
 	}
-	return NewClient(cfg.Addr, token)
+	insecure := c.insecure
+	if v := env.Getenv("QL3_INSECURE"); v != "" && !insecure {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, errs.Invalidf("QL3_INSECURE", "expected true or false, got %q", v)
+		}
+		insecure = b
+	}
+	return NewClient(cfg.Addr, token, insecure)
 }
 
 // parseArgs parses flags anywhere among the positional arguments (so

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/core/run"
+	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/httpapi"
 )
 
@@ -34,7 +35,9 @@ const waitPoll = 250 * time.Millisecond
 func runNow(ctx context.Context, env Env, args []string) error {
 	fs := newFlagSet(env, "run now", "TASK [flags]",
 		"Queue a run of TASK now. With --key, repeating the command returns the same run instead of\n"+
-			"queueing another (safe to retry from scripts). The task's concurrency policy applies.")
+			"queueing another (safe to retry from scripts). The task's concurrency policy applies: under\n"+
+			"forbid (the default), while another run of the task is active the run is not started and\n"+
+			"the command prints \"skipped (concurrency_forbid)\" and exits 8.")
 	var cf clientFlags
 	cf.register(fs)
 	key := fs.String("key", "", "idempotency key (1..128 printable ASCII)")
@@ -55,6 +58,18 @@ func runNow(ctx context.Context, env Env, args []string) error {
 	var r httpapi.Run
 	if err := c.do(rctx, req, &r); err != nil {
 		return err
+	}
+	if r.Status == string(run.RunCancelled) && r.Reason == edge.SkipConcurrencyForbid {
+		// Not started: another run of the task is active and its policy is
+		// forbid. One word and the reason, and a distinct exit code.
+		if cf.json {
+			if err := printJSON(env.Stdout, r); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(env.Stdout, "run %s: skipped (%s: another run of the task is active)\n", r.ID, r.Reason)
+		}
+		return &skippedError{id: r.ID, reason: r.Reason}
 	}
 	if !*wait {
 		if cf.json {

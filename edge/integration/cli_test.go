@@ -168,3 +168,40 @@ func TestBadInputEndToEnd(t *testing.T) {
 		t.Errorf("rejected creates left %d tasks", len(l.Items))
 	}
 }
+
+// TestCLIRunNowSkipped (#27): `run now` on a forbid task with a run active
+// prints one word and the reason and exits 8, with or without --json, and
+// a repeated idempotency key answers the same; the active run keeps going.
+func TestCLIRunNowSkipped(t *testing.T) {
+	clk := clock.NewFake(t0)
+	s := startServer(t, t.TempDir(), clk)
+	s.createTask("single", shellSpec("sleep 30", `,"concurrency":"forbid"`))
+	code, out, errOut := s.ql3(nil, "run", "now", "single")
+	if code != 0 || !strings.HasSuffix(out, ": queued\n") {
+		t.Fatalf("first run now: %d %q %q", code, out, errOut)
+	}
+	first := strings.TrimSuffix(strings.TrimPrefix(out, "run "), ": queued\n")
+	s.waitRun(first, "to be running", attemptRunning)
+
+	code, out, errOut = s.ql3(nil, "run", "now", "single", "--key", "k1")
+	if code != cli.ExitRunSkipped || !strings.Contains(out, ": skipped (concurrency_forbid") || strings.Contains(out, "cancelled") || errOut != "" {
+		t.Fatalf("run now while busy: exit %d (want %d) stdout %q stderr %q", code, cli.ExitRunSkipped, out, errOut)
+	}
+	code, out, _ = s.ql3(nil, "run", "now", "single", "--key", "k1", "--json")
+	var again httpapi.Run
+	if code != cli.ExitRunSkipped || json.Unmarshal([]byte(out), &again) != nil || again.Reason != "concurrency_forbid" {
+		t.Fatalf("run now --json again: exit %d %q", code, out)
+	}
+	code, out, _ = s.ql3(nil, "run", "now", "single", "--wait")
+	if code != cli.ExitRunSkipped || !strings.Contains(out, "skipped") {
+		t.Fatalf("run now --wait while busy: exit %d %q", code, out)
+	}
+	if r := s.run(first); !attemptRunning(r) {
+		t.Errorf("the first run stopped: %+v", r)
+	}
+	if code, _, help := s.ql3(nil, "run", "now", "--help"); code != 0 || !strings.Contains(help, "exits 8") {
+		t.Errorf("run now --help does not document exit 8:\n%s", help)
+	}
+	s.api("POST", "/api/v1/runs/"+first+"/cancel", nil, 202, nil)
+	s.waitRun(first, "to be cancelled", status("cancelled"))
+}

@@ -204,7 +204,8 @@
     const args = h("textarea", { rows: 3, spellcheck: "false" }); args.value = sp.argv ? (sp.argv.args || []).join("\n") : "";
     const env = h("textarea", { rows: 3, spellcheck: "false" }); env.value = Object.entries(sp.environment || {}).map(([k, v]) => k + "=" + v).join("\n");
     const wd = I({ value: sp.workingDirectory || "" });
-    const timeout = I({ type: "number", min: 1, value: sp.timeoutMs ? Math.round(sp.timeoutMs / 1000) : 3600 });
+    // A new task starts with the CLI's defaults: a 24 h timeout and one trigger row.
+    const timeout = I({ type: "number", min: 1, value: sp.timeoutMs ? Math.round(sp.timeoutMs / 1000) : 86400 });
     const attempts = I({ type: "number", min: 1, max: 16, value: sp.retry ? sp.retry.maxAttempts : 1 });
     const backoff = I({ type: "number", min: 0, value: sp.retry ? Math.round((sp.retry.backoffBaseMs || 0) / 1000) : 10 });
     const conc = h("select", {}, ["forbid", "allow", "replace"].map((x) => h("option", { value: x, text: x, selected: (sp.concurrency || "forbid") === x })));
@@ -240,6 +241,7 @@
       if (tr) update();
     };
     (t && t.triggers || []).forEach(addTrigger);
+    if (!t) addTrigger(null);
 
     const form = h("form", { id: "task-form", novalidate: true },
       h("h1", { text: t ? "Edit " + t.name : "New task" }),
@@ -296,9 +298,11 @@
           if (S.control) body.project = project.value;
           // Both APIs create the triggers in the task's transaction: all
           // or nothing, errors name triggers[i].field.
-          body.triggers = trigRows.filter((r) => !r.removed).map(trig);
+          // A row left without an expression is no trigger (a manual-only task).
+          const keep = (r) => !r.removed && r.expr.value.trim() !== "";
+          body.triggers = trigRows.filter(keep).map(trig);
           // The server numbers inline triggers among the kept rows; map back.
-          const kept = trigRows.map((r, i) => [r, i]).filter(([r]) => !r.removed).map(([, i]) => i);
+          const kept = trigRows.map((r, i) => [r, i]).filter(([r]) => keep(r)).map(([, i]) => i);
           try { id = (await api("POST", "/api/v1/tasks", body)).id; }
           catch (e) {
             e.field = e.field.replace(/^triggers\[(\d+)\]/, (m, n) => "triggers[" + kept[Number(n)] + "]");
@@ -331,7 +335,7 @@
           const now = trig(r);
           if (now.expression !== r.tr.expression || now.timeZone !== r.tr.timeZone || now.misfire !== r.tr.misfire || now.enabled !== r.tr.enabled)
             await api("PUT", base + "/" + r.tr.id, Object.assign(now, { expectedRevision: r.tr.revision }));
-        } else if (!r.removed) {
+        } else if (!r.removed && r.expr.value.trim() !== "") {
           await api("POST", base, trig(r));
         }
       } catch (e) {

@@ -128,6 +128,18 @@ func TestControlPanel(t *testing.T) {
 		poll(textOf("#run-status")+".includes('cancelled')"),
 	)
 	do(t, tab, "all runs", hash("#/runs"), poll(`document.querySelectorAll('#runs tbody tr').length === 3`))
+	// The Exit column shows the latest attempt's exit code (#27): 0 for the
+	// Run that succeeded, "—" for the one cancelled before it started.
+	exitOf := func(run string) string {
+		return get(t, tab, "exit of "+run, chromedp.Evaluate[string](`(() => { const tr = [...document.querySelectorAll('#runs tbody tr')]
+			.find((r) => r.textContent.includes(`+jsq(run[:13])+`)); return tr ? tr.querySelector('td[data-label="Exit"]').textContent : "no row" })()`))
+	}
+	if got := exitOf(live); got != "0" {
+		t.Errorf("Exit column of the succeeded Run: %q, want 0", got)
+	}
+	if got := exitOf(runID); got != "—" {
+		t.Errorf("Exit column of the Run cancelled while queued: %q, want —", got)
+	}
 	shot(t, tab, prefix+"runs-list")
 	do(t, tab, "workers",
 		hash("#/workers"),

@@ -135,9 +135,18 @@ func createThroughForm(t *testing.T, tg target) context.Context {
 	do(t, ctx, "open the form",
 		chromedp.Click(css("#new-task")),
 		chromedp.WaitVisible(css("#task-form")),
+	)
+	// The form starts with the CLI's defaults (#27): one trigger row and a
+	// 24 h timeout (ql3-edge task add --run-timeout, the spec's default).
+	rows := get(t, ctx, "trigger rows", chromedp.Evaluate[int](`document.querySelectorAll('#triggers .trigger').length`))
+	timeout := get(t, ctx, "timeout", chromedp.Evaluate[string](`document.querySelector('[data-field="spec.timeoutMs"]').value`))
+	if rows != 1 || timeout != "86400" {
+		t.Errorf("new-task form: %d trigger rows, timeout %q s; want 1 row and 86400 s (24 h)", rows, timeout)
+	}
+	shot(t, ctx, prefix+"task-form-defaults")
+	do(t, ctx, "fill the form",
 		chromedp.SendKeys(css(`[data-field="name"]`), "panel-demo"),
 		chromedp.SendKeys(css(`[data-field="spec.shell.command"]`), blockingCommand(tg.release)),
-		chromedp.Click(css("#add-trigger")),
 		chromedp.SendKeys(css(`[data-field="triggers[0].expression"]`), "61 2 * * *"),
 		clear(`[data-field="triggers[0].timeZone"]`),
 		chromedp.SendKeys(css(`[data-field="triggers[0].timeZone"]`), "America/New_York"),

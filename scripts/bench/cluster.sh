@@ -107,7 +107,7 @@ pids="$wpids $pids"
 printf '{"kind":"qinglong/command@v1","argv":{"file":"/bin/true"},"concurrency":"allow"}' >"$dir/spec.json"
 # One task per trigger: a task refuses two triggers firing at the same instants.
 for i in $(seq 1 "$TRIGGERS"); do
-	task=$("$ctl" task create --project bench --name "noop-$i" --spec-file "$dir/spec.json" | jq -r '.id')
+	task=$("$ctl" task create --project bench --name "noop-$i" --spec-file "$dir/spec.json" --json | jq -r '.id')
 	"$ctl" trigger create --task "$task" --name "t$i" --expression '* * * * * *' >/dev/null
 done
 sleep "$WARMUP"

@@ -130,8 +130,8 @@ printf '{"kind":"qinglong/command@v1","shell":{"command":"true"},"concurrency":"
 # One task per trigger: a task refuses two triggers firing at the same instants.
 declare -a trig task
 for i in $(seq 1 "$TRIGGERS"); do
-	task[$i]=$(cli task create --project soak --name "tick-$i" --spec-file "$dir/spec.json" | jq -r '.id')
-	trig[$i]=$(cli trigger create --task "${task[$i]}" --name "t$i" --expression '* * * * * *' | jq -r '.id')
+	task[$i]=$(cli task create --project soak --name "tick-$i" --spec-file "$dir/spec.json" --json | jq -r '.id')
+	trig[$i]=$(cli trigger create --task "${task[$i]}" --name "t$i" --expression '* * * * * *' --json | jq -r '.id')
 done
 echo "# ql3 chaos soak — $(date -u +%Y-%m-%dT%H:%MZ), $(git -C "$root" rev-parse --short HEAD), $TRIGGERS every-second triggers for ${DURATION}s, 3 replicas, 3 workers"
 

@@ -114,7 +114,7 @@ export QL3_TOKEN
 # Project, task and the triggers, through the admin API.
 "$ctl" project create --name chaos >/dev/null
 printf '{"kind":"qinglong/command@v1","shell":{"command":"true"},"concurrency":"allow"}' >"$dir/spec.json"
-task=$("$ctl" task create --project chaos --name tick --spec-file "$dir/spec.json" | jq -r '.id')
+task=$("$ctl" task create --project chaos --name tick --spec-file "$dir/spec.json" --json | jq -r '.id')
 [ -n "$task" ] && [ "$task" != null ] || die "task create failed"
 for i in $(seq 1 "$TRIGGERS"); do
 	"$ctl" trigger create --task "$task" --name "t$i" --expression '* * * * * *' >/dev/null

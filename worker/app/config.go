@@ -196,18 +196,18 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) (apply func() error) {
 	}
 	s := c.strings()
 	for _, k := range keys(s) {
-		strs[k] = fs.String(flagName(k), "", "("+k+")")
+		strs[k] = fs.String(flagName(k), "", flagUsage(k))
 	}
 	is := c.ints()
 	for k := range is {
 		ints[k] = nil
 	}
 	for _, k := range keys(ints) {
-		ints[k] = fs.String(flagName(k), "", "("+k+")")
+		ints[k] = fs.String(flagName(k), "", flagUsage(k))
 	}
-	capacity := fs.String("capacity", "", "(QL3_CAPACITY) concurrent attempts; router 1, node 8")
-	inbox := fs.String("inbox-max", "", "(QL3_INBOX_MAX) inbox entries; 64 default, 1024 hard")
-	labels := fs.String("labels", "", "(QL3_LABELS) k=v,k=v")
+	capacity := fs.String("capacity", "", flagUsage("QL3_CAPACITY"))
+	inbox := fs.String("inbox-max", "", flagUsage("QL3_INBOX_MAX"))
+	labels := fs.String("labels", "", flagUsage("QL3_LABELS"))
 	return func() error {
 		env := map[string]string{}
 		for k, p := range strs {

@@ -57,11 +57,15 @@ func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
 func Main(version string, args []string, getenv func(string) string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ql3-worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "(QL3_CONFIG) JSON config file")
+	configPath := fs.String("config", "", "JSON config file (env QL3_CONFIG)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	cfg := DefaultConfig()
 	applyFlags := cfg.RegisterFlags(fs)
+	fs.Usage = func() { printUsage(fs.Output(), fs) }
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK // help asked for
+		}
 		return ExitUsage
 	}
 	if *showVersion {

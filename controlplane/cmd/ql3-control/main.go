@@ -34,18 +34,21 @@ func run() int {
 	m.Version = version
 	if err := m.ParseFlags(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return app.ExitOK
 		}
 		fmt.Fprintf(os.Stderr, "ql3-control: %v\n", err)
-		return 2
+		return app.ExitUsage
 	}
 	if err := m.Run(ctx); err != nil {
 		_ = m.Close()
+		if errors.Is(err, app.ErrRunSkipped) {
+			return app.ExitRunSkipped // the result line said it
+		}
 		fmt.Fprintf(os.Stderr, "ql3-control: %v\n", describe(err))
 		if errs.Code(err) == errs.Invalid {
-			return 2
+			return app.ExitUsage
 		}
-		return 1
+		return app.ExitError
 	}
 	if m.Serving() {
 		// SIGHUP re-reads the worker ingress's certificate, CA bundle and

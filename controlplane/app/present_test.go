@@ -1,0 +1,297 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/ql3/ql3/controlplane/adminapi"
+	"github.com/ql3/ql3/controlplane/postgres"
+)
+
+const fakeToken = "ql3c_0123456789abcdef_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// fakeAdminAPI answers every client command's request with a canned
+// answer built from the admin API's own wire types, so a view that names a
+// field the API does not send shows up here as a missing value.
+func fakeAdminAPI(t *testing.T, skipped bool) string {
+	t.Helper()
+	exit := 3
+	task := postgres.TaskRecord{ID: "task-1", ProjectID: "proj-1", Name: "backup", Enabled: true, Revision: 2}
+	trig := adminapi.Trigger{TriggerRecord: postgres.TriggerRecord{ID: "trig-1", TaskID: "task-1", Name: "nightly",
+		Revision: 1, Expression: "0 3 * * 7", TimeZone: "Europe/Berlin", Misfire: "skip", GraceMs: 30000, Enabled: true},
+		NextFireAtMs: 1767150000000}
+	worker := adminapi.WorkerView{WorkerRecord: postgres.WorkerRecord{ID: "wk-1", Name: "edge-1", Status: "active",
+		TLSIdentity: "spiffe://ql3/worker/edge-1"},
+		Session: &postgres.WorkerSession{SessionID: "s-1", Status: "open", Capacity: 4, LiveLeases: 1, AgentVersion: "v9"}}
+	cred := postgres.WorkerCredential{ID: "cred-1", WorkerID: "wk-1", Status: "active"}
+	finished := postgres.RunRecord{ID: "run-9", TaskID: "task-1", Status: "failed", Origin: "cron", AttemptCount: 1, MaxAttempts: 1,
+		ErrorClass: "exit_nonzero", Attempts: []postgres.AttemptRecord{{Number: 1, Status: "failed", ExitCode: &exit}}}
+	now := postgres.RunRecord{ID: "run-10", TaskID: "task-1", Status: "queued", Origin: "manual", AttemptCount: 1, MaxAttempts: 1}
+	if skipped {
+		now.Status, now.AttemptCount, now.FinishedAtMs = "cancelled", 0, 1767150000000
+	}
+	created := true
+	answers := map[string]any{
+		"GET /api/v1/audit": adminapi.List[postgres.AuditRecord]{Items: []postgres.AuditRecord{{ID: "a-1", ActorKind: "token",
+			ActorID: "t-1", Action: "task.update", SubjectKind: "task", SubjectID: "task-1", Outcome: "ok"}}},
+		"GET /api/v1/projects":                                  adminapi.List[postgres.ProjectRecord]{Items: []postgres.ProjectRecord{{ID: "proj-1", Name: "ops", Status: "active"}}},
+		"GET /api/v1/projects/ops":                              postgres.ProjectRecord{ID: "proj-1", Name: "ops", Status: "active"},
+		"POST /api/v1/projects":                                 postgres.ProjectRecord{ID: "proj-1", Name: "ops", Status: "active"},
+		"POST /api/v1/projects/ops/archive":                     postgres.ProjectRecord{ID: "proj-1", Name: "ops", Status: "archived"},
+		"GET /api/v1/tasks":                                     adminapi.List[adminapi.Task]{Items: []adminapi.Task{{TaskRecord: task}}},
+		"GET /api/v1/tasks/task-1":                              adminapi.Task{TaskRecord: task, Triggers: []adminapi.Trigger{trig}},
+		"POST /api/v1/tasks":                                    adminapi.Task{TaskRecord: task, Triggers: []adminapi.Trigger{trig}},
+		"PUT /api/v1/tasks/task-1":                              adminapi.Task{TaskRecord: task},
+		"POST /api/v1/tasks/task-1/enable":                      adminapi.Task{TaskRecord: task},
+		"POST /api/v1/tasks/task-1/disable":                     adminapi.Task{TaskRecord: task},
+		"DELETE /api/v1/tasks/task-1":                           nil,
+		"GET /api/v1/tasks/task-1/triggers":                     adminapi.List[adminapi.Trigger]{Items: []adminapi.Trigger{trig}},
+		"POST /api/v1/tasks/task-1/triggers":                    trig,
+		"PUT /api/v1/tasks/task-1/triggers/trig-1":              trig,
+		"DELETE /api/v1/tasks/task-1/triggers/trig-1":           nil,
+		"GET /api/v1/workers":                                   adminapi.List[adminapi.WorkerView]{Items: []adminapi.WorkerView{worker}},
+		"GET /api/v1/workers/edge-1":                            worker,
+		"POST /api/v1/workers":                                  worker.WorkerRecord,
+		"GET /api/v1/workers/edge-1/credentials":                adminapi.List[postgres.WorkerCredential]{Items: []postgres.WorkerCredential{cred}},
+		"POST /api/v1/workers/edge-1/credentials":               adminapi.IssuedCredential{WorkerCredential: cred, Credential: "ql3w_secret"},
+		"POST /api/v1/workers/edge-1/credentials/rotate":        adminapi.IssuedCredential{WorkerCredential: cred, Credential: "ql3w_secret"},
+		"POST /api/v1/workers/edge-1/credentials/cred-1/revoke": cred,
+		"POST /api/v1/workers/edge-1/disable":                   worker,
+		"GET /api/v1/runs":                                      adminapi.List[adminapi.RunListItem]{Items: []adminapi.RunListItem{{RunRecord: finished}, {RunRecord: now, WaitReason: "no_live_session"}}},
+		"GET /api/v1/runs/run-9":                                adminapi.RunView{RunRecord: finished},
+		"POST /api/v1/tasks/task-1/runs":                        adminapi.RunView{RunRecord: now, Created: &created},
+		"POST /api/v1/runs/run-9/cancel":                        adminapi.RunView{RunRecord: finished},
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		answer, ok := answers[r.Method+" "+r.URL.Path]
+		if !ok {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_ = json.NewEncoder(w).Encode(adminapi.ErrorBody{Code: "not_found", Message: "no " + r.URL.Path})
+			return
+		}
+		if answer == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(answer)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// clientArgs are a command line for every client command against the fake.
+func clientArgs(t *testing.T) map[string][]string {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "spec.json")
+	if err := os.WriteFile(spec, []byte(`{"kind":"qinglong/command@v1","shell":{"command":"true"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	credDir := filepath.Join(dir, "cred")
+	if err := os.Mkdir(credDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return map[string][]string{
+		"audit list":                {},
+		"project list":              {},
+		"project get":               {"--id", "ops"},
+		"project create":            {"--name", "ops"},
+		"project archive":           {"--id", "ops"},
+		"task list":                 {},
+		"task get":                  {"--id", "task-1"},
+		"task create":               {"--project", "ops", "--name", "backup", "--spec-file", spec},
+		"task update":               {"--id", "task-1", "--expected-revision", "1", "--name", "backup", "--spec-file", spec},
+		"task enable":               {"--id", "task-1"},
+		"task disable":              {"--id", "task-1"},
+		"task delete":               {"--id", "task-1"},
+		"trigger list":              {"--task", "task-1"},
+		"trigger create":            {"--task", "task-1", "--expression", "0 3 * * 7"},
+		"trigger update":            {"--task", "task-1", "--id", "trig-1", "--expected-revision", "1", "--expression", "0 3 * * 7"},
+		"trigger delete":            {"--task", "task-1", "--id", "trig-1"},
+		"worker list":               {},
+		"worker get":                {"--id", "edge-1"},
+		"worker show":               {"--id", "edge-1"},
+		"worker register":           {"--name", "edge-1"},
+		"worker credentials":        {"--id", "edge-1"},
+		"worker issue-credential":   {"--id", "edge-1"},
+		"worker rotate-credentials": {"--id", "edge-1", "--credential-file", filepath.Join(credDir, "credential")},
+		"worker revoke-credential":  {"--id", "edge-1", "--credential", "cred-1"},
+		"worker disable":            {"--id", "edge-1"},
+		"run list":                  {},
+		"run show":                  {"--id", "run-9"},
+		"run now":                   {"--task", "task-1"},
+		"run cancel":                {"--id", "run-9"},
+	}
+}
+
+func runClient(t *testing.T, server string, name string, args []string, extra ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errOut, Getenv: func(k string) string {
+		return map[string]string{"QL3_SERVER": server, "QL3_TOKEN": fakeToken}[k]
+	}}
+	argv := append(append(strings.Fields(name), args...), extra...)
+	if err := m.ParseFlags(argv); err != nil {
+		return out.String(), errOut.String(), err
+	}
+	defer m.Close()
+	err := m.Run(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+// TestEveryClientCommandPrintsText (#27): every command of the admin API
+// client prints text by default — a table with a header for a list, one
+// line for a mutation, including the deletes whose answer is empty — and
+// with --json the answer's JSON.
+func TestEveryClientCommandPrintsText(t *testing.T) {
+	server := fakeAdminAPI(t, false)
+	argsOf := clientArgs(t)
+	var names []string
+	for name, c := range commands() {
+		if c.scope&forClient != 0 && name != "run logs" {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		args, ok := argsOf[name]
+		if !ok {
+			t.Errorf("%s: no test command line; add one", name)
+			continue
+		}
+		out, _, err := runClient(t, server, name, args)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if strings.TrimSpace(out) == "" || strings.HasPrefix(strings.TrimSpace(out), "{") {
+			t.Errorf("%s printed %q, want text", name, out)
+		}
+		if strings.HasSuffix(name, " list") || name == "worker credentials" {
+			if header, _, _ := strings.Cut(out, "\n"); header != strings.ToUpper(header) || !strings.Contains(header, "  ") {
+				t.Errorf("%s: first line %q is not a table header", name, header)
+			}
+		}
+		jsonOut, _, err := runClient(t, server, name, args, "--json")
+		if err != nil {
+			t.Errorf("%s --json: %v", name, err)
+			continue
+		}
+		if strings.HasSuffix(name, " delete") {
+			if jsonOut != "" {
+				t.Errorf("%s --json printed %q for an empty answer", name, jsonOut)
+			}
+			continue
+		}
+		if !json.Valid([]byte(jsonOut)) {
+			t.Errorf("%s --json printed %q, not JSON", name, jsonOut)
+		}
+	}
+}
+
+// TestClientTextShowsTheFields: the tables and blocks carry what an
+// operator looks for (the worker's session in one row instead of ~70 lines
+// of JSON, a run's exit code from its latest attempt, a trigger's next
+// fire, what a delete did).
+func TestClientTextShowsTheFields(t *testing.T) {
+	server := fakeAdminAPI(t, false)
+	argsOf := clientArgs(t)
+	cases := []struct {
+		name string
+		want []string
+	}{
+		{"worker list", []string{"ID  ", "NAME", "SESSION", "wk-1", "edge-1", "active", "open", "1/4", "v9"}},
+		{"run list", []string{"EXIT", "run-9", "failed", "exit_nonzero", "run-10", "queued", "no_live_session"}},
+		{"run show", []string{"run ", "run-9", "exit ", "3", "attempts:", "exit_nonzero"}},
+		{"task get", []string{"task ", "backup", "triggers:", "0 3 * * 7", "Europe/Berlin", "nightly"}},
+		{"trigger delete", []string{"deleted trigger trig-1 of task task-1"}},
+		{"task delete", []string{"deleted task task-1"}},
+		{"worker issue-credential", []string{"issued credential cred-1", "ql3w_secret"}},
+		{"worker rotate-credentials", []string{"issued credential cred-1", "written to"}},
+		{"run now", []string{"run run-10: queued"}},
+	}
+	for _, c := range cases {
+		out, _, err := runClient(t, server, c.name, argsOf[c.name])
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s output lacks %q:\n%s", c.name, w, out)
+			}
+		}
+	}
+	out, _, _ := runClient(t, server, "run list", nil)
+	if lines := strings.Count(out, "\n"); lines != 3 {
+		t.Errorf("run list of 2 runs printed %d lines, want a header and 2 rows:\n%s", lines, out)
+	}
+	out, _, _ = runClient(t, server, "worker rotate-credentials", argsOf["worker rotate-credentials"])
+	if strings.Contains(out, "ql3w_") {
+		t.Errorf("a credential written to a file was printed:\n%s", out)
+	}
+}
+
+// TestRunNowSkipped (#27): run now on a forbid task with a Run active
+// prints one word and the reason, and returns ErrRunSkipped (exit 8), also
+// with --json.
+func TestRunNowSkipped(t *testing.T) {
+	server := fakeAdminAPI(t, true)
+	out, _, err := runClient(t, server, "run now", []string{"--task", "task-1"})
+	if !errors.Is(err, ErrRunSkipped) || !strings.Contains(out, "run run-10: skipped (concurrency_forbid") || strings.Contains(out, "cancelled") {
+		t.Fatalf("run now skipped: %v %q", err, out)
+	}
+	out, _, err = runClient(t, server, "run now", []string{"--task", "task-1"}, "--json")
+	if !errors.Is(err, ErrRunSkipped) || !json.Valid([]byte(out)) {
+		t.Fatalf("run now skipped --json: %v %q", err, out)
+	}
+	out, _, _ = runClient(t, server, "run list", nil)
+	if !strings.Contains(out, "concurrency_forbid") {
+		t.Errorf("run list does not name the skip:\n%s", out)
+	}
+}
+
+// TestGroupHelp (#27): "pki --help" prints the pki commands (not the
+// global list) and is no error; a group alone is a usage error with the
+// group's commands; the global help names the exit statuses.
+func TestGroupHelp(t *testing.T) {
+	help := func(args ...string) (string, string, error) {
+		var out, errOut bytes.Buffer
+		m := &Main{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }}
+		err := m.ParseFlags(args)
+		return out.String(), errOut.String(), err
+	}
+	for _, args := range [][]string{{"pki", "--help"}, {"pki", "-h"}, {"pki", "help"}} {
+		out, _, err := help(args...)
+		if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out, "pki issue-worker") || strings.Contains(out, "  serve ") ||
+			strings.Contains(out, "task list") {
+			t.Errorf("%v: %v\n%s", args, err, out)
+		}
+	}
+	_, errOut, err := help("run")
+	if !errors.Is(err, ErrUsage) || !strings.Contains(errOut, "run now") || strings.Contains(errOut, "pki init") {
+		t.Errorf("run alone: %v\n%s", err, errOut)
+	}
+	_, errOut, err = help("pki", "bogus")
+	if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), `"pki bogus"`) || !strings.Contains(errOut, "pki init") {
+		t.Errorf("pki bogus: %v\n%s", err, errOut)
+	}
+	out, _, err := help("--help")
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out, "  serve ") || !strings.Contains(out, "8 run now") || !strings.Contains(out, "--json") {
+		t.Errorf("--help: %v\n%s", err, out)
+	}
+	out, _, err = help("worker", "list", "--help")
+	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out, "--json") || !strings.Contains(out, "--server string") {
+		t.Errorf("worker list --help: %v\n%s", err, out)
+	}
+}
