@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"time"
 
+	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/envcrypt"
 	"github.com/ql3/ql3/edge/httpapi"
 	"github.com/ql3/ql3/edge/sqlite"
@@ -62,5 +64,25 @@ func envKeyRotation(store *sqlite.Store, path string) httpapi.RotateKeyFunc {
 			return "", err
 		}
 		return next.ID(), nil
+	}
+}
+
+// AuditRetention is how long the edge keeps audit lines (env reads and
+// changes, key rotations): 90 days, as the control plane's default.
+const AuditRetention = 90 * 24 * time.Hour
+
+// pruneAudit removes audit lines older than AuditRetention, in bounded
+// batches like pruneRuns.
+func (m *Main) pruneAudit(ctx context.Context, now time.Time) {
+	cutoff := now.Add(-AuditRetention).UnixMilli()
+	for range maxPruneBatchesPerSweep {
+		n, err := m.store.PruneAudit(ctx, cutoff, edge.MaxPruneBatch)
+		if err != nil {
+			m.log.Warn("audit retention sweep failed", "err", err)
+			return
+		}
+		if n < edge.MaxPruneBatch {
+			return
+		}
 	}
 }
