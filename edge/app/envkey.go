@@ -39,7 +39,7 @@ func unlockEnvStore(ctx context.Context, store *sqlite.Store, path string, log *
 		if kek, err = envcrypt.CreateKeyFile(path); err != nil {
 			return err
 		}
-		log.Info("created the env store's key file; keep it with the data directory's backups, the values cannot be read without it", "keyId", kek.ID())
+		log.Info("created the env store's key file; back it up apart from the database: the values cannot be read without it")
 	case errors.Is(err, envcrypt.ErrNoKeyFile):
 		return fmt.Errorf("%w; the env store's values were encrypted with it: restore it (or point --env-key-file at it)", err)
 	case err != nil:
