@@ -276,3 +276,24 @@ func Secrets(entries []Entry) [][]byte {
 	}
 	return out
 }
+
+// SecretsOfVariables is Secrets for a process that only has its joined
+// variables (a remote worker gets the values a Run needs, not the store):
+// each value and each "&"-part, from MinMaskBytes bytes.
+func SecretsOfVariables(vars []Variable) [][]byte {
+	var out [][]byte
+	for _, v := range vars {
+		if len(v.Value) >= MinMaskBytes {
+			out = append(out, []byte(v.Value))
+		}
+		if !strings.Contains(v.Value, Separator) {
+			continue
+		}
+		for part := range strings.SplitSeq(v.Value, Separator) {
+			if len(part) >= MinMaskBytes {
+				out = append(out, []byte(part))
+			}
+		}
+	}
+	return out
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/mask"
 	"github.com/ql3/ql3/core/spec"
 )
 
@@ -194,5 +195,36 @@ func TestSecrets(t *testing.T) {
 		if got[not] {
 			t.Errorf("%q must not be a secret", not)
 		}
+	}
+}
+
+// TestSecretsOfVariables: masking with what a worker derives from the
+// joined variables it gets leaves no maskable part of anything the edge
+// masks from the entries.
+func TestSecretsOfVariables(t *testing.T) {
+	entries := []Entry{
+		{ID: "1", Name: "A", Value: "pt_key=1", Enabled: true},
+		{ID: "2", Name: "A", Value: "pt_key=2&ab", Enabled: true, CreatedAtMs: 1},
+		{ID: "3", Name: "B", Value: "xyz", Enabled: true},
+	}
+	vars, err := Resolve(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := mask.New(SecretsOfVariables(vars))
+	for _, s := range Secrets(entries) {
+		masked, _ := worker.Mask(s)
+		for part := range strings.SplitSeq(string(s), Separator) {
+			if len(part) >= MinMaskBytes && strings.Contains(string(masked), part) {
+				t.Errorf("the edge masks %q; with the worker's set %q survives in %q", s, part, masked)
+			}
+		}
+	}
+	got := map[string]bool{}
+	for _, s := range SecretsOfVariables(vars) {
+		got[string(s)] = true
+	}
+	if got["ab"] || got["xyz"] || !got["pt_key=1&pt_key=2&ab"] {
+		t.Errorf("worker secrets %v", got)
 	}
 }

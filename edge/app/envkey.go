@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"time"
 
+	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/envcrypt"
 	"github.com/ql3/ql3/edge/httpapi"
 	"github.com/ql3/ql3/edge/sqlite"
@@ -37,7 +39,7 @@ func unlockEnvStore(ctx context.Context, store *sqlite.Store, path string, log *
 		if kek, err = envcrypt.CreateKeyFile(path); err != nil {
 			return err
 		}
-		log.Info("created the env store's key file; keep it with the data directory's backups, the values cannot be read without it", "keyId", kek.ID())
+		log.Info("created the env store's key file; back it up apart from the database: the values cannot be read without it")
 	case errors.Is(err, envcrypt.ErrNoKeyFile):
 		return fmt.Errorf("%w; the env store's values were encrypted with it: restore it (or point --env-key-file at it)", err)
 	case err != nil:
@@ -62,5 +64,25 @@ func envKeyRotation(store *sqlite.Store, path string) httpapi.RotateKeyFunc {
 			return "", err
 		}
 		return next.ID(), nil
+	}
+}
+
+// AuditRetention is how long the edge keeps audit lines (env reads and
+// changes, key rotations): 90 days, as the control plane's default.
+const AuditRetention = 90 * 24 * time.Hour
+
+// pruneAudit removes audit lines older than AuditRetention, in bounded
+// batches like pruneRuns.
+func (m *Main) pruneAudit(ctx context.Context, now time.Time) {
+	cutoff := now.Add(-AuditRetention).UnixMilli()
+	for range maxPruneBatchesPerSweep {
+		n, err := m.store.PruneAudit(ctx, cutoff, edge.MaxPruneBatch)
+		if err != nil {
+			m.log.Warn("audit retention sweep failed", "err", err)
+			return
+		}
+		if n < edge.MaxPruneBatch {
+			return
+		}
 	}
 }

@@ -310,6 +310,7 @@ func (m *Main) sweepRetention(ctx context.Context) {
 		} else if pruned > 0 {
 			m.log.Info("run retention", "removedRuns", pruned)
 		}
+		m.pruneAudit(ctx, now) // envkey.go
 		t := m.Clock.NewTimer(logSweepInterval)
 		select {
 		case <-ctx.Done():

@@ -3,7 +3,8 @@
 // the values, wrapped by a key-encryption key (KEK) that lives only in a
 // key file next to the database (or wherever --env-key-file says).
 //
-// Key file: one line "ql3-env-key-v1:<base64url of 32 random bytes>",
+// Key file: one line "ql3-env-key-v1:<id>:<base64url of 32 random bytes>"
+// (the id is 16 random hex digits naming the key, not derived from it),
 // created 0600 with O_EXCL on first start, replaced atomically (temporary
 // file, fsync, rename, directory fsync) by a rotation. A key file that the
 // group or others may read is refused, as is anything that is not a
@@ -18,7 +19,6 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -39,35 +39,36 @@ const (
 	nonceBytes  = 12
 	wrapDomain  = "ql3/env/data-key/v1\x00"
 	valueDomain = "ql3/env/value/v1\x00"
-	idDomain    = "ql3/env/kek-id/v1\x00"
+	idBytes     = 8
 )
 
 // KEK is a key-encryption key read from (or written to) a key file.
 type KEK struct {
 	key  [keyBytes]byte
-	id   string // 16 hex: a public fingerprint naming which KEK wrapped a data key
+	id   string // 16 random hex digits naming which KEK wrapped a data key (not derived from the key)
 	path string
 }
 
-// ID is the KEK's public fingerprint (not a secret: a truncated, domain
-// separated SHA-256 of the key).
+// ID names the KEK (random, written next to it in the key file; it says
+// nothing about the key).
 func (k *KEK) ID() string { return k.id }
 
 // Path is the key file the KEK came from or goes to.
 func (k *KEK) Path() string { return k.path }
 
-func newKEK(key [keyBytes]byte, path string) *KEK {
-	sum := sha256.Sum256(append([]byte(idDomain), key[:]...))
-	return &KEK{key: key, id: hex.EncodeToString(sum[:8]), path: path}
-}
-
-// NewKEK returns a fresh random KEK destined for path.
+// NewKEK returns a fresh random KEK (and id) destined for path.
 func NewKEK(path string) (*KEK, error) {
-	var key [keyBytes]byte
+	var (
+		key [keyBytes]byte
+		id  [idBytes]byte
+	)
 	if _, err := rand.Read(key[:]); err != nil {
 		return nil, fmt.Errorf("env key: random source: %w", err)
 	}
-	return newKEK(key, path), nil
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, fmt.Errorf("env key: random source: %w", err)
+	}
+	return &KEK{key: key, id: hex.EncodeToString(id[:]), path: path}, nil
 }
 
 // KeyFileError says what is wrong with a key file; it always names it.
@@ -122,13 +123,15 @@ func LoadKeyFile(path string) (*KEK, error) {
 	if !ok {
 		return nil, &KeyFileError{Path: path, Reason: "is not an env key file (expected one line " + keyPrefix + "…)"}
 	}
+	id, text, ok := strings.Cut(text, ":")
+	idRaw, idErr := hex.DecodeString(id)
 	b, err := base64.RawURLEncoding.Strict().DecodeString(text)
-	if err != nil || len(b) != keyBytes {
-		return nil, &KeyFileError{Path: path, Reason: "holds a damaged key (expected 32 bytes of base64url)"}
+	if !ok || idErr != nil || len(idRaw) != idBytes || hex.EncodeToString(idRaw) != id || err != nil || len(b) != keyBytes {
+		return nil, &KeyFileError{Path: path, Reason: "holds a damaged key (expected <16 hex id>:<32 bytes of base64url>)"}
 	}
-	var key [keyBytes]byte
-	copy(key[:], b)
-	return newKEK(key, path), nil
+	k := &KEK{id: id, path: path}
+	copy(k.key[:], b)
+	return k, nil
 }
 
 // CreateKeyFile writes a fresh KEK to path, which must not exist yet
@@ -181,7 +184,7 @@ func ReplaceKeyFile(k *KEK) error {
 }
 
 func writeKey(f *os.File, k *KEK) error {
-	_, err := f.WriteString(keyPrefix + base64.RawURLEncoding.EncodeToString(k.key[:]) + "\n")
+	_, err := f.WriteString(keyPrefix + k.id + ":" + base64.RawURLEncoding.EncodeToString(k.key[:]) + "\n")
 	if err == nil {
 		err = f.Sync()
 	}

@@ -52,7 +52,7 @@ func TestKeyFileRefusals(t *testing.T) {
 		"world-readable": {write("world.key", string(data), 0o644), "group or others"},
 		"group-readable": {write("group.key", string(data), 0o640), "group or others"},
 		"not a key":      {write("text.key", "hello", 0o600), "not an env key file"},
-		"damaged":        {write("short.key", keyPrefix+"AAAA", 0o600), "damaged"},
+		"damaged":        {write("short.key", keyPrefix+"0011223344556677:AAAA", 0o600), "damaged"},
 		"too large":      {write("big.key", strings.Repeat("x", 300), 0o600), "larger than"},
 		"directory":      {dir, "not a regular file"},
 	}

@@ -242,3 +242,44 @@ func grepDir(t *testing.T, dir string, secrets []string) grepResult {
 	})
 	return res
 }
+
+// TestEnvCLIImportExport: lines in, lines out (values audited), a refused
+// import stores nothing, a rotation keeps the values readable.
+func TestEnvCLIImportExport(t *testing.T) {
+	s := startServer(t, filepath.Join(t.TempDir(), "data"), clock.NewFake(t0))
+	lines := "# two accounts\nexport JD_COOKIE=\"pt_key=one\"\nJD_COOKIE=pt_key=two\nTG_TOKEN='tok-3'\n"
+	if code, out, errOut := cliIn(s.base, s.dataDir, lines, "env", "import"); code != 0 || !strings.Contains(out, "imported 3") {
+		t.Fatalf("env import: %d %q %q", code, out, errOut)
+	}
+	if code, _, errOut := cliIn(s.base, s.dataDir, "A=1\nQL3_B=2\n", "env", "import"); code != 1 || !strings.Contains(errOut, "lines[2].name") {
+		t.Fatalf("a bad line: %d %q", code, errOut)
+	}
+	code, out, _ := cliIn(s.base, s.dataDir, "", "env", "export", "--values", "--format", "lines")
+	if code != 0 || out != "JD_COOKIE=pt_key=one\nJD_COOKIE=pt_key=two\nTG_TOKEN=tok-3\n" {
+		t.Fatalf("env export: %d %q", code, out)
+	}
+	code, out, _ = cliIn(s.base, s.dataDir, "", "env", "export")
+	if code != 0 || strings.Contains(out, "pt_key") || !strings.Contains(out, "TG_TOKEN") {
+		t.Fatalf("env export without values: %d %q", code, out)
+	}
+	if code, out, errOut := cliIn(s.base, s.dataDir, "", "env", "rotate-key"); code != 0 || !strings.Contains(out, "rotated") {
+		t.Fatalf("rotate-key: %d %q %q", code, out, errOut)
+	}
+	var list httpapi.EnvList
+	s.api("GET", "/api/v1/envs?q=TG", nil, 200, &list)
+	if code, out, _ := cliIn(s.base, s.dataDir, "new-token\n", "env", "edit", list.Items[0].ID, "--value-file", "-"); code != 0 {
+		t.Fatalf("env edit: %d %q", code, out)
+	}
+	if code, out, _ := cliIn(s.base, s.dataDir, "", "env", "reveal", list.Items[0].ID); code != 0 || out != "new-token\n" {
+		t.Fatalf("reveal after rotation and edit: %d %q", code, out)
+	}
+	var audit httpapi.AuditList
+	s.api("GET", "/api/v1/audit?limit=200", nil, 200, &audit)
+	actions := map[string]int{}
+	for _, a := range audit.Items {
+		actions[a.Action]++
+	}
+	if actions["env.export"] != 1 || actions["env.rotate_key"] != 1 || actions["env.reveal"] != 1 {
+		t.Fatalf("audit actions %v", actions)
+	}
+}

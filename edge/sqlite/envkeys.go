@@ -185,3 +185,22 @@ WHERE seq > ? ORDER BY seq LIMIT ?`, afterSeq, limit)
 	}
 	return out, translate(rows.Err())
 }
+
+// PruneAudit deletes up to limit (≤ edge.MaxPruneBatch) audit lines older
+// than beforeMs, oldest first, and returns how many.
+func (s *Store) PruneAudit(ctx context.Context, beforeMs int64, limit int) (int, error) {
+	if limit < 1 || limit > edge.MaxPruneBatch {
+		return 0, errs.Invalidf("limit", "must be 1..%d, got %d", edge.MaxPruneBatch, limit)
+	}
+	var n int64
+	err := s.write(ctx, func(tx *wtx, _ *signals) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM audit_log WHERE seq IN
+    (SELECT seq FROM audit_log WHERE at_ms < ? ORDER BY seq LIMIT ?)`, beforeMs, limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}

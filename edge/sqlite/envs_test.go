@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ql3/ql3/core/env"
 	"github.com/ql3/ql3/core/errs"
@@ -235,5 +236,29 @@ func TestEnvCiphertextBoundToRow(t *testing.T) {
 	}
 	if _, err := s.RevealEnv(ctx, es[1].ID, "t"); err == nil {
 		t.Fatal("a moved ciphertext opened")
+	}
+}
+
+func TestPruneAudit(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(t0)
+	s := openAt(t, filepath.Join(t.TempDir(), "edge.db"), clk)
+	kek, _ := envcrypt.CreateKeyFile(filepath.Join(t.TempDir(), "env.key"))
+	if err := s.UnlockEnv(ctx, kek); err != nil {
+		t.Fatal(err)
+	}
+	mustEnvs(t, s, edge.EnvInput{Name: "A", Value: "v"})
+	clk.Advance(48 * time.Hour)
+	mustEnvs(t, s, edge.EnvInput{Name: "B", Value: "v"})
+	n, err := s.PruneAudit(ctx, t0.Add(time.Hour).UnixMilli(), edge.MaxPruneBatch)
+	if err != nil || n != 1 {
+		t.Fatalf("pruned %d: %v", n, err)
+	}
+	left, _ := s.ListAudit(ctx, 0, 0)
+	if len(left) != 1 || left[0].Target == "" {
+		t.Fatalf("left %+v", left)
+	}
+	if _, err := s.PruneAudit(ctx, 0, 0); errs.Field(err) != "limit" {
+		t.Fatalf("limit 0: %v", err)
 	}
 }
