@@ -26,28 +26,58 @@ func (r *Runner) StopNow() {
 // shutdown runs when Run's context ends. The loop has stopped claiming and
 // starting; running attempts get Config.DrainGrace to finish on their own
 // (their results are recorded as usual). Whatever still runs after the
-// grace, or after StopNow, is stopped like a cancel (SIGTERM, the kill
-// grace, SIGKILL) and recorded cancelled with reason shutdown: the runner
-// knows what happened to it, so it is never lost (ADR 0040). shutdown
-// returns once every result is recorded.
+// grace is stopped like a cancel (SIGTERM, the kill grace, SIGKILL) and
+// recorded cancelled with reason shutdown: the runner knows what happened
+// to it, so it is never lost (ADR 0040). StopNow (a second signal) cuts the
+// grace short and skips the kill grace (SIGKILL at once), with the same
+// record. shutdown returns once every result is recorded.
 func (r *Runner) shutdown() {
 	close(r.drainCtl.started)
 	if n := r.Running(); n > 0 && r.cfg.DrainGrace > 0 {
 		r.log.Info("draining: waiting for running attempts before stopping them", "running", n, "grace", r.cfg.DrainGrace.String())
 		r.awaitIdle(r.cfg.DrainGrace)
 	}
+	if n := r.stopActive(r.stopNowRequested()); n > 0 {
+		r.log.Warn("drain over: stopping running attempts", "count", n)
+	}
+	done := make(chan struct{})
+	go func() {
+		r.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-r.drainCtl.now:
+		r.stopActive(true) // a second signal during the kill grace
+		<-done
+	}
+}
+
+// stopActive stops every running attempt as cancelled by the shutdown:
+// with the kill grace, or at once (SIGKILL) when now. It returns how many.
+func (r *Runner) stopActive(now bool) int {
 	r.mu.Lock()
-	stopped := 0
+	defer r.mu.Unlock()
 	for _, a := range r.active {
 		a.shutdown = true
-		a.h.Stop(run.AttemptCancelled, run.ErrorCancelledByUser, "ql3-edge shut down while the attempt ran")
-		stopped++
+		if now {
+			a.h.Kill(run.AttemptCancelled, run.ErrorCancelledByUser, shutdownMessage)
+		} else {
+			a.h.Stop(run.AttemptCancelled, run.ErrorCancelledByUser, shutdownMessage)
+		}
 	}
-	r.mu.Unlock()
-	if stopped > 0 {
-		r.log.Warn("drain grace over: stopping running attempts", "count", stopped)
+	return len(r.active)
+}
+
+const shutdownMessage = "ql3-edge shut down while the attempt ran"
+
+func (r *Runner) stopNowRequested() bool {
+	select {
+	case <-r.drainCtl.now:
+		return true
+	default:
+		return false
 	}
-	r.wg.Wait()
 }
 
 // awaitIdle waits until no attempt runs, the grace elapses or StopNow.

@@ -85,12 +85,13 @@ func TestDrainGraceOverCancelsWithReasonShutdown(t *testing.T) {
 	assertShutdownCancelled(t, e, r.ID, pid)
 }
 
-// TestStopNowEndsTheDrain: a second signal (StopNow) does not wait for
-// the grace.
+// TestStopNowEndsTheDrain: a second signal (StopNow) waits neither for
+// the drain grace nor for the kill grace: an attempt that ignores SIGTERM
+// ends at once, without a step of the clock.
 func TestStopNowEndsTheDrain(t *testing.T) {
 	e := newEnv(t)
 	e.r.cfg.DrainGrace = time.Hour
-	task, _ := drainTask(e, "drain-now")
+	task := e.task("drain-now", shellTask("trap '' TERM; echo up; while :; do sleep 0.01; done", nil))
 	r := e.runNow(task.ID)
 	e.start()
 	e.waitLog(r.ID, 1, "up")

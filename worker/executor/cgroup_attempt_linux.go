@@ -59,7 +59,7 @@ func (g *attemptGroup) create(skipV2 bool) error {
 	h := g.h
 	if h.v2Parent != "" && !skipV2 {
 		dir := filepath.Join(h.v2Parent, g.name)
-		if err := os.Mkdir(dir, 0o755); err != nil {
+		if err := h.mkGroup(dir, true); err != nil {
 			return err
 		}
 		g.v2 = dir
@@ -89,7 +89,7 @@ func (g *attemptGroup) create(skipV2 bool) error {
 			continue
 		}
 		dir := filepath.Join(parent, g.name)
-		if err := os.Mkdir(dir, 0o755); err != nil {
+		if err := h.mkGroup(dir, false); err != nil {
 			return err
 		}
 		g.v1[c] = dir
@@ -130,7 +130,6 @@ func (g *attemptGroup) start(build func() *exec.Cmd) (*exec.Cmd, error) {
 		// A kernel before 5.7 (no clone3 CLONE_INTO_CGROUP): place the
 		// child right after the start instead, from now on.
 		g.h.clone.Store(false)
-		g.h.notes = append(g.h.notes, "clone into cgroup unsupported: children are moved into their v2 group after the start")
 		clone = false
 		cmd = build()
 		err = g.inV1(cmd.Start)
@@ -286,8 +285,38 @@ func (g *attemptGroup) oomKilled() bool {
 	return false
 }
 
+// mkGroup creates an attempt group, and its parent when another
+// attempt's remove just took the (then empty) parent away: the parent is
+// removed whenever it empties, so no directory of ours outlives the work
+// in the host's cgroup tree.
+func (h *cgroupHost) mkGroup(dir string, v2 bool) error {
+	var err error
+	for range 3 {
+		if err = os.Mkdir(dir, 0o755); !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		parent := filepath.Dir(dir)
+		if perr := os.Mkdir(parent, 0o755); perr != nil && !errors.Is(perr, fs.ErrExist) {
+			return perr
+		}
+		if v2 && len(h.v2Ctl) > 0 {
+			var ctl []string
+			for _, c := range []string{"memory", "pids"} {
+				if h.v2Ctl[c] {
+					ctl = append(ctl, "+"+c)
+				}
+			}
+			if werr := writeFile(filepath.Join(parent, "cgroup.subtree_control"), strings.Join(ctl, " ")); werr != nil {
+				return werr
+			}
+		}
+	}
+	return err
+}
+
 // remove closes the group's fd and removes its directories (after the
-// attempt settled; a dying member can keep one busy for a moment).
+// attempt settled; a dying member can keep one busy for a moment), and
+// the parent "ql3" directories when they are empty.
 func (g *attemptGroup) remove() {
 	if g.v2fd >= 0 {
 		_ = syscall.Close(g.v2fd)
@@ -308,5 +337,6 @@ func (g *attemptGroup) remove() {
 			}
 			time.Sleep(time.Millisecond)
 		}
+		_ = syscall.Rmdir(filepath.Dir(dir)) // fails (ENOTEMPTY/EBUSY) while other attempts run
 	}
 }

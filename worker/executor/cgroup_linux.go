@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 )
 
 // Per-attempt cgroups (ADR 0041). The host is examined once per process:
@@ -64,13 +65,24 @@ func cgroups() *cgroupHost {
 			h.cleanLeftovers()
 			host = h
 		}
-		hostDesc = h.describe()
+		hostDesc, hostNotes = h.describe(), h.notes
 	})
 	return host
 }
 
-// hostDesc is the containment line for logs and /readyz.
-var hostDesc string
+// hostDesc is the containment line for logs and /readyz; hostNotes say
+// why a hierarchy or a limit is not used (the start log).
+var (
+	hostDesc  string
+	hostNotes []string
+)
+
+// ContainmentNotes says why a cgroup hierarchy or limit is not used here
+// ("" when nothing is missing).
+func ContainmentNotes() string {
+	cgroups()
+	return strings.Join(hostNotes, "; ")
+}
 
 func detectCgroups(mountinfoPath, selfPath string) *cgroupHost {
 	h := &cgroupHost{v2Ctl: map[string]bool{}, v1Parent: map[string]string{}, v1Self: map[string]string{}, ownerPID: os.Getpid()}
@@ -261,6 +273,7 @@ func (h *cgroupHost) cleanLeftovers() {
 			g.killAll()
 			g.remove()
 		}
+		_ = syscall.Rmdir(parent) // empty unless a live supervisor has groups in it
 	}
 }
 

@@ -252,11 +252,11 @@ func TestLeftoverGroupsOfADeadSupervisorAreCleaned(t *testing.T) {
 	leftover := filepath.Join(parent, attemptGroupName(dead.Process.Pid, 1, 1))
 	live := filepath.Join(parent, attemptGroupName(os.Getpid(), e.cg.ownStart, 1<<40))
 	for _, d := range []string{leftover, live} {
-		if err := os.Mkdir(d, 0o755); err != nil {
+		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	defer syscall.Rmdir(live)
+	defer func() { _ = syscall.Rmdir(live); _ = syscall.Rmdir(parent) }()
 	orphan := exec.Command("sleep", "1000")
 	if err := orphan.Start(); err != nil {
 		t.Fatal(err)

@@ -207,7 +207,11 @@ func New(cfg Config) (*Executor, error) {
 	if !cfg.NoCgroups {
 		e.cg = cgroups()
 	}
-	cfg.Logger.Info("attempt containment", "mode", e.Containment())
+	if notes := ContainmentNotes(); notes != "" && !cfg.NoCgroups {
+		cfg.Logger.Info("attempt containment", "mode", e.Containment(), "notes", notes)
+	} else {
+		cfg.Logger.Info("attempt containment", "mode", e.Containment())
+	}
 	return e, nil
 }
 

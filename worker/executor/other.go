@@ -49,6 +49,9 @@ func (e *Executor) TerminateOrphans(ctx context.Context, runID string, attempt i
 // Containment off Linux: none.
 func Containment() string { return "none: not Linux" }
 
+// ContainmentNotes off Linux: nothing to add.
+func ContainmentNotes() string { return "" }
+
 type cgroupHost struct{}
 
 type attemptGroup struct{}
