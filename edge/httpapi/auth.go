@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/ql3/ql3/core/errs"
-	"github.com/ql3/ql3/panel"
 )
 
 // Admin tokens look like "ql3c_<16 hex id>_<64 hex secret>" (DESIGN.md §8).
@@ -112,8 +111,13 @@ func (a Auth) check(r *http.Request) error {
 // holds. A test walks every GET route without a token and checks that no
 // env value or task environment value comes back.
 func loopbackReadable(path string) bool {
-	return path == "/metrics" || path == OpenAPIPath || path == panel.PreviewPath
+	return path == "/metrics" || path == OpenAPIPath || path == schedulePreviewPath
 }
+
+// schedulePreviewPath is the panel's schedule preview (panel.PreviewPath;
+// this package does not import the panel, a test holds the two equal): it
+// computes fire times from its query and reads no stored data.
+const schedulePreviewPath = "/api/v1/schedule/preview"
 
 // isLoopbackRequest reports whether both the peer address and the Host the
 // client used are loopback.

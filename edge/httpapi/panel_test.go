@@ -119,3 +119,12 @@ func TestRunsFilterByOrigin(t *testing.T) {
 		t.Errorf("unknown origin: %d %s", r.status, r.body)
 	}
 }
+
+// TestSchedulePreviewPathIsThePanels: the loopback read exemption names the
+// panel's preview route by its own constant (the API does not import the
+// panel).
+func TestSchedulePreviewPathIsThePanels(t *testing.T) {
+	if schedulePreviewPath != panel.PreviewPath {
+		t.Fatalf("schedulePreviewPath %q != panel.PreviewPath %q", schedulePreviewPath, panel.PreviewPath)
+	}
+}
