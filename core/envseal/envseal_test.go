@@ -20,8 +20,8 @@ func TestKEKText(t *testing.T) {
 		t.Fatal("odd text form")
 	}
 	cases := map[string]error{
-		"hello": ErrNotKeyText,
-		KeyTextPrefix + "AAAA": ErrDamagedKey,
+		"hello":                                 ErrNotKeyText,
+		KeyTextPrefix + "AAAA":                  ErrDamagedKey,
 		KeyTextPrefix + "0011223344556677:AAAA": ErrDamagedKey,
 		KeyTextPrefix + "00112233445566ZZ:" + strings.Repeat("A", 43): ErrDamagedKey,
 		KeyTextPrefix + "0011223344556677:" + strings.Repeat("A", 43): nil,
