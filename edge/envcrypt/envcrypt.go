@@ -1,74 +1,66 @@
-// Package envcrypt encrypts the values of ql3-edge's env store at rest
-// (ADR 0038): AES-256-GCM from the standard library, a random data key for
-// the values, wrapped by a key-encryption key (KEK) that lives only in a
-// key file next to the database (or wherever --env-key-file says).
+// Package envcrypt is the edge's side of env store encryption at rest
+// (ADR 0038): the key file. The format of keys and ciphertexts (AES-256-GCM
+// data key wrapped by a key-encryption key, values bound to entry id and
+// name) is core/envseal's, shared with the control plane; this package
+// reads, creates and replaces the file that holds the KEK.
 //
-// Key file: one line "ql3-env-key-v1:<id>:<base64url of 32 random bytes>"
-// (the id is 16 random hex digits naming the key, not derived from it),
-// created 0600 with O_EXCL on first start, replaced atomically (temporary
-// file, fsync, rename, directory fsync) by a rotation. A key file that the
-// group or others may read is refused, as is anything that is not a
-// regular file or is larger than 256 bytes. Every error names the file.
-//
-// Ciphertexts: nonce (12 random bytes) || AES-256-GCM(value), with
-// additional data binding it to the entry's id and name, so a ciphertext
-// copied to another row or renamed does not open.
+// Key file: the KEK's one-line text form (envseal), created 0600 with
+// O_EXCL on first start, replaced atomically (temporary file, fsync,
+// rename, directory fsync) by a rotation. A key file that the group or
+// others may read or write is refused, as is anything that is not a
+// regular file (a symlink included) or is larger than 256 bytes. Every
+// error names the file.
 package envcrypt
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/ql3/ql3/core/envseal"
 )
 
 // DefaultKeyFileName is the key file's name inside the data directory.
 const DefaultKeyFileName = "env.key"
 
-const (
-	keyPrefix   = "ql3-env-key-v1:"
-	keyBytes    = 32
-	maxKeyFile  = 256
-	nonceBytes  = 12
-	wrapDomain  = "ql3/env/data-key/v1\x00"
-	valueDomain = "ql3/env/value/v1\x00"
-	idBytes     = 8
+const maxKeyFile = 256
+
+// Cipher seals and opens values under the data key (core/envseal).
+type Cipher = envseal.Cipher
+
+// NewCipher and NewDataKey are core/envseal's.
+var (
+	NewCipher  = envseal.NewCipher
+	NewDataKey = envseal.NewDataKey
 )
 
-// KEK is a key-encryption key read from (or written to) a key file.
+// KEK is a key-encryption key with the key file it belongs to.
 type KEK struct {
-	key  [keyBytes]byte
-	id   string // 16 random hex digits naming which KEK wrapped a data key (not derived from the key)
+	envseal.KEK
 	path string
 }
-
-// ID names the KEK (random, written next to it in the key file; it says
-// nothing about the key).
-func (k *KEK) ID() string { return k.id }
 
 // Path is the key file the KEK came from or goes to.
 func (k *KEK) Path() string { return k.path }
 
-// NewKEK returns a fresh random KEK (and id) destined for path.
+// NewKEK returns a fresh random KEK destined for path.
 func NewKEK(path string) (*KEK, error) {
-	var (
-		key [keyBytes]byte
-		id  [idBytes]byte
-	)
-	if _, err := rand.Read(key[:]); err != nil {
-		return nil, fmt.Errorf("env key: random source: %w", err)
+	k, err := envseal.NewKEK()
+	if err != nil {
+		return nil, err
 	}
-	if _, err := rand.Read(id[:]); err != nil {
-		return nil, fmt.Errorf("env key: random source: %w", err)
+	return &KEK{KEK: k, path: path}, nil
+}
+
+// Unwrap opens a data key; a wrong KEK is a KeyFileError naming the file.
+func (k *KEK) Unwrap(wrapped []byte) ([]byte, error) {
+	dk, err := k.KEK.Unwrap(wrapped)
+	if err != nil {
+		return nil, &KeyFileError{Path: k.path, Reason: "does not open this database's env data key (wrong or damaged key file)"}
 	}
-	return &KEK{key: key, id: hex.EncodeToString(id[:]), path: path}, nil
+	return dk, nil
 }
 
 // KeyFileError says what is wrong with a key file; it always names it.
@@ -119,19 +111,11 @@ func LoadKeyFile(path string) (*KEK, error) {
 	if len(raw) > maxKeyFile {
 		return nil, &KeyFileError{Path: path, Reason: fmt.Sprintf("is larger than %d bytes; it is not an env key file", maxKeyFile)}
 	}
-	text, ok := strings.CutPrefix(strings.TrimSpace(string(raw)), keyPrefix)
-	if !ok {
-		return nil, &KeyFileError{Path: path, Reason: "is not an env key file (expected one line " + keyPrefix + "…)"}
+	k, err := envseal.ParseKEK(string(raw))
+	if err != nil {
+		return nil, &KeyFileError{Path: path, Reason: "is not usable", Err: err}
 	}
-	id, text, ok := strings.Cut(text, ":")
-	idRaw, idErr := hex.DecodeString(id)
-	b, err := base64.RawURLEncoding.Strict().DecodeString(text)
-	if !ok || idErr != nil || len(idRaw) != idBytes || hex.EncodeToString(idRaw) != id || err != nil || len(b) != keyBytes {
-		return nil, &KeyFileError{Path: path, Reason: "holds a damaged key (expected <16 hex id>:<32 bytes of base64url>)"}
-	}
-	k := &KEK{id: id, path: path}
-	copy(k.key[:], b)
-	return k, nil
+	return &KEK{KEK: k, path: path}, nil
 }
 
 // CreateKeyFile writes a fresh KEK to path, which must not exist yet
@@ -184,7 +168,7 @@ func ReplaceKeyFile(k *KEK) error {
 }
 
 func writeKey(f *os.File, k *KEK) error {
-	_, err := f.WriteString(keyPrefix + k.id + ":" + base64.RawURLEncoding.EncodeToString(k.key[:]) + "\n")
+	_, err := f.WriteString(k.Text() + "\n")
 	if err == nil {
 		err = f.Sync()
 	}
@@ -198,87 +182,4 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
-}
-
-func gcm(key []byte) cipher.AEAD {
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		panic(err) // a 32-byte key always makes a cipher
-	}
-	a, err := cipher.NewGCM(block)
-	if err != nil {
-		panic(err)
-	}
-	return a
-}
-
-func seal(a cipher.AEAD, plaintext, aad []byte) []byte {
-	out := make([]byte, nonceBytes, nonceBytes+len(plaintext)+a.Overhead())
-	if _, err := rand.Read(out); err != nil {
-		panic(fmt.Sprintf("env crypto: random source: %v", err)) // crypto/rand does not fail on supported systems
-	}
-	return a.Seal(out, out[:nonceBytes], plaintext, aad)
-}
-
-func open(a cipher.AEAD, blob, aad []byte) ([]byte, error) {
-	if len(blob) < nonceBytes+a.Overhead() {
-		return nil, errors.New("ciphertext too short")
-	}
-	return a.Open(nil, blob[:nonceBytes], blob[nonceBytes:], aad)
-}
-
-// NewDataKey returns a fresh random data key.
-func NewDataKey() ([]byte, error) {
-	k := make([]byte, keyBytes)
-	if _, err := rand.Read(k); err != nil {
-		return nil, fmt.Errorf("env key: random source: %w", err)
-	}
-	return k, nil
-}
-
-// Wrap encrypts a data key under k.
-func (k *KEK) Wrap(dataKey []byte) []byte {
-	return seal(gcm(k.key[:]), dataKey, []byte(wrapDomain+k.id))
-}
-
-// Unwrap opens a data key wrapped by Wrap. A wrong KEK is a KeyFileError
-// naming the key file.
-func (k *KEK) Unwrap(wrapped []byte) ([]byte, error) {
-	dk, err := open(gcm(k.key[:]), wrapped, []byte(wrapDomain+k.id))
-	if err != nil || len(dk) != keyBytes {
-		return nil, &KeyFileError{Path: k.path, Reason: "does not open this database's env data key (wrong or damaged key file)"}
-	}
-	return dk, nil
-}
-
-// Cipher seals and opens env values under a data key. Safe for concurrent
-// use.
-type Cipher struct {
-	aead cipher.AEAD
-}
-
-// NewCipher returns a Cipher for a 32-byte data key.
-func NewCipher(dataKey []byte) (*Cipher, error) {
-	if len(dataKey) != keyBytes {
-		return nil, fmt.Errorf("env data key must be %d bytes, got %d", keyBytes, len(dataKey))
-	}
-	return &Cipher{aead: gcm(dataKey)}, nil
-}
-
-func valueAAD(id, name string) []byte {
-	return []byte(valueDomain + id + "\x00" + name)
-}
-
-// Seal encrypts the value of entry id named name.
-func (c *Cipher) Seal(id, name, value string) []byte {
-	return seal(c.aead, []byte(value), valueAAD(id, name))
-}
-
-// Open decrypts what Seal returned for the same id and name.
-func (c *Cipher) Open(id, name string, blob []byte) (string, error) {
-	v, err := open(c.aead, blob, valueAAD(id, name))
-	if err != nil {
-		return "", fmt.Errorf("env entry %s: ciphertext does not open under the data key (damaged, or moved from another entry)", id)
-	}
-	return string(v), nil
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ql3/ql3/core/envseal"
 )
 
 func TestKeyFileCreateLoad(t *testing.T) {
@@ -51,8 +53,8 @@ func TestKeyFileRefusals(t *testing.T) {
 		"missing":        {filepath.Join(dir, "nope.key"), "does not exist"},
 		"world-readable": {write("world.key", string(data), 0o644), "group or others"},
 		"group-readable": {write("group.key", string(data), 0o640), "group or others"},
-		"not a key":      {write("text.key", "hello", 0o600), "not an env key file"},
-		"damaged":        {write("short.key", keyPrefix+"0011223344556677:AAAA", 0o600), "damaged"},
+		"not a key":      {write("text.key", "hello", 0o600), "not an env key"},
+		"damaged":        {write("short.key", envseal.KeyTextPrefix+"0011223344556677:AAAA", 0o600), "damaged"},
 		"too large":      {write("big.key", strings.Repeat("x", 300), 0o600), "larger than"},
 		"directory":      {dir, "not a regular file"},
 	}
@@ -101,31 +103,5 @@ func TestWrapAndRotate(t *testing.T) {
 	}
 	if st, _ := os.Stat(k1.Path()); st.Mode().Perm() != 0o600 {
 		t.Fatalf("replaced file mode %v", st.Mode())
-	}
-}
-
-func TestSealBindsIDAndName(t *testing.T) {
-	dk, _ := NewDataKey()
-	c, err := NewCipher(dk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blob := c.Seal("id1", "JD_COOKIE", "pt_key=secret")
-	if bytes.Contains(blob, []byte("pt_key=secret")) {
-		t.Fatal("plaintext in the ciphertext")
-	}
-	if v, err := c.Open("id1", "JD_COOKIE", blob); err != nil || v != "pt_key=secret" {
-		t.Fatalf("open: %q %v", v, err)
-	}
-	for _, tc := range [][2]string{{"id2", "JD_COOKIE"}, {"id1", "OTHER"}} {
-		if _, err := c.Open(tc[0], tc[1], blob); err == nil {
-			t.Errorf("opened under %v", tc)
-		}
-	}
-	if _, err := c.Open("id1", "JD_COOKIE", blob[:5]); err == nil {
-		t.Error("short ciphertext opened")
-	}
-	if a, b := c.Seal("i", "n", "v"), c.Seal("i", "n", "v"); bytes.Equal(a, b) {
-		t.Error("nonces repeat")
 	}
 }

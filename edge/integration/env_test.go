@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -104,7 +105,8 @@ func TestEnvStoreEndToEnd(t *testing.T) {
 
 	script := `printf '%s' "$JD_COOKIE" > ` + filepath.Join(outDir, "jd") +
 		`; printf '%s' "${TG_TOKEN-unset}" > ` + filepath.Join(outDir, "tg") +
-		`; echo "cookie: $JD_COOKIE"; printf 'token: tg-CHAR'; printf 'LIE-token-0003\n'`
+		`; echo "cookie: $JD_COOKIE"; printf 'token: tg-CHAR'; printf 'LIE-token-0003\n'` +
+		`; head -c 524288 /dev/zero | tr '\0' x; printf '%s' "$TG_TOKEN"; head -c 524288 /dev/zero | tr '\0' y; echo`
 	var task httpapi.Task
 	s.api("POST", "/api/v1/tasks", map[string]any{"name": "cookies", "spec": map[string]any{
 		"kind": "qinglong/command@v1", "shell": map[string]any{"command": script}}}, 201, &task)
@@ -126,14 +128,19 @@ func TestEnvStoreEndToEnd(t *testing.T) {
 			t.Errorf("process saw %s = %q, want %q", file, got, want)
 		}
 	}
-	if a := r1.Attempts[0]; a.MaskedCount != 2 {
-		t.Errorf("masked count %d, want 2 (the joined cookie, the split token)", a.MaskedCount)
+	if a := r1.Attempts[0]; a.MaskedCount != 3 {
+		t.Errorf("masked count %d, want 3 (the joined cookie, the split token, the token in a 1 MiB line)", a.MaskedCount)
 	}
+	// The stored log in two ranges (a read returns at most 1 MiB), the
+	// followed one in one stream.
 	status, stored := s.raw("GET", "/api/v1/runs/"+r1.ID+"/attempts/1/log", nil)
+	_, rest := s.raw("GET", "/api/v1/runs/"+r1.ID+"/attempts/1/log?offset="+strconv.Itoa(len(stored)), nil)
+	stored = append(stored, rest...)
 	_, followed := s.raw("GET", "/api/v1/runs/"+r1.ID+"/attempts/1/log?follow=1", nil)
+	bigLine := strings.Repeat("x", 524288) + "***" + strings.Repeat("y", 524288) + "\n"
 	for _, log := range [][]byte{stored, followed} {
-		if status != 200 || string(log) != "cookie: ***\ntoken: ***\n" {
-			t.Errorf("log: %d %q", status, log)
+		if status != 200 || string(log) != "cookie: ***\ntoken: ***\n"+bigLine {
+			t.Errorf("log: %d, %d bytes, starts %q", status, len(log), log[:min(len(log), 40)])
 		}
 	}
 
