@@ -7,13 +7,14 @@ import (
 
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/worker/executor"
 )
 
 const (
 	metaVersion  = 1
 	metaMaxBytes = 512
-	// maxMarkerBytes bounds executor.DroppedMarker (about 100 bytes).
-	maxMarkerBytes = 256
+	// maxMarkerBytes bounds the marker line a truncated log also holds.
+	maxMarkerBytes = executor.MaxMarkerBytes
 )
 
 func boolInt(b bool) int {

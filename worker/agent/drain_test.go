@@ -138,7 +138,8 @@ func TestLogCapKeepsHeadAndTail(t *testing.T) {
 		t.Fatal("no completion")
 	}
 	got := h.srvRun("run-1")
-	want := out[:768] + executor.DroppedMarker(4096-1024, 768, 256) + out[4096-256:]
+	head, tail := executor.HeadBytes(1024), executor.TailBytes(1024)
+	want := out[:head] + executor.DroppedMarker(4096-head-tail, head, tail) + out[4096-tail:]
 	if string(got.Log) != want || !got.Completion.LogTruncated || got.Completion.StdoutBytes != int64(len(want)) {
 		t.Fatalf("log %q, truncated %v, stdoutBytes %d; want %q", got.Log, got.Completion.LogTruncated, got.Completion.StdoutBytes, want)
 	}

@@ -20,6 +20,13 @@
 // the output pipe is bounded (DrainTimeout) for what no search can find (a
 // descendant that dropped its environment and left the group).
 //
+// Where the host offers a writable cgroup (v2, the v1 pids/memory/freezer
+// hierarchies, or both), each attempt is born in its own cgroup with the
+// spec's process and memory limits, and ending it ends the whole group
+// (cgroup.kill or freeze-kill-thaw), so nothing escapes at all; going over
+// the memory limit ends it failed with Reason "oom" (ADR 0041;
+// cgroup_*.go). Containment says which is in force.
+//
 // Environment: only the variables named in Config.PassEnv are taken from the
 // server's own environment (default: PATH, HOME, USER, LOGNAME, SHELL, LANG,
 // LC_ALL, LC_CTYPE, LC_MESSAGES, TZ, TMPDIR; PATH falls back to a standard

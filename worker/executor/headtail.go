@@ -19,8 +19,16 @@ import (
 // quarter of the cap (1 MiB of the default 4 MiB).
 func TailBytes(max int64) int64 { return max / 4 }
 
-// HeadBytes is the share of a log cap kept from the start of the output.
-func HeadBytes(max int64) int64 { return max - TailBytes(max) }
+// HeadBytes is the share of a log cap kept from the start of the output:
+// the rest after the tail and room for the marker line, so head, marker
+// and tail together stay within the cap (for caps of 4 KiB and more; the
+// worker's upload must fit the control plane's cap of the same size).
+func HeadBytes(max int64) int64 { return max - TailBytes(max) - markerRoom(max) }
+
+// MaxMarkerBytes bounds the length of a DroppedMarker line.
+const MaxMarkerBytes = 256
+
+func markerRoom(max int64) int64 { return min(MaxMarkerBytes, max/16) }
 
 // DroppedMarker is the line written between the head and the tail of a log
 // whose middle was dropped. It starts with a newline so it stands on its own

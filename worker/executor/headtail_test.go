@@ -50,11 +50,15 @@ func TestTailRingKeepsTheNewestBytes(t *testing.T) {
 }
 
 func TestSplitCapAndMarker(t *testing.T) {
-	if h, tl := HeadBytes(4<<20), TailBytes(4<<20); h != 3<<20 || tl != 1<<20 {
+	if h, tl := HeadBytes(4<<20), TailBytes(4<<20); h != 3<<20-MaxMarkerBytes || tl != 1<<20 {
 		t.Fatalf("split of 4 MiB = %d + %d", h, tl)
 	}
-	if h, tl := HeadBytes(1025), TailBytes(1025); h+tl != 1025 {
-		t.Fatalf("split of 1025 = %d + %d", h, tl)
+	// From 4 KiB on, head + the longest marker + tail fit in the cap.
+	for _, c := range []int64{4096, 4097, 1 << 20, 64 << 20, 1 << 30} {
+		worst := DroppedMarker(1<<62, HeadBytes(c), TailBytes(c))
+		if HeadBytes(c)+int64(len(worst))+TailBytes(c) > c || len(worst) > MaxMarkerBytes {
+			t.Errorf("cap %d: head %d + marker %d + tail %d", c, HeadBytes(c), len(worst), TailBytes(c))
+		}
 	}
 	m := DroppedMarker(96, 3, 1)
 	if !strings.HasPrefix(m, "\n[ql3: 96 bytes of output dropped here") || !strings.HasSuffix(m, "]\n") || strings.Count(m, "\n") != 2 {
