@@ -218,3 +218,38 @@ func TestPullPacingSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestHeartbeatPastTheWorkersGiveUpPointRefusedAtStart: a worker stops a
+// running attempt on its own at attempt lease − fence margin − kill grace
+// (45 − 5 − 10 = 30 s) after its last renewal, and renewals ride the
+// heartbeat: a 40 s heartbeat would kill every running attempt before its
+// first renewal. serve refuses it before it touches anything, naming both
+// values; a heartbeat under the give-up point still starts.
+func TestHeartbeatPastTheWorkersGiveUpPointRefusedAtStart(t *testing.T) {
+	m, err := parse(t, nil, "serve", "--dsn", "host=/nonexistent dbname=ql3",
+		"--session-heartbeat-ms", "40000", "--session-lease-ms", "90000")
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	err = m.Run(t.Context())
+	if errs.Code(err) != errs.Invalid || errs.Field(err) != "session-heartbeat-ms" {
+		t.Fatalf("serve with a 40 s heartbeat: %v, want invalid session-heartbeat-ms", err)
+	}
+	for _, want := range []string{"40000", "30000", "45000"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	if m.Serving() {
+		t.Fatal("serve started")
+	}
+	c := DefaultConfig()
+	c.DSN = "host=/tmp dbname=ql3"
+	c.SessionHeartbeatMs, c.SessionLeaseMs = 29_000, 90_000
+	if err := c.validateServe(); err != nil {
+		t.Fatalf("a 29 s heartbeat (under the 30 s give-up point): %v", err)
+	}
+	if p := c.Lease(); p.HeartbeatMs != 29_000 || p.SessionMs != 90_000 || p.StartedMs != 45_000 || p.ClaimMs != c.SchedulerLeaseMs {
+		t.Fatalf("Lease() = %+v, want the configured heartbeat and session lease", p)
+	}
+}

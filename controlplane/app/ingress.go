@@ -41,7 +41,7 @@ func (m *Main) startIngress(ctx context.Context, pub *postgres.Publisher) error 
 	m.mu.Lock()
 	m.ingress.pool = pool
 	m.mu.Unlock()
-	sessions, err := postgres.NewSessions(pool, postgres.SessionOptions{LeaseMs: m.Config.SessionLeaseMs, HeartbeatMs: m.Config.SessionHeartbeatMs})
+	sessions, err := postgres.NewSessions(pool, postgres.SessionOptions{Lease: m.Config.Lease()})
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (m *Main) startIngress(ctx context.Context, pub *postgres.Publisher) error 
 	m.mu.Lock()
 	m.ingress.dispatch = dpool
 	m.mu.Unlock()
-	leases, err := postgres.NewDispatcher(dpool, postgres.DispatchOptions{CancelGraceMs: m.Config.CancelGraceMs})
+	leases, err := postgres.NewDispatcher(dpool, postgres.DispatchOptions{Lease: m.Config.Lease()})
 	if err != nil {
 		return err
 	}

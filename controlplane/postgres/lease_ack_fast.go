@@ -131,7 +131,7 @@ func (d *Dispatcher) ackFenced(ctx context.Context, p ingress.Principal, ack pro
 		return protocol.LeaseControl{}, false, errs.E(errs.Internal, "", "%s payload: %v", ack.Phase, err)
 	}
 	if ack.Phase == protocol.AckStarting {
-		args = append(args, int64(StartedLeaseMs))
+		args = append(args, d.opts.Lease.StartedMs)
 	}
 	args = append(args, string(raw))
 	c := protocol.LeaseControl{V: protocol.Version, RunID: runID.String(), AttemptID: attemptID.String(),
@@ -157,7 +157,7 @@ func (d *Dispatcher) ackFenced(ctx context.Context, p ingress.Principal, ack pro
 	}
 	d.stats.fencedAcks.Add(1)
 	if cancel {
-		c.Action, c.CancelGraceMs = protocol.LeaseCancel, d.opts.CancelGraceMs
+		c.Action, c.CancelGraceMs = protocol.LeaseCancel, d.opts.Lease.CancelGraceMs
 	}
 	return c, true, nil
 }

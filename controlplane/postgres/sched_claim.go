@@ -11,6 +11,7 @@ import (
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/fence"
+	"github.com/ql3/ql3/core/lease"
 	"github.com/ql3/ql3/core/schedule"
 )
 
@@ -26,9 +27,9 @@ import (
 const (
 	DefaultClaimBudget = 16
 	MaxClaimBudget     = 256
-	DefaultClaimLease  = 30 * time.Second
-	MinClaimLease      = time.Second
-	MaxClaimLease      = 60 * time.Second
+	DefaultClaimLease  = lease.DefaultClaimMs * time.Millisecond // core/lease's
+	MinClaimLease      = lease.MinClaimMs * time.Millisecond
+	MaxClaimLease      = lease.MaxClaimMs * time.Millisecond
 	MaxClaimOwnerBytes = 128
 )
 

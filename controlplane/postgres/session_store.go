@@ -10,21 +10,25 @@ import (
 
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/lease"
 	"github.com/ql3/ql3/core/placement/matcher"
 	"github.com/ql3/ql3/core/protocol"
 )
 
-// Session lease and heartbeat (DESIGN.md §8): the lease covers at least
-// two heartbeats, so one lost heartbeat never expires a healthy session.
+// Session lease and heartbeat (DESIGN.md §8), core/lease's: the lease
+// covers at least two heartbeats, so one lost heartbeat never expires a
+// healthy session, and a heartbeat renews a started attempt before its
+// worker's give-up point.
 const (
-	DefaultSessionLeaseMs     = 45_000
-	DefaultSessionHeartbeatMs = 10_000
+	DefaultSessionLeaseMs     = lease.DefaultSessionMs
+	DefaultSessionHeartbeatMs = lease.DefaultHeartbeatMs
 )
 
 // SessionOptions tunes the session store.
 type SessionOptions struct {
-	LeaseMs     int64 // 0: DefaultSessionLeaseMs
-	HeartbeatMs int64 // 0: DefaultSessionHeartbeatMs; must be ≤ LeaseMs/2
+	// Lease is the lease policy (its SessionMs and HeartbeatMs are what
+	// the store grants and names). Zero: lease.Default().
+	Lease lease.Policy
 }
 
 // Sessions is the worker session store on the ingress role
@@ -52,20 +56,14 @@ func NewSessions(db interface {
 	DB
 	TxBeginner
 }, opts SessionOptions) (*Sessions, error) {
-	s := &Sessions{db: db, leaseMs: opts.LeaseMs, heartbeatMs: opts.HeartbeatMs}
-	if s.leaseMs == 0 {
-		s.leaseMs = DefaultSessionLeaseMs
+	p := opts.Lease
+	if p == (lease.Policy{}) {
+		p = lease.Default()
 	}
-	if s.heartbeatMs == 0 {
-		s.heartbeatMs = DefaultSessionHeartbeatMs
+	if err := p.Validate(); err != nil {
+		return nil, errs.Prefix("lease", err)
 	}
-	if s.heartbeatMs < protocol.MinHeartbeatMs || s.heartbeatMs > protocol.MaxHeartbeatMs {
-		return nil, errs.Invalidf("heartbeatMs", "must be %d..%d, got %d", protocol.MinHeartbeatMs, protocol.MaxHeartbeatMs, s.heartbeatMs)
-	}
-	if s.leaseMs < 2*s.heartbeatMs {
-		return nil, errs.Invalidf("leaseMs", "must cover two heartbeats (≥ %d), got %d", 2*s.heartbeatMs, s.leaseMs)
-	}
-	return s, nil
+	return &Sessions{db: db, leaseMs: p.SessionMs, heartbeatMs: p.HeartbeatMs}, nil
 }
 
 var readCommitted = TxOptions{TxOptions: pgx.TxOptions{IsoLevel: pgx.ReadCommitted}}

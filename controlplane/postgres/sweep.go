@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/lease"
 )
 
 // The run-lifecycle sweeper (issue 10, ADR 0013). Every replica's
@@ -39,8 +40,8 @@ const (
 	MaxSweepPage         = 64
 	DefaultSweepPages    = 16
 	MaxSweepPages        = 256
-	DefaultCancelGrace   = 10 * time.Second
-	MaxCancelGrace       = 5 * time.Minute
+	DefaultCancelGrace   = lease.DefaultCancelGraceMs * time.Millisecond
+	MaxCancelGrace       = lease.MaxCancelGraceMs * time.Millisecond
 	DefaultSweepParallel = 4
 	MaxSweepParallel     = 16
 )
