@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/adminapi"
 	"github.com/ql3/ql3/controlplane/app"
 	"github.com/ql3/ql3/controlplane/pgtest"
@@ -154,7 +155,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// Raw HTTP: project, task, trigger.
-	var proj postgres.ProjectRecord
+	var proj controlplane.Project
 	if code := c.do("POST", "/api/v1/projects", `{"name":"ops","mutationId":"p1"}`, &proj); code != 201 {
 		t.Fatalf("create project: %d", code)
 	}
@@ -206,7 +207,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	// An identical replay returns the original project.
-	var again postgres.ProjectRecord
+	var again controlplane.Project
 	if code := c.do("POST", "/api/v1/projects", `{"name":"ops","mutationId":"p1"}`, &again); code != 201 || again != proj {
 		t.Fatalf("replay: %d %+v, want %+v", code, again, proj)
 	}
@@ -241,7 +242,7 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wk postgres.WorkerRecord
+	var wk controlplane.Worker
 	if err := json.Unmarshal([]byte(out), &wk); err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +283,7 @@ func TestEndToEnd(t *testing.T) {
 	if code := c.do("POST", "/api/v1/tasks/"+task.ID+"/triggers", `{"expression":"* * * * * *","name":"tick"}`, &tick); code != 201 {
 		t.Fatalf("create every-second trigger: %d", code)
 	}
-	var runs adminapi.List[postgres.RunRecord]
+	var runs adminapi.List[controlplane.Run]
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if code := c.do("GET", "/api/v1/runs?trigger="+tick.ID, "", &runs); code != 200 {

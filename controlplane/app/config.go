@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/canonjson"
@@ -91,11 +92,11 @@ type Config struct {
 // DefaultConfig returns the built-in defaults.
 func DefaultConfig() Config {
 	return Config{Listen: DefaultListen, MaxConns: DefaultMaxConns, DefaultGraceMs: postgres.PublishDefaultGraceMs,
-		SchedulerBudget: postgres.DefaultClaimBudget, SchedulerLeaseMs: lease.DefaultClaimMs,
+		SchedulerBudget: controlplane.DefaultClaimBudget, SchedulerLeaseMs: lease.DefaultClaimMs,
 		CancelGraceMs:       lease.DefaultCancelGraceMs,
-		LogRetentionHours:   int64(postgres.DefaultLogRetention / time.Hour),
-		RunRetentionHours:   int64(postgres.DefaultRunRetention / time.Hour),
-		AuditRetentionHours: int64(postgres.DefaultAuditRetention / time.Hour),
+		LogRetentionHours:   int64(controlplane.DefaultLogRetention / time.Hour),
+		RunRetentionHours:   int64(controlplane.DefaultRunRetention / time.Hour),
+		AuditRetentionHours: int64(controlplane.DefaultAuditRetention / time.Hour),
 		LogLevel:            "info", LogFormat: "json", Server: DefaultServer,
 		IngressListen: DefaultIngressListen, IngressMaxConns: DefaultIngressMaxConns, IngressInFlight: ingress.DefaultMaxInFlight,
 		IngressAuthCacheMs:    ingress.DefaultPrincipalCacheTTL.Milliseconds(),
@@ -243,8 +244,8 @@ func (c Config) validateServe() error {
 	if err := c.validateIngress(); err != nil {
 		return err
 	}
-	if c.SchedulerBudget < 1 || c.SchedulerBudget > postgres.MaxClaimBudget {
-		return errs.Invalidf("scheduler-budget", "must be 1..%d, got %d", postgres.MaxClaimBudget, c.SchedulerBudget)
+	if c.SchedulerBudget < 1 || c.SchedulerBudget > controlplane.MaxClaimBudget {
+		return errs.Invalidf("scheduler-budget", "must be 1..%d, got %d", controlplane.MaxClaimBudget, c.SchedulerBudget)
 	}
 	if err := c.validateSweep(); err != nil {
 		return err
@@ -400,8 +401,8 @@ func (c Config) validateLease() error {
 }
 
 // SweepOptions are the lifecycle sweeper's settings from the configuration.
-func (c Config) SweepOptions() postgres.SweepOptions {
-	return postgres.SweepOptions{CancelGrace: time.Duration(c.CancelGraceMs) * time.Millisecond,
+func (c Config) SweepOptions() controlplane.SweepOptions {
+	return controlplane.SweepOptions{CancelGrace: time.Duration(c.CancelGraceMs) * time.Millisecond,
 		LogRetention: time.Duration(c.LogRetentionHours) * time.Hour, RunRetention: time.Duration(c.RunRetentionHours) * time.Hour,
 		AuditRetention: time.Duration(c.AuditRetentionHours) * time.Hour}
 }
@@ -411,7 +412,7 @@ func (c Config) validateSweep() error {
 	if err := c.validateLease(); err != nil { // cancel-grace-ms is part of the lease policy
 		return err
 	}
-	lo, hi := int64(postgres.MinRetention/time.Hour), int64(postgres.MaxRetention/time.Hour)
+	lo, hi := int64(controlplane.MinRetention/time.Hour), int64(controlplane.MaxRetention/time.Hour)
 	for _, r := range []struct {
 		flag string
 		v    int64

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/app"
 	"github.com/ql3/ql3/controlplane/internal/devpki"
 	"github.com/ql3/ql3/controlplane/pgtest"
@@ -48,7 +49,7 @@ func TestServeStartsWorkerIngress(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub := postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{})
-	w, err := pub.RegisterWorker(ctx, postgres.WorkerInput{Name: "r1", TLSIdentity: "spiffe://ql3/worker/r1"})
+	w, err := pub.RegisterWorker(ctx, controlplane.WorkerInput{Name: "r1", TLSIdentity: "spiffe://ql3/worker/r1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/adminapi"
 	"github.com/ql3/ql3/controlplane/coordinator"
 	"github.com/ql3/ql3/controlplane/postgres"
@@ -155,7 +156,7 @@ func (m *Main) startScheduler(ctx context.Context) error {
 	m.mu.Lock()
 	m.runtimePool = pool
 	m.mu.Unlock()
-	coord, err := coordinator.New(pool, coordinator.Config{Budget: int(m.Config.SchedulerBudget),
+	coord, err := coordinator.New(postgres.NewScheduler(pool), coordinator.Config{Budget: int(m.Config.SchedulerBudget),
 		Lease: time.Duration(m.Config.SchedulerLeaseMs) * time.Millisecond, Diagnostics: coordinator.SlogSink(m.log),
 		Sweep: m.Config.SweepOptions()})
 	if err != nil {
@@ -231,7 +232,7 @@ func tokenCommands() map[string]command {
 // cliActor marks mutations of the local token commands in the audit log:
 // they hold no API token, only a database login as ql3_admin.
 func cliActor(ctx context.Context) context.Context {
-	return postgres.WithActor(ctx, postgres.Actor{Kind: "admin", ID: "cli"})
+	return controlplane.WithActor(ctx, controlplane.Actor{Kind: "admin", ID: "cli"})
 }
 
 // Token commands talk to the database directly as ql3_admin: the first

@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/lease"
@@ -110,8 +109,6 @@ type Dispatcher struct {
 	revisions map[uuid.UUID]*compiledRevision
 	prepared  map[canonjson.Digest]*matcher.Prepared
 }
-
-var _ ingress.LeasePort = (*Dispatcher)(nil)
 
 // Cache bounds: a cache at its bound is dropped whole (the entries are
 // cheap to rebuild and the working set is far smaller).

@@ -5,7 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ql3/ql3/controlplane/ingress"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/protocol"
 	"github.com/ql3/ql3/core/run"
@@ -52,8 +52,8 @@ ev AS (
 	RETURNING 1)
 SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM r), (SELECT count(*) FROM ev)`
 
-// Ack implements ingress.LeasePort.
-func (d *Dispatcher) Ack(ctx context.Context, p ingress.Principal, ack protocol.Ack) (protocol.LeaseControl, error) {
+// Ack implements controlplane.LeasePort.
+func (d *Dispatcher) Ack(ctx context.Context, p controlplane.Principal, ack protocol.Ack) (protocol.LeaseControl, error) {
 	if err := ack.Validate(); err != nil {
 		return protocol.LeaseControl{}, err
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ql3/ql3/controlplane/ingress"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/protocol"
 )
@@ -56,8 +56,8 @@ SELECT cur.lease_id IS NOT NULL, cur.run_id, coalesce(cur.lease_generation, 0),
 FROM cur LEFT JOIN upd u ON u.lease_id = cur.lease_id CROSS JOIN live CROSS JOIN n
 ORDER BY cur.ord`
 
-// RenewForHeartbeat implements ingress.LeasePort.
-func (d *Dispatcher) RenewForHeartbeat(ctx context.Context, p ingress.Principal, sessionID string, generation int64,
+// RenewForHeartbeat implements controlplane.LeasePort.
+func (d *Dispatcher) RenewForHeartbeat(ctx context.Context, p controlplane.Principal, sessionID string, generation int64,
 	attemptIDs []string) ([]protocol.LeaseControl, error) {
 	if len(attemptIDs) > protocol.MaxCapacity {
 		return nil, errs.TooLargef("runningAttemptIds", "has %d entries, limit is %d", len(attemptIDs), protocol.MaxCapacity)

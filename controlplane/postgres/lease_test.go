@@ -2,9 +2,10 @@ package postgres_test
 
 import (
 	"bytes"
-	"github.com/jackc/pgx/v5"
 	"slices"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/google/uuid"
 

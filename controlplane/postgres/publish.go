@@ -148,11 +148,10 @@ func publish[T any](ctx context.Context, p *Publisher, mutationID, kind string, 
 			}
 			// Its audit line commits or rolls back with the mutation; a
 			// replay above changed nothing and writes none.
-			subject, ok := any(res).(auditSubject)
+			sk, sid, details, ok := auditSubjectOf(res)
 			if !ok {
 				return errs.E(errs.Internal, "", "publication %s has no audit subject", kind)
 			}
-			sk, sid, details := subject.auditSubject()
 			if err := InsertAudit(ctx, tx, kind, sk, sid, details); err != nil {
 				return err
 			}

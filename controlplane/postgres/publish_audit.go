@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 )
 
@@ -19,28 +20,6 @@ import (
 // one always has its line. A row names who (actor), what (action), on what
 // (subject) and a few non-secret details; never a token, a credential, a
 // digest of either, a spec or a DSN.
-
-// Actor is who performs a mutation, for its audit line.
-type Actor struct {
-	Kind       string // admin | worker | system
-	ID         string // the API token id, "cli" for the local ql3-control, a worker id
-	RemoteAddr string // the peer's IP (no port), when over the network
-}
-
-type actorKey struct{}
-
-// WithActor returns ctx carrying the actor of the mutations made with it.
-func WithActor(ctx context.Context, a Actor) context.Context {
-	return context.WithValue(ctx, actorKey{}, a)
-}
-
-// actorOf is ctx's actor; without one the mutation is the system's own.
-func actorOf(ctx context.Context) Actor {
-	if a, ok := ctx.Value(actorKey{}).(Actor); ok && a.Kind != "" {
-		return a
-	}
-	return Actor{Kind: "system"}
-}
 
 // Audit actions of admin mutations (publication kinds are reused as is).
 const (
@@ -72,7 +51,7 @@ func peerIP(addr string) string {
 // with outcome ok. details must hold nothing secret; it is bounded by the
 // column (4 KiB), which our small maps never approach.
 func InsertAudit(ctx context.Context, tx pgx.Tx, action, subjectKind, subjectID string, details map[string]any) error {
-	a := actorOf(ctx)
+	a := controlplane.ActorOf(ctx)
 	if details == nil {
 		details = map[string]any{}
 	}
@@ -91,63 +70,37 @@ func InsertAudit(ctx context.Context, tx pgx.Tx, action, subjectKind, subjectID 
 	return err
 }
 
-// auditSubject is implemented by publication results: what their audit
-// line names.
-type auditSubject interface {
-	auditSubject() (kind, id string, details map[string]any)
+// auditSubjectOf is what the audit line of a publication result names;
+// ok is false for a result that is not a publication record.
+func auditSubjectOf(res any) (kind, id string, details map[string]any, ok bool) {
+	switch r := res.(type) {
+	case controlplane.Project:
+		return "project", r.ID, map[string]any{"name": r.Name, "status": r.Status, "version": r.Version}, true
+	case controlplane.Task:
+		return "task", r.ID, map[string]any{"projectId": r.ProjectID, "name": r.Name, "revision": r.Revision, "enabled": r.Enabled}, true
+	case controlplane.Trigger:
+		return "trigger", r.ID, map[string]any{"taskId": r.TaskID, "revision": r.Revision, "enabled": r.Enabled}, true
+	}
+	return "", "", nil, false
 }
 
-func (r ProjectRecord) auditSubject() (string, string, map[string]any) {
-	return "project", r.ID, map[string]any{"name": r.Name, "status": r.Status, "version": r.Version}
-}
-
-func (r TaskRecord) auditSubject() (string, string, map[string]any) {
-	return "task", r.ID, map[string]any{"projectId": r.ProjectID, "name": r.Name, "revision": r.Revision, "enabled": r.Enabled}
-}
-
-func (r TriggerRecord) auditSubject() (string, string, map[string]any) {
-	return "trigger", r.ID, map[string]any{"taskId": r.TaskID, "revision": r.Revision, "enabled": r.Enabled}
-}
-
-// AuditRecord is one audit line as the admin API shows it.
-type AuditRecord struct {
-	ID          string          `json:"id"`
-	AtMs        int64           `json:"atMs"`
-	ActorKind   string          `json:"actorKind"`
-	ActorID     string          `json:"actorId,omitempty"`
-	Action      string          `json:"action"`
-	SubjectKind string          `json:"subjectKind,omitempty"`
-	SubjectID   string          `json:"subjectId,omitempty"`
-	Outcome     string          `json:"outcome"`
-	RemoteAddr  string          `json:"remoteAddr,omitempty"`
-	Details     json.RawMessage `json:"details"`
-}
-
-// AuditFilter selects audit lines, newest first. Empty fields match all.
-type AuditFilter struct {
-	Action    string
-	SubjectID string
-	ActorID   string
-	Page      ListRequest
-}
-
-func encodeAuditCursor(r AuditRecord) string {
+func encodeAuditCursor(r controlplane.AuditRecord) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(r.AtMs, 10) + "/" + r.ID))
 }
 
 // ListAudit returns audit lines newest first, keyset-paginated on (at_ms,
-// audit_id) (index audit_log_at_idx), at most MaxListLimit per page.
-func (p *Publisher) ListAudit(ctx context.Context, f AuditFilter) (ListPage[AuditRecord], error) {
-	limit, err := f.Page.limit()
+// audit_id) (index audit_log_at_idx), at most controlplane.MaxListLimit per page.
+func (p *Publisher) ListAudit(ctx context.Context, f controlplane.AuditFilter) (controlplane.ListPage[controlplane.AuditRecord], error) {
+	limit, err := f.Page.PageLimit()
 	if err != nil {
-		return ListPage[AuditRecord]{}, err
+		return controlplane.ListPage[controlplane.AuditRecord]{}, err
 	}
 	for _, v := range []struct {
 		field, val string
 		max        int
 	}{{"action", f.Action, 64}, {"subject", f.SubjectID, 128}, {"actor", f.ActorID, 128}} {
 		if len(v.val) > v.max {
-			return ListPage[AuditRecord]{}, errs.Invalidf(v.field, "must be at most %d bytes", v.max)
+			return controlplane.ListPage[controlplane.AuditRecord]{}, errs.Invalidf(v.field, "must be at most %d bytes", v.max)
 		}
 	}
 	var afterMs any
@@ -155,7 +108,7 @@ func (p *Publisher) ListAudit(ctx context.Context, f AuditFilter) (ListPage[Audi
 	if f.Page.Cursor != "" {
 		ms, id, err := decodeRunCursor(f.Page.Cursor)
 		if err != nil {
-			return ListPage[AuditRecord]{}, err
+			return controlplane.ListPage[controlplane.AuditRecord]{}, err
 		}
 		afterMs, afterID = ms, &id
 	}
@@ -169,10 +122,10 @@ func (p *Publisher) ListAudit(ctx context.Context, f AuditFilter) (ListPage[Audi
 		ORDER BY at_ms DESC, audit_id DESC LIMIT $6`,
 		afterMs, afterID, f.Action, f.SubjectID, f.ActorID, limit+1)
 	if err != nil {
-		return ListPage[AuditRecord]{}, pubReadErr(err)
+		return controlplane.ListPage[controlplane.AuditRecord]{}, pubReadErr(err)
 	}
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (AuditRecord, error) {
-		var a AuditRecord
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (controlplane.AuditRecord, error) {
+		var a controlplane.AuditRecord
 		var details string
 		err := r.Scan(&a.ID, &a.AtMs, &a.ActorKind, &a.ActorID, &a.Action, &a.SubjectKind, &a.SubjectID,
 			&a.Outcome, &a.RemoteAddr, &details)
@@ -180,9 +133,9 @@ func (p *Publisher) ListAudit(ctx context.Context, f AuditFilter) (ListPage[Audi
 		return a, err
 	})
 	if err != nil {
-		return ListPage[AuditRecord]{}, pubReadErr(err)
+		return controlplane.ListPage[controlplane.AuditRecord]{}, pubReadErr(err)
 	}
-	page := listPageOf(items, limit, func(AuditRecord) string { return "" })
+	page := listPageOf(items, limit, func(controlplane.AuditRecord) string { return "" })
 	if len(items) > limit {
 		page.NextCursor = encodeAuditCursor(items[limit-1])
 	}

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ql3/ql3/controlplane/ingress"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/lease"
 	"github.com/ql3/ql3/core/placement/matcher"
@@ -49,8 +49,6 @@ type TxBeginner interface {
 	BeginTx(context.Context, pgx.TxOptions) (pgx.Tx, error)
 }
 
-var _ ingress.SessionPort = (*Sessions)(nil)
-
 // NewSessions returns the store over an ingress-role pool.
 func NewSessions(db interface {
 	DB
@@ -83,7 +81,7 @@ func sessionUUID(s string) (uuid.UUID, error) {
 // Open gives the worker generation 1, or replaces its live session with
 // generation + 1 in one transaction (worker lock, then the old session's
 // lock, ADR 0010).
-func (s *Sessions) Open(ctx context.Context, p ingress.Principal, b protocol.SessionOpen) (protocol.SessionState, error) {
+func (s *Sessions) Open(ctx context.Context, p controlplane.Principal, b protocol.SessionOpen) (protocol.SessionState, error) {
 	workerID, err := uuid.Parse(p.WorkerID)
 	if err != nil {
 		return protocol.SessionState{}, errs.E(errs.Internal, "", "principal without a worker id")
@@ -149,7 +147,7 @@ func (s *Sessions) state(id string, gen int64, st protocol.SessionStatus, expire
 // Heartbeat renews the session lease and records the observed credential
 // in one statement (one commit per heartbeat). When nothing matched, a
 // second read says why: replaced (answered as state), or a conflict.
-func (s *Sessions) Heartbeat(ctx context.Context, p ingress.Principal, b protocol.SessionHeartbeat) (protocol.SessionState, error) {
+func (s *Sessions) Heartbeat(ctx context.Context, p controlplane.Principal, b protocol.SessionHeartbeat) (protocol.SessionState, error) {
 	id, err := sessionUUID(b.SessionID)
 	if err != nil {
 		return protocol.SessionState{}, err
@@ -202,7 +200,7 @@ func (s *Sessions) replacedState(id string, row sessionRow) protocol.SessionStat
 
 // Transition moves the session to draining or offline under the session
 // lock (ADR 0010), compare-and-set on worker + session + generation.
-func (s *Sessions) Transition(ctx context.Context, p ingress.Principal, b protocol.SessionTransition) (protocol.SessionState, error) {
+func (s *Sessions) Transition(ctx context.Context, p controlplane.Principal, b protocol.SessionTransition) (protocol.SessionState, error) {
 	id, err := sessionUUID(b.SessionID)
 	if err != nil {
 		return protocol.SessionState{}, err

@@ -43,6 +43,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/controlplane/internal/devpki"
 	"github.com/ql3/ql3/controlplane/postgres"
@@ -326,7 +327,7 @@ func (b *bench) newWorker(s *stack, pub *postgres.Publisher, i, capacity int, pr
 	{
 		name := fmt.Sprintf("%s-%d-%s", prefix, i, uuid.NewString()[:8])
 		identity := "spiffe://ql3/bench/" + name
-		rec, err := pub.RegisterWorker(b.ctx, postgres.WorkerInput{Name: name, TLSIdentity: identity})
+		rec, err := pub.RegisterWorker(b.ctx, controlplane.WorkerInput{Name: name, TLSIdentity: identity})
 		if err != nil {
 			return nil, err
 		}
