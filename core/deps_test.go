@@ -22,7 +22,7 @@ var bannedLinked = []string{"net", "net/http", "os/exec", "database/sql", "githu
 // pull in the scheduling libraries (DESIGN.md §1 "link granularity").
 var workerLinked = []string{"errs", "canonjson", "spec", "placement", "fence", "lease", "protocol", "run"}
 
-var workerBanned = []string{"github.com/robfig/cron/v3", "github.com/Masterminds/semver/v3"}
+var workerBanned = []string{"github.com/robfig/cron/v3", "github.com/Masterminds/semver/v3", "golang.org/x/text/"}
 
 func TestCoreImportsNoIO(t *testing.T) {
 	imports := deptest.Imports(t, ".", "./...")
@@ -35,7 +35,7 @@ func TestCoreImportsNoIO(t *testing.T) {
 		}
 		for _, imp := range imps {
 			if strings.Contains(imp, ".") && !allowedThirdParty(imp) {
-				t.Errorf("%s imports %s: core may only use the standard library, robfig/cron and semver", pkg, imp)
+				t.Errorf("%s imports %s: core may only use the standard library, robfig/cron, semver and x/text", pkg, imp)
 			}
 		}
 	}
@@ -43,7 +43,10 @@ func TestCoreImportsNoIO(t *testing.T) {
 
 func allowedThirdParty(imp string) bool {
 	return strings.HasPrefix(imp, "github.com/ql3/ql3/core/") ||
-		imp == "github.com/robfig/cron/v3" || imp == "github.com/Masterminds/semver/v3"
+		imp == "github.com/robfig/cron/v3" || imp == "github.com/Masterminds/semver/v3" ||
+		// names normalises user-visible names to NFC (one name, one form);
+		// x/text's norm tables are the standard implementation of UAX #15.
+		strings.HasPrefix(imp, "golang.org/x/text/")
 }
 
 func TestCoreLinksNoNetworkOrDatabase(t *testing.T) {

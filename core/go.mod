@@ -1,11 +1,13 @@
 module github.com/ql3/ql3/core
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/Masterminds/semver/v3 v3.5.0
 	github.com/ql3/ql3/scripts v0.0.0
 	github.com/robfig/cron/v3 v3.0.1
 )
+
+require golang.org/x/text v0.44.0
 
 replace github.com/ql3/ql3/scripts => ../scripts

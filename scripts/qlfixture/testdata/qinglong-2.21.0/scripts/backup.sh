@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# cron: 15 3 * * *
+echo backup

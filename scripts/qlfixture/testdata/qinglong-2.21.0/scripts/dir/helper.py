@@ -1,0 +1,2 @@
+def greet(v):
+    return 'hello %d' % len(v)

@@ -1,0 +1,2 @@
+// cron: 5 9 * * *
+console.log('second');

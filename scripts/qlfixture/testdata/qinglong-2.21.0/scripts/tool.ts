@@ -1,0 +1,2 @@
+// cron: 0 0 * * 0
+console.log('ts');

@@ -1,0 +1,1 @@
+module.exports = { hello: (v) => 'hello ' + (v || '').length };
