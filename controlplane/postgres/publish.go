@@ -221,21 +221,18 @@ func parsePubID(field, s string) (uuid.UUID, error) {
 	return id, nil
 }
 
-// checkPubName validates a display name (1..128 characters, no control
-// characters, and core/names: not id-shaped, something visible, no bidi
-// controls), naming field in the error.
-func checkPubName(field, name string) error {
-	n := 0
-	for _, c := range name {
-		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || c == '\uFFFD' {
-			return errs.Invalidf(field, "must not contain control characters or invalid UTF-8")
-		}
-		n++
+// checkPubName validates a display name by the one rule of every binary
+// (core/names.CheckDisplay: 1..128 characters after NFC, not bytes; no
+// control, bidi or invisible characters, no Latin/Greek/Cyrillic mix in a
+// word, not id-shaped) and sets it to its normalized form, which is what
+// is stored and compared.
+func checkPubName(field string, name *string) error {
+	n, err := names.CheckDisplay(field, *name)
+	if err != nil {
+		return err
 	}
-	if n < 1 || n > 128 {
-		return errs.Invalidf(field, "must be 1..128 characters, got %d", n)
-	}
-	return names.Check(field, name)
+	*name = n
+	return nil
 }
 
 // expectAffected turns a compare-and-set UPDATE that matched nothing into a

@@ -27,7 +27,7 @@ func scanProject(row pgx.Row) (controlplane.Project, error) {
 
 // PublishProject creates an active project. Names are unique.
 func (p *Publisher) PublishProject(ctx context.Context, in controlplane.ProjectInput) (controlplane.Project, error) {
-	if err := checkPubName("name", in.Name); err != nil {
+	if err := checkPubName("name", &in.Name); err != nil {
 		return controlplane.Project{}, err
 	}
 	req := struct {

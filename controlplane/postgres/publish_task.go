@@ -69,7 +69,7 @@ type taskRequest struct {
 // publication). An update that changes neither name nor spec still
 // publishes a new revision: the caller asked for one.
 func (p *Publisher) PublishTask(ctx context.Context, in controlplane.TaskInput) (controlplane.Task, error) {
-	if err := checkPubName("name", in.Name); err != nil {
+	if err := checkPubName("name", &in.Name); err != nil {
 		return controlplane.Task{}, err
 	}
 	cs, err := compileSpec(in.Spec)

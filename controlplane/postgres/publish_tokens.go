@@ -25,7 +25,7 @@ const MaxAPITokenTTLMs = 10 * 366 * 24 * 3600 * 1000
 // CreateAPIToken creates an admin API token named name, valid for ttlMs
 // (0: until revoked), and returns it with its text: show the text once.
 func (p *Publisher) CreateAPIToken(ctx context.Context, name string, ttlMs int64) (controlplane.APIToken, string, error) {
-	if err := checkPubName("name", name); err != nil {
+	if err := checkPubName("name", &name); err != nil {
 		return controlplane.APIToken{}, "", err
 	}
 	if ttlMs < 0 || ttlMs > MaxAPITokenTTLMs {

@@ -63,7 +63,7 @@ func (p *Publisher) normalizeTrigger(in controlplane.TriggerInput) (triggerReque
 		return r, errs.Invalidf("graceMs", "must be 0..%d, got %d", schedule.MaxGraceMs, r.GraceMs)
 	}
 	if r.Name != "" {
-		if err := checkPubName("name", r.Name); err != nil {
+		if err := checkPubName("name", &r.Name); err != nil {
 			return r, err
 		}
 	}

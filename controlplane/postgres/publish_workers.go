@@ -35,7 +35,7 @@ func scanCredential(row pgx.Row) (controlplane.WorkerCredential, error) {
 // RegisterWorker creates an active worker. Names and TLS identities are
 // unique.
 func (p *Publisher) RegisterWorker(ctx context.Context, in controlplane.WorkerInput) (controlplane.Worker, error) {
-	if err := checkPubName("name", in.Name); err != nil {
+	if err := checkPubName("name", &in.Name); err != nil {
 		return controlplane.Worker{}, err
 	}
 	if err := checkTLSIdentity(in.TLSIdentity); err != nil {
