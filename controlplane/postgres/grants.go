@@ -61,6 +61,9 @@ var tableGrants = []tableGrant{
 	// 0002: publication idempotency and admin API tokens are ql3_admin's alone.
 	{"publication_mutations", map[string]string{RoleAdmin: "SELECT, INSERT"}},
 	{"api_tokens", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE"}},
+	// 0012: the run-event feed's consumers, claimed and advanced by the
+	// runtime role (the admin role may look).
+	{"run_event_consumers", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE"}},
 }
 
 // grantees are the roles whose privileges InstallGrants owns completely.

@@ -16,4 +16,6 @@ var (
 	_ controlplane.LeasePort      = (*Dispatcher)(nil)
 	_ controlplane.Authenticator  = (*WorkerAuth)(nil)
 	_ controlplane.PullPacer      = (*PullPacer)(nil)
+	_ controlplane.RunEventFeed   = (*Feed)(nil)
+	_ controlplane.FeedConsumers  = (*Feed)(nil)
 )

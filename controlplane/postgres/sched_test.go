@@ -25,6 +25,7 @@ import (
 // schedFixture: one database, an admin publisher, a runtime pool (the
 // coordinator's role) and a superuser connection to inspect and tamper.
 type schedFixture struct {
+	db        *pgtest.DB
 	pub       *postgres.Publisher
 	runtime   *pgxpool.Pool
 	su        *pgx.Conn
@@ -42,7 +43,7 @@ func newSchedFixture(t *testing.T) schedFixture {
 	t.Helper()
 	ctx := context.Background()
 	db := pgtest.NewDB(t)
-	f := schedFixture{pub: postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{AllowDuplicateTriggers: true}),
+	f := schedFixture{db: db, pub: postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{AllowDuplicateTriggers: true}),
 		runtime: db.Pool(t, postgres.RoleRuntime), su: db.Conn(t)}
 	project, err := f.pub.PublishProject(ctx, controlplane.ProjectInput{Name: "sched"})
 	if err != nil {
