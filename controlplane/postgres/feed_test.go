@@ -44,6 +44,36 @@ func (f *feedFixture) event(t *testing.T) string {
 	return fmt.Sprintf("%s/%d", f.runID, f.seq)
 }
 
+// read returns the next n events after cursor. The feed's horizon is the
+// oldest transaction running anywhere on the server (pg_snapshot_xmin), so
+// another test's open transaction can hold events back for a moment (never
+// reorder or skip them): read waits for them through the feed's own
+// wake-up, polling every 10 ms, for at most 30 s.
+func read(t *testing.T, feed *postgres.Feed, cursor controlplane.FeedPosition, n int) []controlplane.FeedEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	var out []controlplane.FeedEvent
+	for len(out) < n {
+		evs, err := feed.Events(ctx, cursor, n-len(out))
+		if err != nil {
+			t.Fatalf("events after %+v: %v", cursor, err)
+		}
+		out = append(out, evs...)
+		if len(evs) > 0 {
+			cursor = evs[len(evs)-1].Position
+		}
+		if len(out) < n {
+			if err := feed.Wait(ctx, cursor, tick.C); err != nil {
+				t.Fatalf("waiting for %d more events after %+v: %v", n-len(out), cursor, err)
+			}
+		}
+	}
+	return out
+}
+
 func keys(evs []controlplane.FeedEvent) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
@@ -62,12 +92,8 @@ func TestFeedConsumerClaimedByOneReplicaAndTakenOverFromItsCursor(t *testing.T) 
 	t.Parallel()
 	ctx := context.Background()
 	f := newFeedFixture(t)
-	all, err := f.a.Events(ctx, controlplane.FeedPosition{}, controlplane.MaxFeedLimit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := keys(all) // the fixture's own events (run.created, run.queued)
-	for range 5 {
+	var want []string
+	for range 7 {
 		want = append(want, f.event(t))
 	}
 
@@ -83,18 +109,13 @@ func TestFeedConsumerClaimedByOneReplicaAndTakenOverFromItsCursor(t *testing.T) 
 	}
 
 	var seen []string
-	page, err := f.a.Events(ctx, ca.Cursor, 3)
-	if err != nil || len(page) != 3 {
-		t.Fatalf("a reads: %d events, %v", len(page), err)
-	}
+	page := read(t, f.a, ca.Cursor, 3)
 	seen = append(seen, keys(page)...)
 	if ca, err = f.a.Advance(ctx, ca, page[len(page)-1].Position); err != nil {
 		t.Fatalf("a advances: %v", err)
 	}
 	// a reads the next page but dies before storing it.
-	if _, err := f.a.Events(ctx, ca.Cursor, 2); err != nil {
-		t.Fatal(err)
-	}
+	read(t, f.a, ca.Cursor, 2)
 	f.su.exec(t, `UPDATE ql3.run_event_consumers SET claim_expires_at_ms = 0 WHERE consumer = 'notify'`)
 
 	cb, ok, err := f.b.Claim(ctx, "notify", "replica-b", 30*time.Second)
@@ -107,18 +128,15 @@ func TestFeedConsumerClaimedByOneReplicaAndTakenOverFromItsCursor(t *testing.T) 
 	if _, ok, err := f.a.Claim(ctx, "notify", "replica-a", 30*time.Second); err != nil || ok {
 		t.Fatalf("a claims back while b holds it: %v %v", ok, err)
 	}
-	for {
-		page, err := f.b.Events(ctx, cb.Cursor, 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page) == 0 {
-			break
-		}
+	for len(seen) < len(want) {
+		page := read(t, f.b, cb.Cursor, min(2, len(want)-len(seen)))
 		seen = append(seen, keys(page)...)
 		if cb, err = f.b.Advance(ctx, cb, page[len(page)-1].Position); err != nil {
 			t.Fatalf("b advances: %v", err)
 		}
+	}
+	if more, err := f.b.Events(ctx, cb.Cursor, 10); err != nil || len(more) != 0 {
+		t.Fatalf("events past the last one: %v %v", keys(more), err)
 	}
 	if !slices.Equal(seen, want) {
 		t.Fatalf("read %v, want every event once in order %v", seen, want)
@@ -137,11 +155,7 @@ func TestFeedNeverSkipsALaterCommit(t *testing.T) {
 	ctx := context.Background()
 	f := newFeedFixture(t)
 	f.event(t)
-	start, err := f.a.Events(ctx, controlplane.FeedPosition{}, controlplane.MaxFeedLimit)
-	if err != nil || len(start) == 0 {
-		t.Fatalf("events so far: %d %v", len(start), err)
-	}
-	cursor := start[len(start)-1].Position
+	cursor := read(t, f.a, controlplane.FeedPosition{}, 1)[0].Position
 
 	first := f.su.db.Conn(t)
 	tx, err := first.Begin(ctx)
@@ -168,10 +182,7 @@ func TestFeedNeverSkipsALaterCommit(t *testing.T) {
 	if err := <-woke; err != nil {
 		t.Fatalf("wait: %v", err)
 	}
-	got, err := f.a.Events(ctx, cursor, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := read(t, f.a, cursor, 2)
 	if want := []string{fmt.Sprintf("%s/500", f.runID), later}; !slices.Equal(keys(got), want) {
 		t.Fatalf("after the commit: %v, want %v", keys(got), want)
 	}
