@@ -18,6 +18,7 @@ import (
 	"github.com/ql3/ql3/controlplane/adminapi"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/scripts/testio"
 )
@@ -35,7 +36,7 @@ type fixture struct {
 func newFixture(t *testing.T, ready func(context.Context) error) fixture {
 	t.Helper()
 	db := pgtest.NewDB(t)
-	pub := postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{})
+	pub := publication.NewPublisher(db.Pool(t, postgres.RoleAdmin), publication.PublisherOptions{})
 	_, token, err := pub.CreateAPIToken(context.Background(), "test", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -255,7 +256,7 @@ func TestRunsAndWorkers(t *testing.T) {
 	mustStatus(t, "list creds", f.call("GET", "/api/v1/workers/w1/credentials", nil, &creds), 200)
 	for _, c := range creds.Items {
 		if c.ID == rotated.ID && (c.Status != "active" || c.SupersededBy != next.ID ||
-			c.RevokeAfterMs < next.CreatedAtMs+postgres.DefaultCredentialGraceMs-60_000) {
+			c.RevokeAfterMs < next.CreatedAtMs+publication.DefaultCredentialGraceMs-60_000) {
 			t.Fatalf("the previous credential after a default rotate: %+v", c)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/adminapi"
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 )
 
 // TestAuditListedThroughAPI: a mutation over the API is audited as the
@@ -27,7 +27,7 @@ func TestAuditListedThroughAPI(t *testing.T) {
 		t.Fatalf("first page: %+v", page)
 	}
 	newest := page.Items[0]
-	if newest.Action != postgres.AuditWorkerRegister || newest.SubjectID != w.ID || newest.ActorID != tokenID ||
+	if newest.Action != publication.AuditWorkerRegister || newest.SubjectID != w.ID || newest.ActorID != tokenID ||
 		newest.ActorKind != "admin" || newest.RemoteAddr != "127.0.0.1" {
 		t.Errorf("newest line %+v", newest)
 	}

@@ -61,7 +61,7 @@ import (
 
 // Backend is what the API needs from storage on the admin role: the
 // control plane's publication, run-read, worker, authentication and audit
-// ports (postgres.Publisher implements them; app wires it in).
+// ports (postgres/publication.Publisher implements them; app wires it in).
 type Backend interface {
 	controlplane.Publication
 	controlplane.RunReads

@@ -14,6 +14,7 @@ import (
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/lease"
@@ -91,7 +92,7 @@ type Config struct {
 
 // DefaultConfig returns the built-in defaults.
 func DefaultConfig() Config {
-	return Config{Listen: DefaultListen, MaxConns: DefaultMaxConns, DefaultGraceMs: postgres.PublishDefaultGraceMs,
+	return Config{Listen: DefaultListen, MaxConns: DefaultMaxConns, DefaultGraceMs: publication.PublishDefaultGraceMs,
 		SchedulerBudget: controlplane.DefaultClaimBudget, SchedulerLeaseMs: lease.DefaultClaimMs,
 		CancelGraceMs:       lease.DefaultCancelGraceMs,
 		LogRetentionHours:   int64(controlplane.DefaultLogRetention / time.Hour),

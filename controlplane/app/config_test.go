@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/errs"
 )
 
@@ -33,7 +34,7 @@ func TestConfigPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := m.Config
-	if c.Listen != ":7000" || c.MaxConns != 6 || c.LogLevel != "debug" || c.Server != "http://env:2" || c.DefaultGraceMs != postgres.PublishDefaultGraceMs {
+	if c.Listen != ":7000" || c.MaxConns != 6 || c.LogLevel != "debug" || c.Server != "http://env:2" || c.DefaultGraceMs != publication.PublishDefaultGraceMs {
 		t.Fatalf("config = %+v: want file < env < flag over defaults", c)
 	}
 	if m, err = parse(t, nil, "serve"); err != nil || m.Config != DefaultConfig() {

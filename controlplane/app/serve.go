@@ -16,6 +16,7 @@ import (
 	"github.com/ql3/ql3/controlplane/adminapi"
 	"github.com/ql3/ql3/controlplane/coordinator"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/errs"
 )
 
@@ -73,7 +74,7 @@ func (m *Main) serve(ctx context.Context) error {
 			return err
 		}
 	}
-	pub := postgres.NewPublisher(pool, postgres.PublisherOptions{DefaultGraceMs: m.Config.DefaultGraceMs})
+	pub := publication.NewPublisher(pool, publication.PublisherOptions{DefaultGraceMs: m.Config.DefaultGraceMs})
 	if err := m.startIngress(ctx, pub); err != nil {
 		return err
 	}
@@ -245,7 +246,7 @@ func (m *Main) tokenCreate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tok, text, err := postgres.NewPublisher(pool, postgres.PublisherOptions{}).CreateAPIToken(cliActor(ctx), m.args.name, m.args.ttl.Milliseconds())
+	tok, text, err := publication.NewPublisher(pool, publication.PublisherOptions{}).CreateAPIToken(cliActor(ctx), m.args.name, m.args.ttl.Milliseconds())
 	if err != nil {
 		return err
 	}
@@ -259,7 +260,7 @@ func (m *Main) tokenList(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	list, err := postgres.NewPublisher(pool, postgres.PublisherOptions{}).ListAPITokens(ctx)
+	list, err := publication.NewPublisher(pool, publication.PublisherOptions{}).ListAPITokens(ctx)
 	if err != nil {
 		return err
 	}
@@ -274,7 +275,7 @@ func (m *Main) tokenRevoke(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tok, err := postgres.NewPublisher(pool, postgres.PublisherOptions{}).RevokeAPIToken(cliActor(ctx), m.args.id)
+	tok, err := publication.NewPublisher(pool, publication.PublisherOptions{}).RevokeAPIToken(cliActor(ctx), m.args.id)
 	if err != nil {
 		return err
 	}

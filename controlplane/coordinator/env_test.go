@@ -13,6 +13,7 @@ import (
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/schedule"
 	"github.com/ql3/ql3/core/spec"
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // connection for inspection and one task to hang triggers on.
 type env struct {
 	db     *pgtest.DB
-	pub    *postgres.Publisher
+	pub    *publication.Publisher
 	su     *pgx.Conn
 	taskID string
 }
@@ -34,7 +35,7 @@ func newEnv(t *testing.T) env { return newEnvOn(t, pgtest.NewDB(t)) }
 func newEnvOn(t *testing.T, db *pgtest.DB) env {
 	t.Helper()
 	ctx := context.Background()
-	e := env{db: db, pub: postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{AllowDuplicateTriggers: true}), su: db.Conn(t)}
+	e := env{db: db, pub: publication.NewPublisher(db.Pool(t, postgres.RoleAdmin), publication.PublisherOptions{AllowDuplicateTriggers: true}), su: db.Conn(t)}
 	p, err := e.pub.PublishProject(ctx, controlplane.ProjectInput{Name: "coord"})
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,7 @@ import (
 	"github.com/ql3/ql3/controlplane/internal/devpki"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/placement"
 	"github.com/ql3/ql3/core/protocol"
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 type env struct {
 	t      testing.TB
 	db     *pgtest.DB
-	pub    *postgres.Publisher
+	pub    *publication.Publisher
 	srv    *ingress.Server
 	ca     *devpki.CA
 	dir    string
@@ -139,7 +140,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	workerAuth := postgres.NewWorkerAuth(ing)
 	clock := &manualClock{t: now}
 	auth := ingress.NewPrincipalCache(workerAuth, opts.authCacheTTL, clock.now)
-	e := &env{t: t, db: db, pub: postgres.NewPublisher(admin, postgres.PublisherOptions{}), ca: ca, dir: dir, log: logs,
+	e := &env{t: t, db: db, pub: publication.NewPublisher(admin, publication.PublisherOptions{}), ca: ca, dir: dir, log: logs,
 		leases: &fakeLeases{}, now: now, clock: clock, files: files, crlNumber: 1, srvCA: serverCA}
 	var leases controlplane.LeasePort
 	switch {

@@ -94,7 +94,7 @@ VALUES ($1::uuid, ` + dbNowMs + `, 'worker', nullif($2::text, ''), 'ingress.deni
 
 // AuditDenied writes one low-sensitivity denial line.
 func (a *WorkerAuth) AuditDenied(ctx context.Context, d controlplane.Denial) error {
-	id, err := newPubID()
+	id, err := controlplane.NewID()
 	if err != nil {
 		return err
 	}
@@ -104,6 +104,9 @@ func (a *WorkerAuth) AuditDenied(ctx context.Context, d controlplane.Denial) err
 }
 
 // clip shortens s to at most n bytes (audit columns are bounded).
+// Clip bounds s to n bytes for a column (subpackages use it too).
+func Clip(s string, n int) string { return clip(s, n) }
+
 func clip(s string, n int) string {
 	if len(s) > n {
 		return s[:n]

@@ -100,7 +100,7 @@ func (o *RunOps) CancelRun(ctx context.Context, runRef, actor string) (controlpl
 	if err != nil {
 		return "", Translate(err)
 	}
-	auditID, err := newPubID()
+	auditID, err := controlplane.NewID()
 	if err != nil {
 		return "", err
 	}
@@ -133,7 +133,7 @@ func (o *RunOps) CancelRun(ctx context.Context, runRef, actor string) (controlpl
 // as statement parameters; empty ones are NULL.
 func auditArgs(ctx context.Context, auditID uuid.UUID) []any {
 	a := controlplane.ActorOf(ctx)
-	return []any{auditID, a.Kind, nullIfEmpty(a.ID, 128), nullIfEmpty(peerIP(a.RemoteAddr), 64)}
+	return []any{auditID, a.Kind, NullIfEmpty(a.ID, 128), NullIfEmpty(PeerIP(a.RemoteAddr), 64)}
 }
 
 // actorToken keeps an actor id inside the event payload's token alphabet.
@@ -266,7 +266,7 @@ func (o *RunOps) RunNow(ctx context.Context, in controlplane.RunNowInput) (contr
 	if err != nil {
 		return controlplane.RunNowResult{}, err
 	}
-	auditID, err := newPubID()
+	auditID, err := controlplane.NewID()
 	if err != nil {
 		return controlplane.RunNowResult{}, err
 	}

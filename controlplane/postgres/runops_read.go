@@ -339,7 +339,7 @@ func (o *RunOps) WorkerSession(ctx context.Context, workerRef string) (controlpl
 // sweeper handles its leases. Disabling a disabled worker changes nothing
 // (changed false, no audit line).
 func DisableWorker(ctx context.Context, admin DB, workerRef string) (changed bool, err error) {
-	auditID, err := newPubID()
+	auditID, err := controlplane.NewID()
 	if err != nil {
 		return false, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/schedule"
 	"github.com/ql3/ql3/core/spec"
@@ -122,7 +123,7 @@ func TestPublishNotifiesSchedulers(t *testing.T) {
 	if _, err := conn.Exec(ctx, "LISTEN "+postgres.ScheduleNotifyChannel); err != nil {
 		t.Fatal(err)
 	}
-	pub := postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{AllowDuplicateTriggers: true})
+	pub := publication.NewPublisher(db.Pool(t, postgres.RoleAdmin), publication.PublisherOptions{AllowDuplicateTriggers: true})
 	p, err := pub.PublishProject(ctx, controlplane.ProjectInput{Name: "n"})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/cron"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/run"
@@ -26,7 +27,7 @@ import (
 // coordinator's role) and a superuser connection to inspect and tamper.
 type schedFixture struct {
 	db        *pgtest.DB
-	pub       *postgres.Publisher
+	pub       *publication.Publisher
 	runtime   *pgxpool.Pool
 	su        *pgx.Conn
 	projectID string
@@ -43,7 +44,7 @@ func newSchedFixture(t *testing.T) schedFixture {
 	t.Helper()
 	ctx := context.Background()
 	db := pgtest.NewDB(t)
-	f := schedFixture{db: db, pub: postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{AllowDuplicateTriggers: true}),
+	f := schedFixture{db: db, pub: publication.NewPublisher(db.Pool(t, postgres.RoleAdmin), publication.PublisherOptions{AllowDuplicateTriggers: true}),
 		runtime: db.Pool(t, postgres.RoleRuntime), su: db.Conn(t)}
 	project, err := f.pub.PublishProject(ctx, controlplane.ProjectInput{Name: "sched"})
 	if err != nil {

@@ -101,11 +101,11 @@ func (s *Sessions) Open(ctx context.Context, p controlplane.Principal, b protoco
 	if err != nil {
 		return protocol.SessionState{}, errs.Prefix("capabilities", err)
 	}
-	sessionID, err := newPubID()
+	sessionID, err := controlplane.NewID()
 	if err != nil {
 		return protocol.SessionState{}, err
 	}
-	auditID, err := newPubID()
+	auditID, err := controlplane.NewID()
 	if err != nil {
 		return protocol.SessionState{}, err
 	}
@@ -156,7 +156,7 @@ func (s *Sessions) Heartbeat(ctx context.Context, p controlplane.Principal, b pr
 	if err != nil || b.CredentialID != p.CredentialID {
 		return protocol.SessionState{}, errs.E(errs.Conflict, "credentialId", "is not the credential this request authenticated with")
 	}
-	auditID, err := newPubID()
+	auditID, err := controlplane.NewID()
 	if err != nil {
 		return protocol.SessionState{}, err
 	}
@@ -205,7 +205,7 @@ func (s *Sessions) Transition(ctx context.Context, p controlplane.Principal, b p
 	if err != nil {
 		return protocol.SessionState{}, err
 	}
-	auditID, err := newPubID()
+	auditID, err := controlplane.NewID()
 	if err != nil {
 		return protocol.SessionState{}, err
 	}

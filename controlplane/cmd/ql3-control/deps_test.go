@@ -39,7 +39,9 @@ func TestControlPlaneRoomsPointOneWay(t *testing.T) {
 	host := deptest.ServerTargets[:1]
 	deptest.Forbid(t, "../..", cp, host, []string{cp + "/", "github.com/jackc/", "net/http"})
 	for _, pkg := range []string{cp + "/coordinator", cp + "/adminapi", cp + "/ingress"} {
-		deptest.Forbid(t, "../..", pkg, host, []string{cp + "/postgres", "github.com/jackc/"})
+		deptest.Forbid(t, "../..", pkg, host, []string{cp + "/postgres", cp + "/postgres/", "github.com/jackc/"})
 	}
-	deptest.Forbid(t, "../..", cp+"/postgres", host, []string{cp + "/ingress", cp + "/adminapi", cp + "/coordinator"})
+	for _, pkg := range []string{cp + "/postgres", cp + "/postgres/publication"} {
+		deptest.Forbid(t, "../..", pkg, host, []string{cp + "/ingress", cp + "/adminapi", cp + "/coordinator"})
+	}
 }

@@ -47,6 +47,7 @@ import (
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/controlplane/internal/devpki"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/fence"
@@ -283,7 +284,7 @@ func (b *bench) workers(n, capacity int, prefix string) ([]*worker, error) {
 		return nil, err
 	}
 	defer s.stop()
-	pub := postgres.NewPublisher(admin, postgres.PublisherOptions{})
+	pub := publication.NewPublisher(admin, publication.PublisherOptions{})
 	out := make([]*worker, n)
 	var mu sync.Mutex
 	var firstErr error
@@ -322,7 +323,7 @@ func (b *bench) workers(n, capacity int, prefix string) ([]*worker, error) {
 	return out, nil
 }
 
-func (b *bench) newWorker(s *stack, pub *postgres.Publisher, i, capacity int, prefix string) (*worker, error) {
+func (b *bench) newWorker(s *stack, pub *publication.Publisher, i, capacity int, prefix string) (*worker, error) {
 	caps := placement.Capabilities{OS: "linux", Arch: "amd64", Executors: []string{"argv"}}.Normalize()
 	{
 		name := fmt.Sprintf("%s-%d-%s", prefix, i, uuid.NewString()[:8])

@@ -30,6 +30,7 @@ import (
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/coordinator"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/spec"
 )
 
@@ -176,7 +177,7 @@ func seed(ctx context.Context, su *pgx.Conn, dsn string, n int) error {
 		return err
 	}
 	defer admin.Close()
-	pub := postgres.NewPublisher(admin, postgres.PublisherOptions{})
+	pub := publication.NewPublisher(admin, publication.PublisherOptions{})
 	p, err := pub.PublishProject(ctx, controlplane.ProjectInput{Name: fmt.Sprintf("bench-%d", time.Now().UnixNano())})
 	if err != nil {
 		return err

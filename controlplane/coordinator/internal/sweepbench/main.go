@@ -33,6 +33,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/protocol"
 	"github.com/ql3/ql3/core/spec"
 )
@@ -112,7 +113,7 @@ func setup(ctx context.Context, su *pgx.Conn, dsn string) (env, error) {
 		return e, err
 	}
 	defer pool.Close()
-	pub := postgres.NewPublisher(pool, postgres.PublisherOptions{})
+	pub := publication.NewPublisher(pool, publication.PublisherOptions{})
 	p, err := pub.PublishProject(ctx, controlplane.ProjectInput{Name: "sweepbench-" + e.workerID.String()[:8]})
 	if err != nil {
 		return e, err

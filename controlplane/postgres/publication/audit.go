@@ -1,16 +1,16 @@
-package postgres
+package publication
 
 import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"net"
 	"strconv"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ql3/ql3/controlplane"
+	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
 )
 
@@ -31,22 +31,6 @@ const (
 	AuditCredentialRevoke = "credential.revoke"
 )
 
-// nullIfEmpty maps "" to SQL NULL (the audit columns are 1..n bytes or NULL).
-func nullIfEmpty(s string, max int) any {
-	if s == "" {
-		return nil
-	}
-	return clip(s, max)
-}
-
-// peerIP strips the port of a RemoteAddr; what is left is bounded anyway.
-func peerIP(addr string) string {
-	if h, _, err := net.SplitHostPort(addr); err == nil {
-		return h
-	}
-	return addr
-}
-
 // InsertAudit writes the audit line of one mutation in tx, as ctx's actor,
 // with outcome ok. details must hold nothing secret; it is bounded by the
 // column (4 KiB), which our small maps never approach.
@@ -59,14 +43,14 @@ func InsertAudit(ctx context.Context, tx pgx.Tx, action, subjectKind, subjectID 
 	if err != nil {
 		return errs.E(errs.Internal, "", "encode audit details: %v", err)
 	}
-	id, err := newPubID()
+	id, err := controlplane.NewID()
 	if err != nil {
 		return err
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO ql3.audit_log (audit_id, at_ms, actor_kind, actor_id, action, subject_kind, subject_id, outcome, remote_addr, details)
 		VALUES ($1, `+dbNowMs+`, $2, $3, $4, $5, $6, 'ok', $7, $8::text::jsonb)`,
-		id, a.Kind, nullIfEmpty(a.ID, 128), action, nullIfEmpty(subjectKind, 64), nullIfEmpty(subjectID, 128),
-		nullIfEmpty(peerIP(a.RemoteAddr), 64), string(body))
+		id, a.Kind, postgres.NullIfEmpty(a.ID, 128), action, postgres.NullIfEmpty(subjectKind, 64), postgres.NullIfEmpty(subjectID, 128),
+		postgres.NullIfEmpty(postgres.PeerIP(a.RemoteAddr), 64), string(body))
 	return err
 }
 

@@ -1,4 +1,4 @@
-package postgres
+package publication
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ql3/ql3/controlplane"
+	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/placement/matcher"
@@ -157,7 +158,7 @@ func createTask(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, name string
 	if err := checkTaskNameFree(ctx, tx, projectID, name, uuid.Nil); err != nil {
 		return controlplane.Task{}, err
 	}
-	taskID, err := newPubID()
+	taskID, err := controlplane.NewID()
 	if err != nil {
 		return controlplane.Task{}, err
 	}
@@ -287,7 +288,7 @@ func insertTaskRevision(ctx context.Context, tx pgx.Tx, projectID, taskID uuid.U
 		taskID, rev, projectID, string(cs.canonical), cs.digest[:]); err != nil {
 		return executionPin{}, err
 	}
-	erID, err := newPubID()
+	erID, err := controlplane.NewID()
 	if err != nil {
 		return executionPin{}, err
 	}
@@ -327,7 +328,7 @@ func scanTask(row pgx.Row) (controlplane.Task, error) {
 	return t, nil
 }
 
-func readTask(ctx context.Context, q DB, taskID uuid.UUID) (controlplane.Task, error) {
+func readTask(ctx context.Context, q postgres.DB, taskID uuid.UUID) (controlplane.Task, error) {
 	t, err := scanTask(q.QueryRow(ctx, taskSelect+` WHERE t.task_id = $1`, taskID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return controlplane.Task{}, errs.NotFoundf("no task %s", taskID)

@@ -1,4 +1,4 @@
-package postgres
+package publication
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ql3/ql3/controlplane"
+	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
 )
 
@@ -31,7 +32,7 @@ func (p *Publisher) CreateAPIToken(ctx context.Context, name string, ttlMs int64
 	if ttlMs < 0 || ttlMs > MaxAPITokenTTLMs {
 		return controlplane.APIToken{}, "", errs.Invalidf("ttlMs", "must be 0 (no expiry) or up to %d, got %d", int64(MaxAPITokenTTLMs), ttlMs)
 	}
-	token, id, digest, err := newAPIToken()
+	token, id, digest, err := postgres.NewAPIToken()
 	if err != nil {
 		return controlplane.APIToken{}, "", err
 	}
@@ -40,7 +41,7 @@ func (p *Publisher) CreateAPIToken(ctx context.Context, name string, ttlMs int64
 		ttl = ttlMs
 	}
 	var out controlplane.APIToken
-	err = InTx(ctx, p.db, TxOptions{TxOptions: Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
+	err = postgres.InTx(ctx, p.db, postgres.TxOptions{TxOptions: postgres.Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
 		out, err = scanAPIToken(tx.QueryRow(ctx, `INSERT INTO ql3.api_tokens (token_id, name, token_digest, status, created_at_ms, expires_at_ms)
 			VALUES ($1, $2, $3, 'active', `+dbNowMs+`, `+dbNowMs+` + $4::bigint) RETURNING `+apiTokenColumns, id, name, digest[:], ttl))
@@ -60,7 +61,7 @@ func (p *Publisher) CreateAPIToken(ctx context.Context, name string, ttlMs int64
 // nothing about which part was wrong.
 func (p *Publisher) AuthenticateAPIToken(ctx context.Context, token string) (controlplane.APIToken, error) {
 	denied := errs.E(errs.Unauthorized, "Authorization", "invalid or revoked API token")
-	id, digest, err := ParseAPIToken(token)
+	id, digest, err := postgres.ParseAPIToken(token)
 	if err != nil {
 		return controlplane.APIToken{}, denied
 	}
@@ -86,7 +87,7 @@ func (p *Publisher) AuthenticateAPIToken(ctx context.Context, token string) (con
 // RevokeAPIToken revokes a token by id; revoking twice is a no-op.
 func (p *Publisher) RevokeAPIToken(ctx context.Context, id string) (controlplane.APIToken, error) {
 	var t controlplane.APIToken
-	err := InTx(ctx, p.db, TxOptions{TxOptions: Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
+	err := postgres.InTx(ctx, p.db, postgres.TxOptions{TxOptions: postgres.Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
 		t, err = scanAPIToken(tx.QueryRow(ctx, `UPDATE ql3.api_tokens
 			SET status = 'revoked', revoked_at_ms = coalesce(revoked_at_ms, `+dbNowMs+`)

@@ -1,4 +1,4 @@
-package postgres_test
+package publication_test
 
 import (
 	"context"

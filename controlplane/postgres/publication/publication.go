@@ -1,4 +1,4 @@
-package postgres
+package publication
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/names"
@@ -39,7 +40,7 @@ import (
 
 // PublisherDB is what a Publisher needs: *pgxpool.Pool satisfies it.
 type PublisherDB interface {
-	DB
+	postgres.DB
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
 
@@ -134,7 +135,7 @@ func publish[T any](ctx context.Context, p *Publisher, mutationID, kind string, 
 	}
 	reqDigest := canonjson.Sum(publishDigestDomain, canon)
 	var out T
-	err = InTx(ctx, p.db, TxOptions{TxOptions: Serializable.TxOptions, MaxAttempts: p.maxAttempts},
+	err = postgres.InTx(ctx, p.db, postgres.TxOptions{TxOptions: postgres.Serializable.TxOptions, MaxAttempts: p.maxAttempts},
 		func(ctx context.Context, tx pgx.Tx) error {
 			if mutationID != "" {
 				replayed, err := replayMutation(ctx, tx, mutationID, kind, reqDigest, &out)
@@ -197,15 +198,6 @@ func replayMutation(ctx context.Context, tx pgx.Tx, mutationID, kind string, dig
 		return false, errs.E(errs.Internal, "", "decode recorded result of mutation %q: %v", mutationID, err)
 	}
 	return true, nil
-}
-
-// newPubID returns a fresh UUIDv7 (time-ordered, so indexes stay append-mostly).
-func newPubID() (uuid.UUID, error) {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.UUID{}, errs.E(errs.Internal, "", "generate id: %v", err)
-	}
-	return id, nil
 }
 
 // parsePubID parses a canonical UUID supplied as field; a malformed id is
@@ -301,5 +293,12 @@ func pubReadErr(err error) error {
 	if err == nil || errors.As(err, &coded) {
 		return err
 	}
-	return Translate(err)
+	return postgres.Translate(err)
 }
+
+// dbNowMs is the database's clock in epoch milliseconds, as every
+// statement of the control plane reads it.
+const dbNowMs = postgres.DBNowMs
+
+// clip bounds a string for a column (the shared helper).
+func clip(s string, n int) string { return postgres.Clip(s, n) }

@@ -1,4 +1,4 @@
-package postgres_test
+package publication_test
 
 import (
 	"context"
@@ -8,13 +8,13 @@ import (
 	"testing"
 
 	"github.com/ql3/ql3/controlplane"
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/errs"
 )
 
 // allAudit walks every page of the audit list (small pages, to exercise
 // the keyset cursor) and returns the lines newest first.
-func allAudit(t *testing.T, pub *postgres.Publisher, f controlplane.AuditFilter) []controlplane.AuditRecord {
+func allAudit(t *testing.T, pub *publication.Publisher, f controlplane.AuditFilter) []controlplane.AuditRecord {
 	t.Helper()
 	var out []controlplane.AuditRecord
 	seen := map[string]bool{}
@@ -98,9 +98,9 @@ func TestAdminMutationsWriteOneAuditLine(t *testing.T) {
 
 	lines := allAudit(t, pub, controlplane.AuditFilter{})
 	want := []struct{ action, subject string }{
-		{postgres.AuditTokenCreate, tok.ID}, {postgres.AuditTokenRevoke, tok.ID},
-		{postgres.AuditWorkerRegister, w.ID}, {postgres.AuditCredentialIssue, c1.ID},
-		{postgres.AuditCredentialRotate, c2.ID}, {postgres.AuditCredentialRevoke, c1.ID},
+		{publication.AuditTokenCreate, tok.ID}, {publication.AuditTokenRevoke, tok.ID},
+		{publication.AuditWorkerRegister, w.ID}, {publication.AuditCredentialIssue, c1.ID},
+		{publication.AuditCredentialRotate, c2.ID}, {publication.AuditCredentialRevoke, c1.ID},
 		{"project.create", proj.ID}, {"task.create", task.ID}, {"task.update", task.ID},
 		{"trigger.create", tr.ID}, {"trigger.update", tr.ID}, {"task.set_enabled", task.ID},
 		{"project.archive", proj.ID},

@@ -1,4 +1,4 @@
-package postgres
+package publication
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func (p *Publisher) PublishProject(ctx context.Context, in controlplane.ProjectI
 		Name string `json:"name"`
 	}{in.Name}
 	return publish(ctx, p, in.MutationID, mutationProjectCreate, req, func(ctx context.Context, tx pgx.Tx) (controlplane.Project, error) {
-		id, err := newPubID()
+		id, err := controlplane.NewID()
 		if err != nil {
 			return controlplane.Project{}, err
 		}

@@ -1,4 +1,4 @@
-package postgres
+package publication
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ql3/ql3/controlplane"
+	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
 )
 
@@ -42,7 +43,7 @@ func (p *Publisher) RegisterWorker(ctx context.Context, in controlplane.WorkerIn
 		return controlplane.Worker{}, err
 	}
 	var out controlplane.Worker
-	err := InTx(ctx, p.db, TxOptions{TxOptions: Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
+	err := postgres.InTx(ctx, p.db, postgres.TxOptions{TxOptions: postgres.Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
 		var nameTaken, identityTaken bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM ql3.workers WHERE name = $1),
 			EXISTS (SELECT 1 FROM ql3.workers WHERE tls_identity = $2)`, in.Name, in.TLSIdentity).Scan(&nameTaken, &identityTaken); err != nil {
@@ -54,7 +55,7 @@ func (p *Publisher) RegisterWorker(ctx context.Context, in controlplane.WorkerIn
 		case identityTaken:
 			return errs.E(errs.Conflict, "tlsIdentity", "another worker already has this TLS identity")
 		}
-		id, err := newPubID()
+		id, err := controlplane.NewID()
 		if err != nil {
 			return err
 		}
@@ -141,16 +142,16 @@ func (p *Publisher) issueCredential(ctx context.Context, workerRef string, grace
 	if err != nil {
 		return controlplane.WorkerCredential{}, "", errs.NotFoundf("no worker %.64q", workerRef)
 	}
-	credID, err := newPubID()
+	credID, err := controlplane.NewID()
 	if err != nil {
 		return controlplane.WorkerCredential{}, "", err
 	}
-	text, digest, err := newWorkerCredential(credID)
+	text, digest, err := postgres.NewWorkerCredential(credID)
 	if err != nil {
 		return controlplane.WorkerCredential{}, "", err
 	}
 	var out controlplane.WorkerCredential
-	err = InTx(ctx, p.db, TxOptions{TxOptions: Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
+	err = postgres.InTx(ctx, p.db, postgres.TxOptions{TxOptions: postgres.Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
 		var status string
 		err := tx.QueryRow(ctx, `SELECT status FROM ql3.workers WHERE worker_id = $1 FOR UPDATE`, wid).Scan(&status)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -205,7 +206,7 @@ const MaxReconcilePage = 256
 // (SKIP LOCKED). It returns how many it revoked.
 func (p *Publisher) ReconcileCredentials(ctx context.Context) (int, error) {
 	n := 0
-	err := InTx(ctx, p.db, TxOptions{TxOptions: pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
+	err := postgres.InTx(ctx, p.db, postgres.TxOptions{TxOptions: pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
 		n = 0
 		rows, err := tx.Query(ctx, `WITH now AS MATERIALIZED (SELECT `+dbNowMs+` AS ms)
 			SELECT c.credential_id, c.worker_id,
@@ -234,7 +235,7 @@ func (p *Publisher) ReconcileCredentials(ctx context.Context) (int, error) {
 			return err
 		}
 		for _, d := range list {
-			auditID, err := newPubID()
+			auditID, err := controlplane.NewID()
 			if err != nil {
 				return err
 			}
@@ -266,7 +267,7 @@ func (p *Publisher) RevokeWorkerCredential(ctx context.Context, workerRef, crede
 		return controlplane.WorkerCredential{}, errs.NotFoundf("no credential %.64q", credentialRef)
 	}
 	var out controlplane.WorkerCredential
-	err = InTx(ctx, p.db, TxOptions{TxOptions: Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
+	err = postgres.InTx(ctx, p.db, postgres.TxOptions{TxOptions: postgres.Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
 		out, err = scanCredential(tx.QueryRow(ctx, `UPDATE ql3.worker_credentials
 			SET status = 'revoked', revoked_at_ms = coalesce(revoked_at_ms, `+dbNowMs+`), revoke_reason = coalesce(revoke_reason, 'admin')

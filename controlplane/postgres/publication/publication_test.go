@@ -1,4 +1,4 @@
-package postgres_test
+package publication_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/placement"
 	"github.com/ql3/ql3/core/spec"
@@ -21,7 +22,7 @@ import (
 // pubFixture is one test database with an admin publisher, a runtime pool
 // and a superuser connection for inspection.
 type pubFixture struct {
-	pub     *postgres.Publisher
+	pub     *publication.Publisher
 	admin   *pgxpool.Pool
 	runtime *pgxpool.Pool
 	db      *pgtest.DB
@@ -31,7 +32,7 @@ func newPubFixture(t *testing.T) pubFixture {
 	t.Helper()
 	db := pgtest.NewDB(t)
 	admin := db.Pool(t, postgres.RoleAdmin)
-	return pubFixture{pub: postgres.NewPublisher(admin, postgres.PublisherOptions{}), admin: admin,
+	return pubFixture{pub: publication.NewPublisher(admin, publication.PublisherOptions{}), admin: admin,
 		runtime: db.Pool(t, postgres.RoleRuntime), db: db}
 }
 
@@ -412,7 +413,7 @@ func TestArchivedProjectAndDisabledTaskRefuseEnabledTriggers(t *testing.T) {
 		t.Fatalf("archive with a stale version: %v, want conflict", err)
 	}
 	archived, err := f.pub.ArchiveProject(ctx, controlplane.ArchiveProjectInput{ProjectID: p.ID, ExpectedVersion: p.Version})
-	if err != nil || archived.Status != postgres.ProjectArchived || archived.ArchivedAtMs == 0 {
+	if err != nil || archived.Status != publication.ProjectArchived || archived.ArchivedAtMs == 0 {
 		t.Fatalf("archive: %+v, %v", archived, err)
 	}
 	if n := admitWithFence(t, f, tr.ID, fh); n != 0 {

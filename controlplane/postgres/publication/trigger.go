@@ -1,4 +1,4 @@
-package postgres
+package publication
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ql3/ql3/controlplane"
+	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/cron"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/schedule"
@@ -154,7 +155,7 @@ func createTrigger(ctx context.Context, tx pgx.Tx, taskID uuid.UUID, req trigger
 	if err := checkEnableAllowed(ctx, tx, h, taskID, req.Enabled); err != nil {
 		return controlplane.Trigger{}, err
 	}
-	id, err := newPubID()
+	id, err := controlplane.NewID()
 	if err != nil {
 		return controlplane.Trigger{}, err
 	}
@@ -353,7 +354,7 @@ func scanTrigger(row pgx.Row) (controlplane.Trigger, error) {
 	return t, err
 }
 
-func readTrigger(ctx context.Context, q DB, id uuid.UUID) (controlplane.Trigger, error) {
+func readTrigger(ctx context.Context, q postgres.DB, id uuid.UUID) (controlplane.Trigger, error) {
 	t, err := scanTrigger(q.QueryRow(ctx, triggerSelect+` WHERE tr.trigger_id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return controlplane.Trigger{}, errs.NotFoundf("no trigger %s", id)
