@@ -20,7 +20,7 @@ var bannedLinked = []string{"net", "net/http", "os/exec", "database/sql", "githu
 
 // workerLinked are the core packages the worker binary links; they must not
 // pull in the scheduling libraries (DESIGN.md §1 "link granularity").
-var workerLinked = []string{"errs", "canonjson", "spec", "placement", "fence", "protocol", "run", "env", "mask"}
+var workerLinked = []string{"errs", "canonjson", "spec", "placement", "fence", "lease", "protocol", "run", "env", "mask"}
 
 var workerBanned = []string{"github.com/robfig/cron/v3", "github.com/Masterminds/semver/v3", "golang.org/x/text/"}
 

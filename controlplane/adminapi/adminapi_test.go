@@ -14,9 +14,11 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/adminapi"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/panel"
 	"github.com/ql3/ql3/scripts/testio"
@@ -35,7 +37,7 @@ type fixture struct {
 func newFixture(t *testing.T, ready func(context.Context) error) fixture {
 	t.Helper()
 	db := pgtest.NewDB(t)
-	pub := postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{})
+	pub := publication.NewPublisher(db.Pool(t, postgres.RoleAdmin), publication.PublisherOptions{})
 	_, token, err := pub.CreateAPIToken(context.Background(), "test", 0)
 	if err != nil {
 		t.Fatal(err)
@@ -104,15 +106,15 @@ const echoSpec = `{"kind":"qinglong/command@v1","shell":{"command":"echo hi"}}`
 func TestPublicationLifecycle(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
-	var p postgres.ProjectRecord
+	var p controlplane.Project
 	mustStatus(t, "project", f.call("POST", "/api/v1/projects", `{"name":"a"}`, &p), 201)
 	mustStatus(t, "project b", f.call("POST", "/api/v1/projects", `{"name":"b"}`, nil), 201)
-	var projects adminapi.List[postgres.ProjectRecord]
+	var projects adminapi.List[controlplane.Project]
 	mustStatus(t, "list 1", f.call("GET", "/api/v1/projects?limit=1", nil, &projects), 200)
 	if len(projects.Items) != 1 || projects.NextCursor == "" {
 		t.Fatalf("first page %+v", projects)
 	}
-	var page2 adminapi.List[postgres.ProjectRecord]
+	var page2 adminapi.List[controlplane.Project]
 	mustStatus(t, "list 2", f.call("GET", "/api/v1/projects?limit=1&cursor="+projects.NextCursor, nil, &page2), 200)
 	if len(page2.Items) != 1 || page2.Items[0].Name != "b" || page2.NextCursor != "" {
 		t.Fatalf("second page %+v", page2)
@@ -160,7 +162,7 @@ func TestPublicationLifecycle(t *testing.T) {
 	mustStatus(t, "patch without enabled", f.call("PATCH", "/api/v1/tasks/"+task.ID, `{}`, &eb), 400)
 
 	// Archive: nothing enabled can be published any more.
-	var archived postgres.ProjectRecord
+	var archived controlplane.Project
 	mustStatus(t, "archive", f.call("POST", "/api/v1/projects/a/archive", fmt.Sprintf(`{"expectedVersion":%d}`, p.Version), &archived), 200)
 	if archived.Status != "archived" {
 		t.Fatalf("archived %+v", archived)
@@ -203,19 +205,19 @@ func TestRunsAndWorkers(t *testing.T) {
 		VALUES ($1, 1, $2, 'run.created', '{"origin":"manual"}', 7), ($1, 2, $2, 'run.queued', '{}', 7)`, runID, task.ProjectID); err != nil {
 		t.Fatal(err)
 	}
-	var runs adminapi.List[postgres.RunRecord]
+	var runs adminapi.List[controlplane.Run]
 	mustStatus(t, "runs", f.call("GET", "/api/v1/runs?project=p&status=queued,running&task="+task.ID, nil, &runs), 200)
 	if len(runs.Items) != 1 || runs.Items[0].ID != runID.String() {
 		t.Fatalf("runs %+v", runs)
 	}
-	var run postgres.RunRecord
+	var run controlplane.Run
 	mustStatus(t, "run", f.call("GET", "/api/v1/runs/"+runID.String(), nil, &run), 200)
-	var events adminapi.List[postgres.RunEventRecord]
+	var events adminapi.List[controlplane.RunEvent]
 	mustStatus(t, "events", f.call("GET", "/api/v1/runs/"+runID.String()+"/events?limit=1", nil, &events), 200)
 	if len(events.Items) != 1 || events.NextCursor != "1" || string(events.Items[0].Payload) != `{"origin":"manual"}` {
 		t.Fatalf("events %+v", events)
 	}
-	var rest adminapi.List[postgres.RunEventRecord]
+	var rest adminapi.List[controlplane.RunEvent]
 	mustStatus(t, "events after", f.call("GET", "/api/v1/runs/"+runID.String()+"/events?after="+events.NextCursor, nil, &rest), 200)
 	if len(rest.Items) != 1 || rest.Items[0].Type != "run.queued" || rest.NextCursor != "" {
 		t.Fatalf("events after 1: %+v", rest)
@@ -225,7 +227,7 @@ func TestRunsAndWorkers(t *testing.T) {
 	mustStatus(t, "missing run", f.call("GET", "/api/v1/runs/"+uuid.Must(uuid.NewV7()).String(), nil, &eb), 404)
 	mustStatus(t, "bad after", f.call("GET", "/api/v1/runs/"+runID.String()+"/events?after=-1", nil, &eb), 400)
 
-	var w postgres.WorkerRecord
+	var w controlplane.Worker
 	mustStatus(t, "register", f.call("POST", "/api/v1/workers", `{"name":"w1","tlsIdentity":"CN=w1"}`, &w), 201)
 	var cred adminapi.IssuedCredential
 	mustStatus(t, "issue", f.call("POST", "/api/v1/workers/w1/credentials", nil, &cred), 201)
@@ -234,12 +236,12 @@ func TestRunsAndWorkers(t *testing.T) {
 	}
 	var rotated adminapi.IssuedCredential
 	mustStatus(t, "rotate", f.call("POST", "/api/v1/workers/"+w.ID+"/credentials/rotate", `{"graceMs":1000}`, &rotated), 201)
-	var creds adminapi.List[postgres.WorkerCredential]
+	var creds adminapi.List[controlplane.WorkerCredential]
 	mustStatus(t, "list creds", f.call("GET", "/api/v1/workers/w1/credentials", nil, &creds), 200)
 	if len(creds.Items) != 2 {
 		t.Fatalf("credentials %+v", creds)
 	}
-	var revoked postgres.WorkerCredential
+	var revoked controlplane.WorkerCredential
 	mustStatus(t, "revoke", f.call("POST", "/api/v1/workers/w1/credentials/"+cred.ID+"/revoke", nil, &revoked), 200)
 	if revoked.Status != "revoked" {
 		t.Fatalf("revoked %+v", revoked)
@@ -255,7 +257,7 @@ func TestRunsAndWorkers(t *testing.T) {
 	mustStatus(t, "list creds", f.call("GET", "/api/v1/workers/w1/credentials", nil, &creds), 200)
 	for _, c := range creds.Items {
 		if c.ID == rotated.ID && (c.Status != "active" || c.SupersededBy != next.ID ||
-			c.RevokeAfterMs < next.CreatedAtMs+postgres.DefaultCredentialGraceMs-60_000) {
+			c.RevokeAfterMs < next.CreatedAtMs+publication.DefaultCredentialGraceMs-60_000) {
 			t.Fatalf("the previous credential after a default rotate: %+v", c)
 		}
 	}
@@ -266,7 +268,7 @@ func TestRunsAndWorkers(t *testing.T) {
 
 func TestRequestHygiene(t *testing.T) {
 	t.Parallel()
-	notReady := &postgres.SchemaError{Kind: postgres.ErrSchemaBehind, DatabaseVersion: 1, BinaryVersion: 2}
+	notReady := &controlplane.SchemaError{Kind: controlplane.ErrSchemaBehind, DatabaseVersion: 1, BinaryVersion: 2}
 	f := newFixture(t, func(context.Context) error { return notReady })
 	var h adminapi.Health
 	resp, err := http.Get(f.url + "/readyz")

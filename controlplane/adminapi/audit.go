@@ -3,7 +3,7 @@ package adminapi
 import (
 	"net/http"
 
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/httpkit"
 )
 
@@ -16,7 +16,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	page, err := s.b.ListAudit(r.Context(), postgres.AuditFilter{
+	page, err := s.b.ListAudit(r.Context(), controlplane.AuditFilter{
 		Action: q.Get("action"), SubjectID: q.Get("subject"), ActorID: q.Get("actor"), Page: pr,
 	})
 	if err != nil {

@@ -4,8 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/adminapi"
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 )
 
 // TestAuditListedThroughAPI: a mutation over the API is audited as the
@@ -15,18 +16,18 @@ func TestAuditListedThroughAPI(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
 	tokenID := strings.Split(f.token, "_")[1]
-	var proj postgres.ProjectRecord
+	var proj controlplane.Project
 	mustStatus(t, "create", f.call("POST", "/api/v1/projects", `{"name":"audited"}`, &proj), 201)
-	var w postgres.WorkerRecord
+	var w controlplane.Worker
 	mustStatus(t, "register", f.call("POST", "/api/v1/workers", `{"name":"w1"}`, &w), 201)
 
-	var page adminapi.List[postgres.AuditRecord]
+	var page adminapi.List[controlplane.AuditRecord]
 	mustStatus(t, "audit", f.call("GET", "/api/v1/audit?limit=1", nil, &page), 200)
 	if len(page.Items) != 1 || page.NextCursor == "" {
 		t.Fatalf("first page: %+v", page)
 	}
 	newest := page.Items[0]
-	if newest.Action != postgres.AuditWorkerRegister || newest.SubjectID != w.ID || newest.ActorID != tokenID ||
+	if newest.Action != publication.AuditWorkerRegister || newest.SubjectID != w.ID || newest.ActorID != tokenID ||
 		newest.ActorKind != "admin" || newest.RemoteAddr != "127.0.0.1" {
 		t.Errorf("newest line %+v", newest)
 	}

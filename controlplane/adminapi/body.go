@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/httpkit"
 )
@@ -30,13 +30,13 @@ func (s *Server) decodeOptionalBody(w http.ResponseWriter, r *http.Request, v an
 }
 
 // pageRequest reads ?limit= and ?cursor=.
-func pageRequest(r *http.Request) (postgres.ListRequest, error) {
+func pageRequest(r *http.Request) (controlplane.ListRequest, error) {
 	q := r.URL.Query()
-	pr := postgres.ListRequest{Cursor: q.Get("cursor")}
+	pr := controlplane.ListRequest{Cursor: q.Get("cursor")}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > postgres.MaxListLimit {
-			return pr, errs.Invalidf("limit", "must be 1..%d, got %.16q", postgres.MaxListLimit, v)
+		if err != nil || n < 1 || n > controlplane.MaxListLimit {
+			return pr, errs.Invalidf("limit", "must be 1..%d, got %.16q", controlplane.MaxListLimit, v)
 		}
 		pr.Limit = n
 	}
@@ -52,7 +52,7 @@ type List[T any] struct {
 	NextCursor string `json:"nextCursor,omitempty"`
 }
 
-func listOf[T any](p postgres.ListPage[T]) List[T] {
+func listOf[T any](p controlplane.ListPage[T]) List[T] {
 	items := p.Items
 	if items == nil {
 		items = []T{}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/httpkit"
 )
@@ -26,43 +26,36 @@ import (
 // Writes to runs go through RunControl, a port on the runtime pool: the
 // admin role itself only reads runs.
 
-// RunControl is the runtime-role port (*postgres.RunOps).
+// RunControl is the runtime-role port (controlplane.RunOperations).
 type RunControl interface {
-	CancelRun(ctx context.Context, runRef, actor string) (postgres.CancelOutcome, error)
-	RunNow(ctx context.Context, in postgres.RunNowInput) (postgres.RunNowResult, error)
-	WaitReason(ctx context.Context, runRef string) (postgres.WaitReason, bool, error)
-	WaitReasons(ctx context.Context, runRefs []string) (map[string]string, error)
-	ReadLog(ctx context.Context, runRef string, attempt int, stream string, offset, limit int64) (postgres.LogRange, error)
-	WorkerSession(ctx context.Context, workerRef string) (postgres.WorkerSession, bool, error)
+	controlplane.RunOperations
 }
 
-var _ RunControl = (*postgres.RunOps)(nil)
-
-// WorkerControl disables workers (admin pool; postgres.DisableWorker).
+// WorkerControl disables workers (on the admin pool).
 type WorkerControl func(ctx context.Context, workerRef string) (changed bool, err error)
 
 // RunView is a Run as the API shows it.
 type RunView struct {
-	postgres.RunRecord
+	RunRecord
 	// Created is set on run-now: whether this request admitted the Run.
 	Created *bool `json:"created,omitempty"`
 	// Waiting explains a Run that has not started (created, queued,
 	// retry_wait).
-	Waiting *postgres.WaitReason `json:"waiting,omitempty"`
+	Waiting *controlplane.WaitReason `json:"waiting,omitempty"`
 }
 
 // RunListItem is a row of GET /api/v1/runs: the Run and, for one that has
 // not started (created, queued, retry_wait), the short reason it waits
-// (postgres.WaitReason.Reason; GET /api/v1/runs/{run} has the details).
+// (controlplane.WaitReason.Reason; GET /api/v1/runs/{run} has the details).
 type RunListItem struct {
-	postgres.RunRecord
+	RunRecord
 	WaitReason string `json:"waitReason,omitempty"`
 }
 
 // WorkerView is a worker with its newest session.
 type WorkerView struct {
-	postgres.WorkerRecord
-	Session *postgres.WorkerSession `json:"session,omitempty"`
+	WorkerRecord
+	Session *controlplane.WorkerSession `json:"session,omitempty"`
 }
 
 // RunNowRequest is the optional body of run-now (the edge's shape).
@@ -85,7 +78,7 @@ func (s *Server) lifecycleRoutes(mux httpkit.Mux) {
 // waiting Runs are cancelled by the next lifecycle sweep, running ones
 // finish. ?mutationId= makes a retry answer the same.
 func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.b.DeleteTask(r.Context(), postgres.DeleteInput{MutationID: r.URL.Query().Get("mutationId"),
+	if _, err := s.b.DeleteTask(r.Context(), controlplane.DeleteInput{MutationID: r.URL.Query().Get("mutationId"),
 		TaskID: r.PathValue("task")}); err != nil {
 		s.fail(w, r, err)
 		return
@@ -95,7 +88,7 @@ func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request) {
 
 // deleteTrigger deletes one trigger of the task (204).
 func (s *Server) deleteTrigger(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.b.DeleteTrigger(r.Context(), postgres.DeleteInput{MutationID: r.URL.Query().Get("mutationId"),
+	if _, err := s.b.DeleteTrigger(r.Context(), controlplane.DeleteInput{MutationID: r.URL.Query().Get("mutationId"),
 		TaskID: r.PathValue("task"), TriggerID: r.PathValue("trigger")}); err != nil {
 		s.fail(w, r, err)
 		return
@@ -111,7 +104,7 @@ func (s *Server) runOps() (RunControl, error) {
 }
 
 func actorID(r *http.Request) string {
-	if tok, ok := r.Context().Value(tokenKey{}).(postgres.APIToken); ok {
+	if tok, ok := r.Context().Value(tokenKey{}).(controlplane.APIToken); ok {
 		return tok.ID
 	}
 	return "unknown"
@@ -138,7 +131,7 @@ func (s *Server) runNow(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	res, err := ops.RunNow(r.Context(), postgres.RunNowInput{TaskID: task.ID, IdempotencyKey: key,
+	res, err := ops.RunNow(r.Context(), controlplane.RunNowInput{TaskID: task.ID, IdempotencyKey: key,
 		RerunOf: req.RerunOf, Actor: actorID(r)})
 	if err != nil {
 		s.fail(w, r, err)
@@ -149,7 +142,7 @@ func (s *Server) runNow(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	v := RunView{RunRecord: run, Created: &res.Created}
+	v := RunView{RunRecord: RunRecord(run), Created: &res.Created}
 	status := http.StatusOK
 	if res.Created {
 		status = http.StatusCreated
@@ -191,16 +184,16 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	status := http.StatusOK
-	if out == postgres.CancelAccepted {
+	if out == controlplane.CancelAccepted {
 		status = http.StatusAccepted
 		s.log.InfoContext(r.Context(), "run cancel requested", "run", run.ID, "status", run.Status)
 	}
-	httpkit.WriteJSON(w, status, RunView{RunRecord: run})
+	httpkit.WriteJSON(w, status, RunView{RunRecord: RunRecord(run)})
 }
 
 // runView adds the wait explanation to a Run that has not started.
-func (s *Server) runView(ctx context.Context, run postgres.RunRecord) (RunView, error) {
-	v := RunView{RunRecord: run}
+func (s *Server) runView(ctx context.Context, run controlplane.Run) (RunView, error) {
+	v := RunView{RunRecord: RunRecord(run)}
 	if s.runs == nil {
 		return v, nil
 	}
@@ -248,8 +241,8 @@ func (s *Server) workerView(ctx context.Context, ref string) (WorkerView, error)
 	return s.withSession(ctx, wk)
 }
 
-func (s *Server) withSession(ctx context.Context, wk postgres.WorkerRecord) (WorkerView, error) {
-	v := WorkerView{WorkerRecord: wk}
+func (s *Server) withSession(ctx context.Context, wk controlplane.Worker) (WorkerView, error) {
+	v := WorkerView{WorkerRecord: WorkerRecord(wk)}
 	if s.runs == nil {
 		return v, nil
 	}
@@ -343,7 +336,7 @@ func (s *Server) readLog(w http.ResponseWriter, r *http.Request) {
 	s.followLog(w, r, ops, c, stream)
 }
 
-func setLogHeaders(h http.Header, c postgres.LogRange) {
+func setLogHeaders(h http.Header, c controlplane.LogRange) {
 	h.Set("X-Log-Next-Offset", strconv.FormatInt(c.NextOffset, 10))
 	h.Set("X-Log-Size", strconv.FormatInt(c.Stored, 10))
 	h.Set("X-Log-Complete", strconv.FormatBool(c.Complete))
@@ -352,7 +345,7 @@ func setLogHeaders(h http.Header, c postgres.LogRange) {
 
 // followLog streams from the first range until the stream is complete. The
 // poll paces reads of the database; it decides nothing.
-func (s *Server) followLog(w http.ResponseWriter, r *http.Request, ops RunControl, c postgres.LogRange, stream string) {
+func (s *Server) followLog(w http.ResponseWriter, r *http.Request, ops RunControl, c controlplane.LogRange, stream string) {
 	ctx, cancel := context.WithTimeout(r.Context(), maxFollow)
 	defer cancel()
 	rc := http.NewResponseController(w)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/adminapi"
 	"github.com/ql3/ql3/controlplane/postgres"
 )
@@ -70,13 +71,13 @@ func TestRunNowCancelAndWhyItWaits(t *testing.T) {
 
 	var got adminapi.RunView
 	mustStatus(t, "get", f.call("GET", "/api/v1/runs/"+first.ID, nil, &got), 200)
-	if got.Waiting == nil || got.Waiting.Reason != postgres.WaitNoLiveSession || len(got.Attempts) != 1 {
+	if got.Waiting == nil || got.Waiting.Reason != controlplane.WaitNoLiveSession || len(got.Attempts) != 1 {
 		t.Fatalf("waiting %+v", got)
 	}
-	listReason(t, f, task.ID, first.ID, postgres.WaitNoLiveSession)
+	listReason(t, f, task.ID, first.ID, controlplane.WaitNoLiveSession)
 	// A live session on the wrong OS: the Run is unplaceable, by category.
 	su := f.db.Conn(t)
-	var w postgres.WorkerRecord
+	var w controlplane.Worker
 	mustStatus(t, "register", f.call("POST", "/api/v1/workers", `{"name":"w1"}`, &w), 201)
 	if _, err := su.Exec(ctx, `INSERT INTO ql3.worker_sessions (session_id, worker_id, generation, status, capacity,
 		capabilities, capabilities_digest, heartbeat_at_ms, lease_expires_at_ms, opened_at_ms, updated_at_ms)
@@ -85,10 +86,10 @@ func TestRunNowCancelAndWhyItWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustStatus(t, "get", f.call("GET", "/api/v1/runs/"+first.ID, nil, &got), 200)
-	if got.Waiting == nil || got.Waiting.Reason != postgres.WaitPlacement || got.Waiting.Mismatch["os"] != 1 {
+	if got.Waiting == nil || got.Waiting.Reason != controlplane.WaitPlacement || got.Waiting.Mismatch["os"] != 1 {
 		t.Fatalf("waiting %+v", got.Waiting)
 	}
-	listReason(t, f, task.ID, first.ID, postgres.WaitPlacement)
+	listReason(t, f, task.ID, first.ID, controlplane.WaitPlacement)
 	var wv adminapi.WorkerView
 	mustStatus(t, "worker", f.call("GET", "/api/v1/workers/w1", nil, &wv), 200)
 	if wv.Session == nil || wv.Session.Capacity != 2 || wv.Session.Expired || wv.Session.Status != "online" {
@@ -214,7 +215,7 @@ func TestCreateTaskWithTriggers(t *testing.T) {
 	if eb.Field != "triggers[1].expression" {
 		t.Fatalf("error %+v", eb)
 	}
-	var tasks adminapi.List[postgres.TaskRecord]
+	var tasks adminapi.List[controlplane.Task]
 	mustStatus(t, "tasks", f.call("GET", "/api/v1/tasks?project=p", nil, &tasks), 200)
 	if len(tasks.Items) != 0 {
 		t.Fatalf("a refused create left %d tasks", len(tasks.Items))
@@ -270,7 +271,7 @@ func TestDeleteTaskAndTrigger(t *testing.T) {
 	mustStatus(t, "deleted task", f.call("GET", "/api/v1/tasks/"+task.ID, nil, &eb), 404)
 	mustStatus(t, "delete again", f.call("DELETE", "/api/v1/tasks/"+task.ID, nil, &eb), 404)
 	mustStatus(t, "trigger on a deleted task", f.call("POST", "/api/v1/tasks/"+task.ID+"/triggers", `{"expression":"@hourly"}`, &eb), 404)
-	var tasks adminapi.List[postgres.TaskRecord]
+	var tasks adminapi.List[controlplane.Task]
 	mustStatus(t, "tasks", f.call("GET", "/api/v1/tasks?project=p", nil, &tasks), 200)
 	if len(tasks.Items) != 0 {
 		t.Fatalf("deleted task listed: %+v", tasks.Items)
@@ -285,7 +286,7 @@ func TestDeleteTaskAndTrigger(t *testing.T) {
 		"triggers":[{"expression":"@hourly","name":"a"}]}`, nil), 201)
 
 	// The queued Run of the deleted task is cancelled by the next sweep.
-	if _, err := postgres.Sweep(ctx, f.db.Pool(t, postgres.RoleRuntime), postgres.SweepOptions{}); err != nil {
+	if _, err := postgres.Sweep(ctx, f.db.Pool(t, postgres.RoleRuntime), controlplane.SweepOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var status, reason, evReason string

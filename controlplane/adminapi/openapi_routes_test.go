@@ -3,8 +3,8 @@ package adminapi_test
 import (
 	"reflect"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/adminapi"
-	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/openapi"
 	"github.com/ql3/ql3/core/spec"
@@ -70,12 +70,12 @@ func adminRoutes() []openapi.Route {
 				openapi.Query("count", "integer", "fire times"), openapi.Query("afterMs", "integer", "start after (epoch ms; default now)")},
 			Responses: withErrors(openapi.OK("fire times", panel.PreviewResponse{}))},
 
-		{Method: "GET", Path: "/api/v1/projects", Summary: "list projects", Params: page, Responses: withErrors(openapi.OK("a page", adminapi.List[postgres.ProjectRecord]{}))},
+		{Method: "GET", Path: "/api/v1/projects", Summary: "list projects", Params: page, Responses: withErrors(openapi.OK("a page", adminapi.List[adminapi.ProjectRecord]{}))},
 		{Method: "POST", Path: "/api/v1/projects", Summary: "create a project", Request: adminapi.CreateProjectRequest{},
-			Responses: withErrors(openapi.Created("created", postgres.ProjectRecord{}), 409, 413)},
-		{Method: "GET", Path: "/api/v1/projects/{project}", Summary: "one project", Params: project, Responses: withErrors(openapi.OK("project", postgres.ProjectRecord{}), 404)},
+			Responses: withErrors(openapi.Created("created", adminapi.ProjectRecord{}), 409, 413)},
+		{Method: "GET", Path: "/api/v1/projects/{project}", Summary: "one project", Params: project, Responses: withErrors(openapi.OK("project", adminapi.ProjectRecord{}), 404)},
 		{Method: "POST", Path: "/api/v1/projects/{project}/archive", Summary: "archive (expectedVersion)", Params: project, Request: adminapi.ArchiveProjectRequest{}, RequestOptional: true,
-			Responses: withErrors(openapi.OK("archived", postgres.ProjectRecord{}), 404, 409, 413)},
+			Responses: withErrors(openapi.OK("archived", adminapi.ProjectRecord{}), 404, 409, 413)},
 
 		{Method: "GET", Path: "/api/v1/tasks", Summary: "list tasks", Params: append(page, openapi.Query("project", "string", "project id or name")),
 			Responses: withErrors(openapi.OK("a page", adminapi.List[adminapi.Task]{}))},
@@ -117,7 +117,7 @@ func adminRoutes() []openapi.Route {
 			Responses: withErrors(openapi.OK("run", adminapi.RunView{}), 404)},
 		{Method: "GET", Path: "/api/v1/runs/{run}/events", Summary: "the run's events",
 			Params:    append(run, openapi.Query("after", "integer", "events after this seq"), openapi.Query("limit", "integer", "events"), openapi.Query("cursor", "string", "unused: pass nextCursor as after")),
-			Responses: withErrors(openapi.OK("events; nextCursor is the ?after= of the next page", adminapi.List[postgres.RunEventRecord]{}), 404)},
+			Responses: withErrors(openapi.OK("events; nextCursor is the ?after= of the next page", adminapi.List[adminapi.RunEventRecord]{}), 404)},
 		{Method: "POST", Path: "/api/v1/runs/{run}/cancel", Summary: "cancel", Params: run, Request: struct{}{}, RequestOptional: true,
 			Responses: withErrors(map[int]openapi.Response{202: {Description: "asked now", Body: adminapi.RunView{}},
 				200: {Description: "already asked, or finished", Body: adminapi.RunView{}}}, 404, 409, 413, 503)},
@@ -129,13 +129,13 @@ func adminRoutes() []openapi.Route {
 		{Method: "GET", Path: "/api/v1/workers", Summary: "list workers with their newest session", Params: page,
 			Responses: withErrors(openapi.OK("a page", adminapi.List[adminapi.WorkerView]{}))},
 		{Method: "POST", Path: "/api/v1/workers", Summary: "register a worker", Request: adminapi.RegisterWorkerRequest{},
-			Responses: withErrors(openapi.Created("registered", postgres.WorkerRecord{}), 409, 413)},
+			Responses: withErrors(openapi.Created("registered", adminapi.WorkerRecord{}), 409, 413)},
 		{Method: "GET", Path: "/api/v1/workers/{worker}", Summary: "one worker with its newest session", Params: worker,
 			Responses: withErrors(openapi.OK("worker", adminapi.WorkerView{}), 404)},
 		{Method: "POST", Path: "/api/v1/workers/{worker}/disable", Summary: "disable a worker and revoke its credentials", Params: worker, Request: struct{}{}, RequestOptional: true,
 			Responses: withErrors(openapi.OK("disabled", adminapi.WorkerView{}), 404, 409, 413, 503)},
 		{Method: "GET", Path: "/api/v1/workers/{worker}/credentials", Summary: "credentials (never secrets or digests)", Params: worker,
-			Responses: withErrors(openapi.OK("credentials", adminapi.List[postgres.WorkerCredential]{}), 404)},
+			Responses: withErrors(openapi.OK("credentials", adminapi.List[controlplane.WorkerCredential]{}), 404)},
 		{Method: "POST", Path: "/api/v1/workers/{worker}/credentials", Summary: "issue a credential: its text is in this response only", Params: worker, Request: struct{}{}, RequestOptional: true,
 			Responses: withErrors(openapi.Created("issued", adminapi.IssuedCredential{}), 404, 409, 413)},
 		{Method: "POST", Path: "/api/v1/workers/{worker}/credentials/rotate", Summary: "issue a new credential, retire the others after graceMs", Params: worker,
@@ -143,11 +143,11 @@ func adminRoutes() []openapi.Route {
 			Responses: withErrors(openapi.Created("issued", adminapi.IssuedCredential{}), 404, 409, 413)},
 		{Method: "POST", Path: "/api/v1/workers/{worker}/credentials/{credential}/revoke", Summary: "revoke a credential",
 			Params: append(worker, openapi.PathParam("credential", "credential id")), Request: struct{}{}, RequestOptional: true,
-			Responses: withErrors(openapi.OK("revoked", postgres.WorkerCredential{}), 404, 409, 413)},
+			Responses: withErrors(openapi.OK("revoked", controlplane.WorkerCredential{}), 404, 409, 413)},
 
 		{Method: "GET", Path: "/api/v1/audit", Summary: "audit lines, newest first",
 			Params:    append(page, openapi.Query("action", "string", "action"), openapi.Query("subject", "string", "subject id"), openapi.Query("actor", "string", "actor id")),
-			Responses: withErrors(openapi.OK("a page", adminapi.List[postgres.AuditRecord]{}))},
+			Responses: withErrors(openapi.OK("a page", adminapi.List[controlplane.AuditRecord]{}))},
 	}
 }
 
@@ -161,6 +161,11 @@ func adminGenerator() *openapi.Generator {
 			"errors are {code, message, field}. Publications accept an optional mutationId: an identical retry returns the original result.",
 		FieldTypes: map[string]reflect.Type{
 			"CreateTaskRequest.spec": cmd, "UpdateTaskRequest.spec": cmd,
+			// The records' nested records, under this API's names (same JSON).
+			"Trigger.schedule": reflect.TypeOf(adminapi.ScheduleRecord{}), "TriggerRecord.schedule": reflect.TypeOf(adminapi.ScheduleRecord{}),
+			"RunView.attempts": reflect.TypeOf([]adminapi.AttemptRecord{}), "RunListItem.attempts": reflect.TypeOf([]adminapi.AttemptRecord{}),
+			"RunRecord.attempts": reflect.TypeOf([]adminapi.AttemptRecord{}),
+			"Task.triggers":      reflect.TypeOf([]adminapi.Trigger{}),
 		},
 		Enums: map[string][]string{
 			"Body.code": {errs.Invalid, errs.Unauthorized, errs.Forbidden, errs.NotFound, errs.Conflict, errs.TooLarge, errs.Unavailable, errs.Internal},

@@ -13,6 +13,7 @@ import (
 	"github.com/ql3/ql3/controlplane/adminapi"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/panel"
 	"github.com/ql3/ql3/scripts/openapitest"
 )
@@ -47,7 +48,7 @@ func TestOpenAPIRoutesMatchMux(t *testing.T) {
 func TestOpenAPIExamples(t *testing.T) {
 	doc := openapitest.Load(t, adminapi.OpenAPIDocument())
 	db := pgtest.NewDB(t)
-	pub := postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{})
+	pub := publication.NewPublisher(db.Pool(t, postgres.RoleAdmin), publication.PublisherOptions{})
 	_, token, err := pub.CreateAPIToken(context.Background(), "test", 0)
 	if err != nil {
 		t.Fatal(err)

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/adminapi"
-	"github.com/ql3/ql3/controlplane/postgres"
 )
 
 // rawCall sends one request with exactly the given headers besides the
@@ -37,7 +37,7 @@ func TestCrossOriginAndContentType(t *testing.T) {
 	if code, eb := f.rawCall("POST", "/api/v1/projects", `{"name":"y"}`); code != 400 || eb.Field != "Content-Type" {
 		t.Errorf("no Content-Type: %d %+v", code, eb)
 	}
-	var page adminapi.List[postgres.ProjectRecord]
+	var page adminapi.List[controlplane.Project]
 	mustStatus(t, "list", f.call("GET", "/api/v1/projects", nil, &page), 200)
 	if len(page.Items) != 0 {
 		t.Fatalf("%d projects written by refused requests", len(page.Items))

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/httpkit"
 )
@@ -21,7 +21,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	f := postgres.RunListFilter{TaskID: q.Get("task"), TriggerID: q.Get("trigger"), Origin: q.Get("origin"), Page: pr}
+	f := controlplane.RunListFilter{TaskID: q.Get("task"), TriggerID: q.Get("trigger"), Origin: q.Get("origin"), Page: pr}
 	if ref := q.Get("project"); ref != "" {
 		p, err := s.resolveProject(r.Context(), "project", ref)
 		if err != nil {
@@ -47,17 +47,17 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	httpkit.WriteJSON(w, http.StatusOK, listOf(postgres.ListPage[RunListItem]{Items: items, NextCursor: page.NextCursor}))
+	httpkit.WriteJSON(w, http.StatusOK, listOf(controlplane.ListPage[RunListItem]{Items: items, NextCursor: page.NextCursor}))
 }
 
 // runListItems adds the wait reason to the page's Runs that have not
 // started: one batched read for the page (RunControl.WaitReasons), none
 // when no row waits or no runtime port is configured.
-func (s *Server) runListItems(ctx context.Context, runs []postgres.RunRecord) ([]RunListItem, error) {
+func (s *Server) runListItems(ctx context.Context, runs []controlplane.Run) ([]RunListItem, error) {
 	items := make([]RunListItem, len(runs))
 	var waiting []string
 	for i, run := range runs {
-		items[i].RunRecord = run
+		items[i].RunRecord = RunRecord(run)
 		switch run.Status {
 		case "created", "queued", "retry_wait":
 			waiting = append(waiting, run.ID)
@@ -108,10 +108,10 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := List[postgres.RunEventRecord]{Items: events}
+	out := List[controlplane.RunEvent]{Items: events}
 	limit := pr.Limit
 	if limit == 0 {
-		limit = postgres.DefaultListLimit
+		limit = controlplane.DefaultListLimit
 	}
 	if len(events) == limit {
 		out.NextCursor = strconv.FormatInt(events[len(events)-1].Seq, 10)

@@ -52,49 +52,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/metrics"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/httpkit"
 )
 
-// Backend is what the API needs from storage; *postgres.Publisher is it.
+// Backend is what the API needs from storage on the admin role: the
+// control plane's publication, run-read, worker, authentication and audit
+// ports (postgres/publication.Publisher implements them; app wires it in).
 type Backend interface {
-	PublishProject(ctx context.Context, in postgres.ProjectInput) (postgres.ProjectRecord, error)
-	ArchiveProject(ctx context.Context, in postgres.ArchiveProjectInput) (postgres.ProjectRecord, error)
-	GetProject(ctx context.Context, ref string) (postgres.ProjectRecord, error)
-	ListProjects(ctx context.Context, page postgres.ListRequest) (postgres.ListPage[postgres.ProjectRecord], error)
-
-	PublishTask(ctx context.Context, in postgres.TaskInput) (postgres.TaskRecord, error)
-	SetTaskEnabled(ctx context.Context, in postgres.TaskEnabledInput) (postgres.TaskRecord, error)
-	GetTask(ctx context.Context, id string) (postgres.TaskRecord, error)
-	ListTasks(ctx context.Context, projectID string, page postgres.ListRequest) (postgres.ListPage[postgres.TaskRecord], error)
-
-	PublishTrigger(ctx context.Context, in postgres.TriggerInput) (postgres.TriggerRecord, error)
-	DeleteTask(ctx context.Context, in postgres.DeleteInput) (postgres.TaskRecord, error)
-	DeleteTrigger(ctx context.Context, in postgres.DeleteInput) (postgres.TriggerRecord, error)
-	GetTrigger(ctx context.Context, id string) (postgres.TriggerRecord, error)
-	ListTriggers(ctx context.Context, taskID string, page postgres.ListRequest) (postgres.ListPage[postgres.TriggerRecord], error)
-
-	ListRuns(ctx context.Context, f postgres.RunListFilter) (postgres.ListPage[postgres.RunRecord], error)
-	GetRun(ctx context.Context, id string) (postgres.RunRecord, error)
-	ListRunEvents(ctx context.Context, id string, afterSeq int64, limit int) ([]postgres.RunEventRecord, error)
-
-	RegisterWorker(ctx context.Context, in postgres.WorkerInput) (postgres.WorkerRecord, error)
-	GetWorker(ctx context.Context, ref string) (postgres.WorkerRecord, error)
-	ListWorkers(ctx context.Context, page postgres.ListRequest) (postgres.ListPage[postgres.WorkerRecord], error)
-	IssueWorkerCredential(ctx context.Context, workerID string) (postgres.WorkerCredential, string, error)
-	RotateWorkerCredentials(ctx context.Context, workerID string, graceMs *int64) (postgres.WorkerCredential, string, error)
-	RevokeWorkerCredential(ctx context.Context, workerID, credentialID string) (postgres.WorkerCredential, error)
-	ListWorkerCredentials(ctx context.Context, workerRef string) ([]postgres.WorkerCredential, error)
-
-	AuthenticateAPIToken(ctx context.Context, token string) (postgres.APIToken, error)
-
-	ListAudit(ctx context.Context, f postgres.AuditFilter) (postgres.ListPage[postgres.AuditRecord], error)
+	controlplane.Publication
+	controlplane.RunReads
+	controlplane.Workers
+	controlplane.Authentication
+	controlplane.AuditLog
 }
-
-var _ Backend = (*postgres.Publisher)(nil)
 
 // DefaultMaxBodyBytes bounds request bodies: room for a task spec at its
 // input limit plus the envelope around it.
@@ -112,10 +86,9 @@ type Config struct {
 	// Now is the clock for access-log durations; nil means time.Now.
 	Now func() time.Time
 	// Runs is the runtime-role port for cancel, run-now, logs and wait
-	// reasons (*postgres.RunOps); nil answers those routes 503.
+	// reasons (controlplane.RunOperations); nil answers those routes 503.
 	Runs RunControl
-	// DisableWorker disables a worker (postgres.DisableWorker on the admin
-	// pool); nil answers that route 503.
+	// DisableWorker disables a worker (on the admin pool); nil answers that route 503.
 	DisableWorker WorkerControl
 	// Metrics writes the process's families into GET /metrics; nil serves
 	// the HTTP statistics only.
@@ -241,7 +214,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			// The reason (schema behind, too new, tampered) is safe to show:
 			// it names versions, never data.
 			msg := "not ready"
-			var se *postgres.SchemaError
+			var se *controlplane.SchemaError
 			if errors.As(err, &se) {
 				msg = se.Error()
 			}
@@ -302,26 +275,26 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 			tokenID = tok.ID
 			// Every mutation made for this request writes its audit line
 			// as this token (id only) from this peer.
-			ctx := postgres.WithActor(r.Context(), postgres.Actor{Kind: "admin", ID: tok.ID, RemoteAddr: r.RemoteAddr})
+			ctx := controlplane.WithActor(r.Context(), controlplane.Actor{Kind: "admin", ID: tok.ID, RemoteAddr: r.RemoteAddr})
 			r = r.WithContext(context.WithValue(ctx, tokenKey{}, tok))
 		}
 		next.ServeHTTP(rec, r)
 	})
 }
 
-func (s *Server) authenticate(r *http.Request) (postgres.APIToken, error) {
+func (s *Server) authenticate(r *http.Request) (controlplane.APIToken, error) {
 	if tok, ok, err := s.sessionToken(r); err != nil {
-		return postgres.APIToken{}, err
+		return controlplane.APIToken{}, err
 	} else if ok {
 		return s.b.AuthenticateAPIToken(r.Context(), tok)
 	}
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return postgres.APIToken{}, errs.E(errs.Unauthorized, "Authorization", "this API needs an API token (Authorization: Bearer ql3c_...)")
+		return controlplane.APIToken{}, errs.E(errs.Unauthorized, "Authorization", "this API needs an API token (Authorization: Bearer ql3c_...)")
 	}
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return postgres.APIToken{}, errs.E(errs.Unauthorized, "Authorization", "expected a Bearer token")
+		return controlplane.APIToken{}, errs.E(errs.Unauthorized, "Authorization", "expected a Bearer token")
 	}
 	return s.b.AuthenticateAPIToken(r.Context(), strings.TrimSpace(tok))
 }

@@ -4,19 +4,19 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/schedule"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/httpkit"
 )
 
-func projectInput(req CreateProjectRequest) postgres.ProjectInput {
-	return postgres.ProjectInput{MutationID: req.MutationID, Name: req.Name}
+func projectInput(req CreateProjectRequest) controlplane.ProjectInput {
+	return controlplane.ProjectInput{MutationID: req.MutationID, Name: req.Name}
 }
 
-func archiveInput(projectID string, req ArchiveProjectRequest) postgres.ArchiveProjectInput {
-	return postgres.ArchiveProjectInput{MutationID: req.MutationID, ProjectID: projectID, ExpectedVersion: req.ExpectedVersion}
+func archiveInput(projectID string, req ArchiveProjectRequest) controlplane.ArchiveProjectInput {
+	return controlplane.ArchiveProjectInput{MutationID: req.MutationID, ProjectID: projectID, ExpectedVersion: req.ExpectedVersion}
 }
 
 // decodeSpec decodes a task spec strictly; errors name "spec.<field>".
@@ -32,9 +32,9 @@ func decodeSpec(raw []byte) (spec.Command, error) {
 }
 
 // resolveProject finds a project by id or name for a body or query field.
-func (s *Server) resolveProject(ctx context.Context, field, ref string) (postgres.ProjectRecord, error) {
+func (s *Server) resolveProject(ctx context.Context, field, ref string) (controlplane.Project, error) {
 	if ref == "" {
-		return postgres.ProjectRecord{}, errs.Invalidf(field, "required: a project id or name")
+		return controlplane.Project{}, errs.Invalidf(field, "required: a project id or name")
 	}
 	p, err := s.b.GetProject(ctx, ref)
 	if errs.Code(err) == errs.NotFound {
@@ -65,7 +65,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	}
 	out := List[Task]{Items: make([]Task, 0, len(page.Items)), NextCursor: page.NextCursor}
 	for _, t := range page.Items {
-		out.Items = append(out.Items, Task{TaskRecord: t})
+		out.Items = append(out.Items, Task{TaskRecord: TaskRecord(t)})
 	}
 	httpkit.WriteJSON(w, http.StatusOK, out)
 }
@@ -86,7 +86,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	in := postgres.TaskInput{MutationID: req.MutationID, ProjectID: p.ID, Name: req.Name, Enabled: req.Enabled, Spec: cmd}
+	in := controlplane.TaskInput{MutationID: req.MutationID, ProjectID: p.ID, Name: req.Name, Enabled: req.Enabled, Spec: cmd}
 	for _, tr := range req.Triggers {
 		in.Triggers = append(in.Triggers, triggerInput(tr))
 	}
@@ -95,7 +95,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	v := Task{TaskRecord: t}
+	v := Task{TaskRecord: TaskRecord(t)}
 	for _, tr := range t.Triggers {
 		v.Triggers = append(v.Triggers, triggerView(tr))
 	}
@@ -114,14 +114,14 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	httpkit.WriteJSON(w, http.StatusOK, Task{TaskRecord: t, Triggers: triggers})
+	httpkit.WriteJSON(w, http.StatusOK, Task{TaskRecord: TaskRecord(t), Triggers: triggers})
 }
 
 // maxTriggersShown bounds the triggers embedded in a task response.
-const maxTriggersShown = postgres.MaxListLimit
+const maxTriggersShown = controlplane.MaxListLimit
 
 func (s *Server) allTriggers(ctx context.Context, taskID string) ([]Trigger, error) {
-	page, err := s.b.ListTriggers(ctx, taskID, postgres.ListRequest{Limit: maxTriggersShown})
+	page, err := s.b.ListTriggers(ctx, taskID, controlplane.ListRequest{Limit: maxTriggersShown})
 	if err != nil {
 		return nil, err
 	}
@@ -152,13 +152,13 @@ func (s *Server) updateTask(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	t, err = s.b.PublishTask(r.Context(), postgres.TaskInput{MutationID: req.MutationID, TaskID: t.ID,
+	t, err = s.b.PublishTask(r.Context(), controlplane.TaskInput{MutationID: req.MutationID, TaskID: t.ID,
 		ExpectedRevision: req.ExpectedRevision, Name: req.Name, Enabled: req.Enabled, Spec: cmd})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	httpkit.WriteJSON(w, http.StatusOK, Task{TaskRecord: t})
+	httpkit.WriteJSON(w, http.StatusOK, Task{TaskRecord: TaskRecord(t)})
 }
 
 func (s *Server) patchTask(w http.ResponseWriter, r *http.Request) {
@@ -191,32 +191,32 @@ func (s *Server) applyEnabled(w http.ResponseWriter, r *http.Request, mutationID
 		s.fail(w, r, err)
 		return
 	}
-	t, err = s.b.SetTaskEnabled(r.Context(), postgres.TaskEnabledInput{MutationID: mutationID, TaskID: t.ID, Enabled: enabled})
+	t, err = s.b.SetTaskEnabled(r.Context(), controlplane.TaskEnabledInput{MutationID: mutationID, TaskID: t.ID, Enabled: enabled})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	httpkit.WriteJSON(w, http.StatusOK, Task{TaskRecord: t})
+	httpkit.WriteJSON(w, http.StatusOK, Task{TaskRecord: TaskRecord(t)})
 }
 
-func triggerInput(req TriggerRequest) postgres.TriggerInput {
-	return postgres.TriggerInput{MutationID: req.MutationID, Name: req.Name, Expression: req.Expression,
+func triggerInput(req TriggerRequest) controlplane.TriggerInput {
+	return controlplane.TriggerInput{MutationID: req.MutationID, Name: req.Name, Expression: req.Expression,
 		TimeZone: req.TimeZone, Misfire: schedule.MisfirePolicy(req.Misfire), GraceMs: req.GraceMs, Enabled: req.Enabled}
 }
 
 // taskTrigger resolves {task} and {trigger}; a trigger under the wrong task
 // is a 404.
-func (s *Server) taskTrigger(r *http.Request) (postgres.TriggerRecord, error) {
+func (s *Server) taskTrigger(r *http.Request) (controlplane.Trigger, error) {
 	t, err := s.b.GetTask(r.Context(), r.PathValue("task"))
 	if err != nil {
-		return postgres.TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	tr, err := s.b.GetTrigger(r.Context(), r.PathValue("trigger"))
 	if err != nil {
 		return tr, err
 	}
 	if tr.TaskID != t.ID {
-		return postgres.TriggerRecord{}, errs.NotFoundf("task %s has no trigger %.64q", t.ID, r.PathValue("trigger"))
+		return controlplane.Trigger{}, errs.NotFoundf("task %s has no trigger %.64q", t.ID, r.PathValue("trigger"))
 	}
 	return tr, nil
 }

@@ -3,7 +3,7 @@ package adminapi
 import (
 	"encoding/json"
 
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane"
 )
 
 // Wire types of /api/v1. Times are epoch milliseconds, ids are UUID strings,
@@ -95,26 +95,40 @@ type RotateCredentialsRequest struct {
 // IssuedCredential is a new worker credential with its text
 // (ql3w_<id>_<secret>), which appears in this response only.
 type IssuedCredential struct {
-	postgres.WorkerCredential
+	controlplane.WorkerCredential
 	Credential string `json:"credential"`
 }
 
+// Records as this API returns them: the control plane's records (same
+// fields, same JSON; a conversion costs nothing) under the names of this
+// API's document. The views below embed them.
+type (
+	ProjectRecord  controlplane.Project
+	TaskRecord     controlplane.Task
+	TriggerRecord  controlplane.Trigger
+	ScheduleRecord controlplane.Schedule
+	RunRecord      controlplane.Run
+	AttemptRecord  controlplane.Attempt
+	RunEventRecord controlplane.RunEvent
+	WorkerRecord   controlplane.Worker
+)
+
 // Task is a task at its head revision, with its triggers on get.
 type Task struct {
-	postgres.TaskRecord
+	TaskRecord
 	Triggers []Trigger `json:"triggers,omitempty"`
 }
 
 // Trigger is a trigger with its schedule. NextFireAtMs and
 // LastScheduledAtMs are also given flat, as the edge API does.
 type Trigger struct {
-	postgres.TriggerRecord
+	TriggerRecord
 	NextFireAtMs      int64 `json:"nextFireAtMs,omitempty"`
 	LastScheduledAtMs int64 `json:"lastScheduledAtMs,omitempty"`
 }
 
-func triggerView(t postgres.TriggerRecord) Trigger {
-	v := Trigger{TriggerRecord: t, LastScheduledAtMs: t.Schedule.LastScheduledAtMs}
+func triggerView(t controlplane.Trigger) Trigger {
+	v := Trigger{TriggerRecord: TriggerRecord(t), LastScheduledAtMs: t.Schedule.LastScheduledAtMs}
 	if t.Schedule.TriggerRevision == t.Revision {
 		v.NextFireAtMs = t.Schedule.NextFireAtMs
 	}

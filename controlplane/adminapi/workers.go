@@ -3,7 +3,7 @@ package adminapi
 import (
 	"net/http"
 
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/httpkit"
 )
 
@@ -36,7 +36,7 @@ func (s *Server) registerWorker(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	wk, err := s.b.RegisterWorker(r.Context(), postgres.WorkerInput{Name: req.Name, TLSIdentity: req.TLSIdentity})
+	wk, err := s.b.RegisterWorker(r.Context(), controlplane.WorkerInput{Name: req.Name, TLSIdentity: req.TLSIdentity})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -60,12 +60,12 @@ func (s *Server) listCredentials(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	httpkit.WriteJSON(w, http.StatusOK, List[postgres.WorkerCredential]{Items: creds})
+	httpkit.WriteJSON(w, http.StatusOK, List[controlplane.WorkerCredential]{Items: creds})
 }
 
 // issued answers a new credential. The text is a secret: the response must
 // not be cached anywhere (Cache-Control: no-store is set for every route).
-func issued(w http.ResponseWriter, c postgres.WorkerCredential, text string) {
+func issued(w http.ResponseWriter, c controlplane.WorkerCredential, text string) {
 	httpkit.WriteJSON(w, http.StatusCreated, IssuedCredential{WorkerCredential: c, Credential: text})
 }
 
@@ -116,9 +116,9 @@ func (s *Server) revokeCredential(w http.ResponseWriter, r *http.Request) {
 
 // credentialWorker decodes a credential request's optional body into body
 // and resolves the {worker} path value.
-func (s *Server) credentialWorker(w http.ResponseWriter, r *http.Request, body any) (postgres.WorkerRecord, error) {
+func (s *Server) credentialWorker(w http.ResponseWriter, r *http.Request, body any) (controlplane.Worker, error) {
 	if err := s.decodeOptionalBody(w, r, body); err != nil {
-		return postgres.WorkerRecord{}, err
+		return controlplane.Worker{}, err
 	}
 	return s.b.GetWorker(r.Context(), r.PathValue("worker"))
 }

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/adminapi"
 	"github.com/ql3/ql3/controlplane/app"
 	"github.com/ql3/ql3/controlplane/pgtest"
@@ -161,7 +162,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// Raw HTTP: project, task, trigger.
-	var proj postgres.ProjectRecord
+	var proj controlplane.Project
 	if code := c.do("POST", "/api/v1/projects", `{"name":"ops","mutationId":"p1"}`, &proj); code != 201 {
 		t.Fatalf("create project: %d", code)
 	}
@@ -213,7 +214,7 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	// An identical replay returns the original project.
-	var again postgres.ProjectRecord
+	var again controlplane.Project
 	if code := c.do("POST", "/api/v1/projects", `{"name":"ops","mutationId":"p1"}`, &again); code != 201 || again != proj {
 		t.Fatalf("replay: %d %+v, want %+v", code, again, proj)
 	}
@@ -248,7 +249,7 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wk postgres.WorkerRecord
+	var wk controlplane.Worker
 	if err := json.Unmarshal([]byte(out), &wk); err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +290,7 @@ func TestEndToEnd(t *testing.T) {
 	if code := c.do("POST", "/api/v1/tasks/"+task.ID+"/triggers", `{"expression":"* * * * * *","name":"tick"}`, &tick); code != 201 {
 		t.Fatalf("create every-second trigger: %d", code)
 	}
-	var runs adminapi.List[postgres.RunRecord]
+	var runs adminapi.List[controlplane.Run]
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if code := c.do("GET", "/api/v1/runs?trigger="+tick.ID, "", &runs); code != 200 {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -10,10 +11,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/lease"
 	"github.com/ql3/ql3/core/protocol"
 	"github.com/ql3/ql3/core/schedule"
 )
@@ -88,17 +92,17 @@ type Config struct {
 
 // DefaultConfig returns the built-in defaults.
 func DefaultConfig() Config {
-	return Config{Listen: DefaultListen, MaxConns: DefaultMaxConns, DefaultGraceMs: postgres.PublishDefaultGraceMs,
-		SchedulerBudget: postgres.DefaultClaimBudget, SchedulerLeaseMs: postgres.DefaultClaimLease.Milliseconds(),
-		CancelGraceMs:       postgres.DefaultCancelGrace.Milliseconds(),
-		LogRetentionHours:   int64(postgres.DefaultLogRetention / time.Hour),
-		RunRetentionHours:   int64(postgres.DefaultRunRetention / time.Hour),
-		AuditRetentionHours: int64(postgres.DefaultAuditRetention / time.Hour),
+	return Config{Listen: DefaultListen, MaxConns: DefaultMaxConns, DefaultGraceMs: publication.PublishDefaultGraceMs,
+		SchedulerBudget: controlplane.DefaultClaimBudget, SchedulerLeaseMs: lease.DefaultClaimMs,
+		CancelGraceMs:       lease.DefaultCancelGraceMs,
+		LogRetentionHours:   int64(controlplane.DefaultLogRetention / time.Hour),
+		RunRetentionHours:   int64(controlplane.DefaultRunRetention / time.Hour),
+		AuditRetentionHours: int64(controlplane.DefaultAuditRetention / time.Hour),
 		LogLevel:            "info", LogFormat: "json", Server: DefaultServer,
 		IngressListen: DefaultIngressListen, IngressMaxConns: DefaultIngressMaxConns, IngressInFlight: ingress.DefaultMaxInFlight,
 		IngressAuthCacheMs:    ingress.DefaultPrincipalCacheTTL.Milliseconds(),
-		CredentialReconcileMs: DefaultCredentialReconcileMs, SessionHeartbeatMs: postgres.DefaultSessionHeartbeatMs,
-		SessionLeaseMs: postgres.DefaultSessionLeaseMs,
+		CredentialReconcileMs: DefaultCredentialReconcileMs, SessionHeartbeatMs: lease.DefaultHeartbeatMs,
+		SessionLeaseMs: lease.DefaultSessionMs,
 		PullMarginMs:   postgres.DefaultPullMargin.Milliseconds(), PullFloorMs: postgres.DefaultPullFloor.Milliseconds()}
 }
 
@@ -137,7 +141,7 @@ func (c *Config) settings() []setting {
 		{flag: "ingress-in-flight", usage: "worker ingress requests served at once (1..1024)", integer: &c.IngressInFlight, scope: forServe},
 		{flag: "ingress-auth-cache-ms", usage: "how long a successful worker authentication is reused (ms, 0..10000, 0 = every request asks PostgreSQL); a revoked credential or disabled worker is refused at most this long after the change (ADR 0010)", integer: &c.IngressAuthCacheMs, scope: forServe},
 		{flag: "credential-reconcile-ms", usage: "how often superseded worker credentials are revoked (ms, 1000..60000)", integer: &c.CredentialReconcileMs, scope: forServe},
-		{flag: "session-heartbeat-ms", usage: "heartbeat interval the ingress names to workers (ms, 5000..60000)", integer: &c.SessionHeartbeatMs, scope: forServe},
+		{flag: "session-heartbeat-ms", usage: "heartbeat interval the ingress names to workers (ms, 5000..60000 and under the attempt lease − fence margin − kill grace, 30000)", integer: &c.SessionHeartbeatMs, scope: forServe},
 		{flag: "session-lease-ms", usage: "worker session lease (ms, at least 2 heartbeats, at most 600000)", integer: &c.SessionLeaseMs, scope: forServe},
 		{flag: "pull-margin-ms", usage: "added to the time until the cluster's next scheduled occurrence when an empty pull is told when to come back: the admission lag a pull should not beat (ms, 0..10000; ADR 0030)", integer: &c.PullMarginMs, scope: forServe},
 		{flag: "pull-floor-ms", usage: "shortest pause an empty pull is told (ms, 100..60000): bounds each idle worker's pull rate when occurrences are dense; raise it for large fleets (ADR 0030)", integer: &c.PullFloorMs, scope: forServe},
@@ -235,14 +239,14 @@ func (c Config) validateServe() error {
 	if c.DefaultGraceMs < 0 || c.DefaultGraceMs > schedule.MaxGraceMs {
 		return errs.Invalidf("default-grace-ms", "must be 0..%d, got %d", schedule.MaxGraceMs, c.DefaultGraceMs)
 	}
+	if err := c.validateLease(); err != nil {
+		return err
+	}
 	if err := c.validateIngress(); err != nil {
 		return err
 	}
-	if c.SchedulerBudget < 1 || c.SchedulerBudget > postgres.MaxClaimBudget {
-		return errs.Invalidf("scheduler-budget", "must be 1..%d, got %d", postgres.MaxClaimBudget, c.SchedulerBudget)
-	}
-	if lo, hi := postgres.MinClaimLease.Milliseconds(), postgres.MaxClaimLease.Milliseconds(); c.SchedulerLeaseMs < lo || c.SchedulerLeaseMs > hi {
-		return errs.Invalidf("scheduler-lease-ms", "must be %d..%d, got %d", lo, hi, c.SchedulerLeaseMs)
+	if c.SchedulerBudget < 1 || c.SchedulerBudget > controlplane.MaxClaimBudget {
+		return errs.Invalidf("scheduler-budget", "must be 1..%d, got %d", controlplane.MaxClaimBudget, c.SchedulerBudget)
 	}
 	if err := c.validateSweep(); err != nil {
 		return err
@@ -266,12 +270,6 @@ func (c Config) ingressEnabled() bool {
 func (c Config) validateIngress() error {
 	if c.CredentialReconcileMs < 1000 || c.CredentialReconcileMs > 60_000 {
 		return errs.Invalidf("credential-reconcile-ms", "must be 1000..60000, got %d", c.CredentialReconcileMs)
-	}
-	if c.SessionHeartbeatMs < 5000 || c.SessionHeartbeatMs > 60_000 {
-		return errs.Invalidf("session-heartbeat-ms", "must be 5000..60000, got %d", c.SessionHeartbeatMs)
-	}
-	if c.SessionLeaseMs < 2*c.SessionHeartbeatMs || c.SessionLeaseMs > 600_000 {
-		return errs.Invalidf("session-lease-ms", "must be 2 × session-heartbeat-ms (%d)..600000, got %d", 2*c.SessionHeartbeatMs, c.SessionLeaseMs)
 	}
 	if c.PullMarginMs < 0 || c.PullMarginMs > protocol.MaxPullMarginMs {
 		return errs.Invalidf("pull-margin-ms", "must be 0..%d, got %d", protocol.MaxPullMarginMs, c.PullMarginMs)
@@ -370,19 +368,52 @@ func withRole(dsn, role string) (string, error) {
 	return dsn + " options='" + opt + "'", nil
 }
 
+// Lease is this replica's lease policy (core/lease): the authority's side
+// from the configuration; the workers' fence margin and kill grace at their
+// defaults, the values a worker runs with unless told otherwise.
+func (c Config) Lease() lease.Policy {
+	p := lease.Default()
+	p.ClaimMs, p.HeartbeatMs, p.SessionMs, p.CancelGraceMs = c.SchedulerLeaseMs, c.SessionHeartbeatMs, c.SessionLeaseMs, c.CancelGraceMs
+	return p
+}
+
+// leaseFlags names the flag of each configurable field of the policy.
+var leaseFlags = map[string]string{"claimMs": "scheduler-lease-ms", "heartbeatMs": "session-heartbeat-ms",
+	"sessionMs": "session-lease-ms", "cancelGraceMs": "cancel-grace-ms"}
+
+// validateLease refuses a lease policy core/lease refuses, naming the flag:
+// among others a heartbeat a worker's running attempts would not survive
+// (the message names the heartbeat and the give-up point).
+func (c Config) validateLease() error {
+	err := c.Lease().Validate()
+	var e *errs.Error
+	if err == nil || !errors.As(err, &e) {
+		return err
+	}
+	flag, ok := leaseFlags[e.Field]
+	if !ok {
+		flag = "lease." + e.Field
+	}
+	msg := e.Message
+	for field, f := range leaseFlags {
+		msg = strings.ReplaceAll(msg, field+" ", "--"+f+" ")
+	}
+	return errs.Invalidf(flag, "%s", msg)
+}
+
 // SweepOptions are the lifecycle sweeper's settings from the configuration.
-func (c Config) SweepOptions() postgres.SweepOptions {
-	return postgres.SweepOptions{CancelGrace: time.Duration(c.CancelGraceMs) * time.Millisecond,
+func (c Config) SweepOptions() controlplane.SweepOptions {
+	return controlplane.SweepOptions{CancelGrace: time.Duration(c.CancelGraceMs) * time.Millisecond,
 		LogRetention: time.Duration(c.LogRetentionHours) * time.Hour, RunRetention: time.Duration(c.RunRetentionHours) * time.Hour,
 		AuditRetention: time.Duration(c.AuditRetentionHours) * time.Hour}
 }
 
 // validateSweep names the flag of an out-of-range sweep setting.
 func (c Config) validateSweep() error {
-	if hi := postgres.MaxCancelGrace.Milliseconds(); c.CancelGraceMs < 1 || c.CancelGraceMs > hi {
-		return errs.Invalidf("cancel-grace-ms", "must be 1..%d, got %d", hi, c.CancelGraceMs)
+	if err := c.validateLease(); err != nil { // cancel-grace-ms is part of the lease policy
+		return err
 	}
-	lo, hi := int64(postgres.MinRetention/time.Hour), int64(postgres.MaxRetention/time.Hour)
+	lo, hi := int64(controlplane.MinRetention/time.Hour), int64(controlplane.MaxRetention/time.Hour)
 	for _, r := range []struct {
 		flag string
 		v    int64

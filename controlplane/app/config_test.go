@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/errs"
 )
 
@@ -33,7 +34,7 @@ func TestConfigPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := m.Config
-	if c.Listen != ":7000" || c.MaxConns != 6 || c.LogLevel != "debug" || c.Server != "http://env:2" || c.DefaultGraceMs != postgres.PublishDefaultGraceMs {
+	if c.Listen != ":7000" || c.MaxConns != 6 || c.LogLevel != "debug" || c.Server != "http://env:2" || c.DefaultGraceMs != publication.PublishDefaultGraceMs {
 		t.Fatalf("config = %+v: want file < env < flag over defaults", c)
 	}
 	if m, err = parse(t, nil, "serve"); err != nil || m.Config != DefaultConfig() {
@@ -216,5 +217,40 @@ func TestPullPacingSettings(t *testing.T) {
 		if err := c.validateIngress(); errs.Field(err) != tc.field {
 			t.Errorf("%s: %v, want field %s", tc.name, err, tc.field)
 		}
+	}
+}
+
+// TestHeartbeatPastTheWorkersGiveUpPointRefusedAtStart: a worker stops a
+// running attempt on its own at attempt lease − fence margin − kill grace
+// (45 − 5 − 10 = 30 s) after its last renewal, and renewals ride the
+// heartbeat: a 40 s heartbeat would kill every running attempt before its
+// first renewal. serve refuses it before it touches anything, naming both
+// values; a heartbeat under the give-up point still starts.
+func TestHeartbeatPastTheWorkersGiveUpPointRefusedAtStart(t *testing.T) {
+	m, err := parse(t, nil, "serve", "--dsn", "host=/nonexistent dbname=ql3",
+		"--session-heartbeat-ms", "40000", "--session-lease-ms", "90000")
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	err = m.Run(t.Context())
+	if errs.Code(err) != errs.Invalid || errs.Field(err) != "session-heartbeat-ms" {
+		t.Fatalf("serve with a 40 s heartbeat: %v, want invalid session-heartbeat-ms", err)
+	}
+	for _, want := range []string{"40000", "30000", "45000"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	if m.Serving() {
+		t.Fatal("serve started")
+	}
+	c := DefaultConfig()
+	c.DSN = "host=/tmp dbname=ql3"
+	c.SessionHeartbeatMs, c.SessionLeaseMs = 29_000, 90_000
+	if err := c.validateServe(); err != nil {
+		t.Fatalf("a 29 s heartbeat (under the 30 s give-up point): %v", err)
+	}
+	if p := c.Lease(); p.HeartbeatMs != 29_000 || p.SessionMs != 90_000 || p.StartedMs != 45_000 || p.ClaimMs != c.SchedulerLeaseMs {
+		t.Fatalf("Lease() = %+v, want the configured heartbeat and session lease", p)
 	}
 }

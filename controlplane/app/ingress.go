@@ -10,6 +10,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 )
 
 // ingressParts is what the worker ingress runs on: its listener, its own
@@ -28,7 +29,7 @@ type ingressParts struct {
 // DESIGN.md §3) when its TLS material is configured, with the dispatcher on
 // a runtime-role pool of its own (so pulls never take the scheduler's
 // connections), and the credential reconciler in any case.
-func (m *Main) startIngress(ctx context.Context, pub *postgres.Publisher) error {
+func (m *Main) startIngress(ctx context.Context, pub *publication.Publisher) error {
 	m.startReconciler(pub)
 	if !m.Config.ingressEnabled() {
 		m.log.Info("worker ingress not started: no --ingress-tls-cert/--ingress-tls-key/--ingress-client-ca")
@@ -41,7 +42,7 @@ func (m *Main) startIngress(ctx context.Context, pub *postgres.Publisher) error 
 	m.mu.Lock()
 	m.ingress.pool = pool
 	m.mu.Unlock()
-	sessions, err := postgres.NewSessions(pool, postgres.SessionOptions{LeaseMs: m.Config.SessionLeaseMs, HeartbeatMs: m.Config.SessionHeartbeatMs})
+	sessions, err := postgres.NewSessions(pool, postgres.SessionOptions{Lease: m.Config.Lease()})
 	if err != nil {
 		return err
 	}
@@ -52,7 +53,7 @@ func (m *Main) startIngress(ctx context.Context, pub *postgres.Publisher) error 
 	m.mu.Lock()
 	m.ingress.dispatch = dpool
 	m.mu.Unlock()
-	leases, err := postgres.NewDispatcher(dpool, postgres.DispatchOptions{CancelGraceMs: m.Config.CancelGraceMs})
+	leases, err := postgres.NewDispatcher(dpool, postgres.DispatchOptions{Lease: m.Config.Lease()})
 	if err != nil {
 		return err
 	}
@@ -94,7 +95,7 @@ func (m *Main) startIngress(ctx context.Context, pub *postgres.Publisher) error 
 
 // startReconciler revokes superseded credentials every
 // CredentialReconcileMs (± 20 % jitter) on the admin pool.
-func (m *Main) startReconciler(pub *postgres.Publisher) {
+func (m *Main) startReconciler(pub *publication.Publisher) {
 	stop, done := make(chan struct{}), make(chan struct{})
 	every := time.Duration(m.Config.CredentialReconcileMs) * time.Millisecond
 	go func() {

@@ -14,10 +14,12 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/app"
 	"github.com/ql3/ql3/controlplane/internal/devpki"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/placement"
 	"github.com/ql3/ql3/core/protocol"
 )
@@ -47,8 +49,8 @@ func TestServeStartsWorkerIngress(t *testing.T) {
 	if err := devpki.WriteFileAtomic(caPath, ca.CertPEM(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pub := postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{})
-	w, err := pub.RegisterWorker(ctx, postgres.WorkerInput{Name: "r1", TLSIdentity: "spiffe://ql3/worker/r1"})
+	pub := publication.NewPublisher(db.Pool(t, postgres.RoleAdmin), publication.PublisherOptions{})
+	w, err := pub.RegisterWorker(ctx, controlplane.WorkerInput{Name: "r1", TLSIdentity: "spiffe://ql3/worker/r1"})
 	if err != nil {
 		t.Fatal(err)
 	}

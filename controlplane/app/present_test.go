@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/adminapi"
-	"github.com/ql3/ql3/controlplane/postgres"
 )
 
 const fakeToken = "ql3c_0123456789abcdef_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -26,28 +26,28 @@ const fakeToken = "ql3c_0123456789abcdef_0123456789abcdef0123456789abcdef0123456
 func fakeAdminAPI(t *testing.T, skipped bool) string {
 	t.Helper()
 	exit := 3
-	task := postgres.TaskRecord{ID: "task-1", ProjectID: "proj-1", Name: "backup", Enabled: true, Revision: 2}
-	trig := adminapi.Trigger{TriggerRecord: postgres.TriggerRecord{ID: "trig-1", TaskID: "task-1", Name: "nightly",
+	task := adminapi.TaskRecord{ID: "task-1", ProjectID: "proj-1", Name: "backup", Enabled: true, Revision: 2}
+	trig := adminapi.Trigger{TriggerRecord: adminapi.TriggerRecord{ID: "trig-1", TaskID: "task-1", Name: "nightly",
 		Revision: 1, Expression: "0 3 * * 7", TimeZone: "Europe/Berlin", Misfire: "skip", GraceMs: 30000, Enabled: true},
 		NextFireAtMs: 1767150000000}
-	worker := adminapi.WorkerView{WorkerRecord: postgres.WorkerRecord{ID: "wk-1", Name: "edge-1", Status: "active",
+	worker := adminapi.WorkerView{WorkerRecord: adminapi.WorkerRecord{ID: "wk-1", Name: "edge-1", Status: "active",
 		TLSIdentity: "spiffe://ql3/worker/edge-1"},
-		Session: &postgres.WorkerSession{SessionID: "s-1", Status: "open", Capacity: 4, LiveLeases: 1, AgentVersion: "v9"}}
-	cred := postgres.WorkerCredential{ID: "cred-1", WorkerID: "wk-1", Status: "active"}
-	finished := postgres.RunRecord{ID: "run-9", TaskID: "task-1", Status: "failed", Origin: "cron", AttemptCount: 1, MaxAttempts: 1,
-		ErrorClass: "exit_nonzero", Attempts: []postgres.AttemptRecord{{Number: 1, Status: "failed", ExitCode: &exit}}}
-	now := postgres.RunRecord{ID: "run-10", TaskID: "task-1", Status: "queued", Origin: "manual", AttemptCount: 1, MaxAttempts: 1}
+		Session: &controlplane.WorkerSession{SessionID: "s-1", Status: "open", Capacity: 4, LiveLeases: 1, AgentVersion: "v9"}}
+	cred := controlplane.WorkerCredential{ID: "cred-1", WorkerID: "wk-1", Status: "active"}
+	finished := adminapi.RunRecord{ID: "run-9", TaskID: "task-1", Status: "failed", Origin: "cron", AttemptCount: 1, MaxAttempts: 1,
+		ErrorClass: "exit_nonzero", Attempts: []controlplane.Attempt{{Number: 1, Status: "failed", ExitCode: &exit}}}
+	now := adminapi.RunRecord{ID: "run-10", TaskID: "task-1", Status: "queued", Origin: "manual", AttemptCount: 1, MaxAttempts: 1}
 	if skipped {
 		now.Status, now.AttemptCount, now.FinishedAtMs = "cancelled", 0, 1767150000000
 	}
 	created := true
 	answers := map[string]any{
-		"GET /api/v1/audit": adminapi.List[postgres.AuditRecord]{Items: []postgres.AuditRecord{{ID: "a-1", ActorKind: "token",
+		"GET /api/v1/audit": adminapi.List[controlplane.AuditRecord]{Items: []controlplane.AuditRecord{{ID: "a-1", ActorKind: "token",
 			ActorID: "t-1", Action: "task.update", SubjectKind: "task", SubjectID: "task-1", Outcome: "ok"}}},
-		"GET /api/v1/projects":                                  adminapi.List[postgres.ProjectRecord]{Items: []postgres.ProjectRecord{{ID: "proj-1", Name: "ops", Status: "active"}}},
-		"GET /api/v1/projects/ops":                              postgres.ProjectRecord{ID: "proj-1", Name: "ops", Status: "active"},
-		"POST /api/v1/projects":                                 postgres.ProjectRecord{ID: "proj-1", Name: "ops", Status: "active"},
-		"POST /api/v1/projects/ops/archive":                     postgres.ProjectRecord{ID: "proj-1", Name: "ops", Status: "archived"},
+		"GET /api/v1/projects":                                  adminapi.List[adminapi.ProjectRecord]{Items: []adminapi.ProjectRecord{{ID: "proj-1", Name: "ops", Status: "active"}}},
+		"GET /api/v1/projects/ops":                              adminapi.ProjectRecord{ID: "proj-1", Name: "ops", Status: "active"},
+		"POST /api/v1/projects":                                 adminapi.ProjectRecord{ID: "proj-1", Name: "ops", Status: "active"},
+		"POST /api/v1/projects/ops/archive":                     adminapi.ProjectRecord{ID: "proj-1", Name: "ops", Status: "archived"},
 		"GET /api/v1/tasks":                                     adminapi.List[adminapi.Task]{Items: []adminapi.Task{{TaskRecord: task}}},
 		"GET /api/v1/tasks/task-1":                              adminapi.Task{TaskRecord: task, Triggers: []adminapi.Trigger{trig}},
 		"POST /api/v1/tasks":                                    adminapi.Task{TaskRecord: task, Triggers: []adminapi.Trigger{trig}},
@@ -62,7 +62,7 @@ func fakeAdminAPI(t *testing.T, skipped bool) string {
 		"GET /api/v1/workers":                                   adminapi.List[adminapi.WorkerView]{Items: []adminapi.WorkerView{worker}},
 		"GET /api/v1/workers/edge-1":                            worker,
 		"POST /api/v1/workers":                                  worker.WorkerRecord,
-		"GET /api/v1/workers/edge-1/credentials":                adminapi.List[postgres.WorkerCredential]{Items: []postgres.WorkerCredential{cred}},
+		"GET /api/v1/workers/edge-1/credentials":                adminapi.List[controlplane.WorkerCredential]{Items: []controlplane.WorkerCredential{cred}},
 		"POST /api/v1/workers/edge-1/credentials":               adminapi.IssuedCredential{WorkerCredential: cred, Credential: "ql3w_secret"},
 		"POST /api/v1/workers/edge-1/credentials/rotate":        adminapi.IssuedCredential{WorkerCredential: cred, Credential: "ql3w_secret"},
 		"POST /api/v1/workers/edge-1/credentials/cred-1/revoke": cred,

@@ -12,9 +12,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/adminapi"
 	"github.com/ql3/ql3/controlplane/coordinator"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/panel"
 )
@@ -73,7 +75,7 @@ func (m *Main) serve(ctx context.Context) error {
 			return err
 		}
 	}
-	pub := postgres.NewPublisher(pool, postgres.PublisherOptions{DefaultGraceMs: m.Config.DefaultGraceMs})
+	pub := publication.NewPublisher(pool, publication.PublisherOptions{DefaultGraceMs: m.Config.DefaultGraceMs})
 	if err := m.startIngress(ctx, pub); err != nil {
 		return err
 	}
@@ -156,7 +158,7 @@ func (m *Main) startScheduler(ctx context.Context) error {
 	m.mu.Lock()
 	m.runtimePool = pool
 	m.mu.Unlock()
-	coord, err := coordinator.New(pool, coordinator.Config{Budget: int(m.Config.SchedulerBudget),
+	coord, err := coordinator.New(postgres.NewScheduler(pool), coordinator.Config{Budget: int(m.Config.SchedulerBudget),
 		Lease: time.Duration(m.Config.SchedulerLeaseMs) * time.Millisecond, Diagnostics: coordinator.SlogSink(m.log),
 		Sweep: m.Config.SweepOptions()})
 	if err != nil {
@@ -232,7 +234,7 @@ func tokenCommands() map[string]command {
 // cliActor marks mutations of the local token commands in the audit log:
 // they hold no API token, only a database login as ql3_admin.
 func cliActor(ctx context.Context) context.Context {
-	return postgres.WithActor(ctx, postgres.Actor{Kind: "admin", ID: "cli"})
+	return controlplane.WithActor(ctx, controlplane.Actor{Kind: "admin", ID: "cli"})
 }
 
 // Token commands talk to the database directly as ql3_admin: the first
@@ -245,7 +247,7 @@ func (m *Main) tokenCreate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tok, text, err := postgres.NewPublisher(pool, postgres.PublisherOptions{}).CreateAPIToken(cliActor(ctx), m.args.name, m.args.ttl.Milliseconds())
+	tok, text, err := publication.NewPublisher(pool, publication.PublisherOptions{}).CreateAPIToken(cliActor(ctx), m.args.name, m.args.ttl.Milliseconds())
 	if err != nil {
 		return err
 	}
@@ -259,7 +261,7 @@ func (m *Main) tokenList(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	list, err := postgres.NewPublisher(pool, postgres.PublisherOptions{}).ListAPITokens(ctx)
+	list, err := publication.NewPublisher(pool, publication.PublisherOptions{}).ListAPITokens(ctx)
 	if err != nil {
 		return err
 	}
@@ -274,7 +276,7 @@ func (m *Main) tokenRevoke(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tok, err := postgres.NewPublisher(pool, postgres.PublisherOptions{}).RevokeAPIToken(cliActor(ctx), m.args.id)
+	tok, err := publication.NewPublisher(pool, publication.PublisherOptions{}).RevokeAPIToken(cliActor(ctx), m.args.id)
 	if err != nil {
 		return err
 	}

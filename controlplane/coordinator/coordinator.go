@@ -25,9 +25,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/cron"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/schedule"
@@ -90,7 +88,7 @@ type Config struct {
 	DisableListen bool
 	// Sweep bounds the run-lifecycle sweep that runs before each round's
 	// scheduling (and is startup recovery); zero fields take defaults.
-	Sweep postgres.SweepOptions
+	Sweep controlplane.SweepOptions
 	// DisableSweep leaves the lifecycle to another process (tests of the
 	// scheduler alone). Recover still sweeps.
 	DisableSweep bool
@@ -99,10 +97,10 @@ type Config struct {
 // withDefaults fills zero fields.
 func (c Config) withDefaults() Config {
 	if c.Budget == 0 {
-		c.Budget = postgres.DefaultClaimBudget
+		c.Budget = controlplane.DefaultClaimBudget
 	}
 	if c.Lease == 0 {
-		c.Lease = postgres.DefaultClaimLease
+		c.Lease = controlplane.DefaultClaimLease
 	}
 	if c.Cadence == 0 {
 		c.Cadence = DefaultCadence
@@ -133,7 +131,7 @@ func (c Config) Validate() error {
 	if owner == "" {
 		owner = "default" // New generates one
 	}
-	if err := (postgres.ClaimRequest{Owner: owner, Budget: c.Budget, Lease: c.Lease}).Validate(); err != nil {
+	if err := (controlplane.ClaimRequest{Owner: owner, Budget: c.Budget, Lease: c.Lease}).Validate(); err != nil {
 		return err
 	}
 	if c.Lease%time.Millisecond != 0 {
@@ -152,14 +150,9 @@ func (c Config) Validate() error {
 	return c.Sweep.Validate()
 }
 
-// DB is what a Coordinator needs from PostgreSQL: *pgxpool.Pool, connected
-// as ql3_runtime.
-type DB interface {
-	postgres.DB
-	postgres.Acquirer
-}
-
-var _ DB = (*pgxpool.Pool)(nil)
+// DB is what a Coordinator needs from storage: the scheduling port
+// (postgres.Scheduler over a ql3_runtime pool).
+type DB = controlplane.Scheduling
 
 // Coordinator is one replica's scheduler. Round may be called directly
 // (tests, tools); Start runs the lifecycle loop.
@@ -171,7 +164,7 @@ type Coordinator struct {
 
 	// testHookAfterClaim, when set, runs between claim and admission (fault
 	// tests use it to kill the replica mid-round).
-	testHookAfterClaim func([]postgres.ClaimedSchedule)
+	testHookAfterClaim func([]controlplane.ClaimedSchedule)
 
 	mu      sync.Mutex // guards the lifecycle fields below
 	running bool
@@ -251,13 +244,13 @@ func (c *Coordinator) Round(ctx context.Context) (RoundResult, error) {
 // next batch in the same round trip and returns it (nil when it did not
 // ask, empty when nothing more was claimable). Only the lifecycle loop
 // chains rounds like this, and it always admits what it claimed.
-func (c *Coordinator) round(ctx context.Context, claimed []postgres.ClaimedSchedule, claimNext bool) (RoundResult, []postgres.ClaimedSchedule, error) {
+func (c *Coordinator) round(ctx context.Context, claimed []controlplane.ClaimedSchedule, claimNext bool) (RoundResult, []controlplane.ClaimedSchedule, error) {
 	start := c.cfg.Clock.Now()
 	var res RoundResult
 	defer func() { c.metrics.observeRound(c.cfg.Clock.Now().Sub(start)) }()
 	if claimed == nil {
 		var err error
-		claimed, err = postgres.ClaimSchedules(ctx, c.db, c.claimRequest())
+		claimed, err = c.db.ClaimSchedules(ctx, c.claimRequest())
 		if err != nil {
 			c.metrics.Errors.Add(1)
 			return res, nil, fmt.Errorf("coordinator: claim: %w", err)
@@ -271,7 +264,7 @@ func (c *Coordinator) round(ctx context.Context, claimed []postgres.ClaimedSched
 	if c.testHookAfterClaim != nil {
 		c.testHookAfterClaim(claimed)
 	}
-	batch := make([]postgres.Admission, 0, len(claimed))
+	batch := make([]controlplane.Admission, 0, len(claimed))
 	metas := make([]decisionMeta, 0, len(claimed))
 	for _, cl := range claimed {
 		ad, meta, err := c.decide(cl)
@@ -291,7 +284,7 @@ func (c *Coordinator) round(ctx context.Context, claimed []postgres.ClaimedSched
 }
 
 // countClaimed counts a claim's rows, and the takeovers among them.
-func (c *Coordinator) countClaimed(claimed []postgres.ClaimedSchedule, chained bool) {
+func (c *Coordinator) countClaimed(claimed []controlplane.ClaimedSchedule, chained bool) {
 	c.metrics.Claimed.Add(int64(len(claimed)))
 	if chained {
 		c.metrics.ClaimedChained.Add(int64(len(claimed)))
@@ -303,8 +296,8 @@ func (c *Coordinator) countClaimed(claimed []postgres.ClaimedSchedule, chained b
 	}
 }
 
-func (c *Coordinator) claimRequest() postgres.ClaimRequest {
-	return postgres.ClaimRequest{Owner: c.cfg.Owner, Budget: c.cfg.Budget, Lease: c.cfg.Lease}
+func (c *Coordinator) claimRequest() controlplane.ClaimRequest {
+	return controlplane.ClaimRequest{Owner: c.cfg.Owner, Budget: c.cfg.Budget, Lease: c.cfg.Lease}
 }
 
 // decisionMeta is what the metrics need of a decision once it committed.
@@ -315,19 +308,19 @@ type decisionMeta struct {
 
 // decide runs core's decision at the claim-acquired database time and
 // builds the admission.
-func (c *Coordinator) decide(cl postgres.ClaimedSchedule) (postgres.Admission, decisionMeta, error) {
+func (c *Coordinator) decide(cl controlplane.ClaimedSchedule) (controlplane.Admission, decisionMeta, error) {
 	meta := decisionMeta{lagMs: -1}
 	sched, err := c.crons.get(cl.Expression, cl.TimeZone)
 	if err != nil {
-		return postgres.Admission{}, meta, err
+		return controlplane.Admission{}, meta, err
 	}
 	t := schedule.Trigger{ID: cl.TriggerID.String(), Revision: cl.TriggerRevision, Cron: sched,
 		Misfire: cl.Misfire, GraceMs: cl.GraceMs, ActivatedAtMs: cl.ActivatedAtMs}
 	d, err := schedule.Decide(t, cl.State(), cl.AcquiredAtMs)
 	if err != nil {
-		return postgres.Admission{}, meta, err
+		return controlplane.Admission{}, meta, err
 	}
-	ad, err := postgres.AdmissionFor(cl, d)
+	ad, err := controlplane.AdmissionFor(cl, d)
 	if err != nil {
 		return ad, meta, err
 	}
@@ -343,19 +336,19 @@ func (c *Coordinator) decide(cl postgres.ClaimedSchedule) (postgres.Admission, d
 // admit commits the batch according to the admission mode. With claimNext
 // (batched mode only) the next claim rides in the admission's round trip
 // and its rows are returned; nil means no claim was made.
-func (c *Coordinator) admit(ctx context.Context, batch []postgres.Admission, metas []decisionMeta, res *RoundResult, claimNext bool) []postgres.ClaimedSchedule {
+func (c *Coordinator) admit(ctx context.Context, batch []controlplane.Admission, metas []decisionMeta, res *RoundResult, claimNext bool) []controlplane.ClaimedSchedule {
 	if len(batch) == 0 {
 		return nil
 	}
-	opts := postgres.AdmitOptions{MaxAttempts: c.cfg.MaxAttempts}
+	opts := controlplane.AdmitOptions{MaxAttempts: c.cfg.MaxAttempts}
 	if c.cfg.Admission == AdmitBatched && len(batch) > 1 {
-		var r postgres.AdmitResult
-		var nc postgres.NextClaim
+		var r controlplane.AdmitResult
+		var nc controlplane.NextClaim
 		var err error
 		if claimNext {
-			r, nc, err = postgres.AdmitThenClaim(ctx, c.db, batch, opts, c.claimRequest())
+			r, nc, err = c.db.AdmitThenClaim(ctx, batch, opts, c.claimRequest())
 		} else {
-			r, err = postgres.Admit(ctx, c.db, batch, opts)
+			r, err = c.db.Admit(ctx, batch, opts)
 		}
 		c.count(r.Retries, res)
 		if err == nil {
@@ -370,11 +363,11 @@ func (c *Coordinator) admit(ctx context.Context, batch []postgres.Admission, met
 			}
 			c.countClaimed(nc.Claimed, true)
 			if nc.Claimed == nil {
-				return []postgres.ClaimedSchedule{} // claimed, found nothing
+				return []controlplane.ClaimedSchedule{} // claimed, found nothing
 			}
 			return nc.Claimed
 		}
-		if errors.Is(err, postgres.ErrCommitUnknown) || ctx.Err() != nil {
+		if errors.Is(err, controlplane.ErrCommitUnknown) || ctx.Err() != nil {
 			// Whatever happened is durable or not; the next claim sees it.
 			c.unresolved(len(batch), err, res)
 			return nil
@@ -385,7 +378,7 @@ func (c *Coordinator) admit(ctx context.Context, batch []postgres.Admission, met
 		c.report(Diagnostic{Kind: "batch_fallback", Err: err})
 	}
 	for i := range batch {
-		r, err := postgres.Admit(ctx, c.db, batch[i:i+1], opts)
+		r, err := c.db.Admit(ctx, batch[i:i+1], opts)
 		c.count(r.Retries, res)
 		if err != nil {
 			c.unresolved(1, err, res)
@@ -408,44 +401,44 @@ func (c *Coordinator) count(retries int, res *RoundResult) {
 
 func (c *Coordinator) unresolved(n int, err error, res *RoundResult) {
 	res.Unresolved += n
-	if errors.Is(err, postgres.ErrCommitUnknown) {
+	if errors.Is(err, controlplane.ErrCommitUnknown) {
 		c.metrics.CommitUnknown.Add(1)
 	}
 	c.metrics.AdmitErrors.Add(1)
 }
 
-func (c *Coordinator) tally(batch []postgres.Admission, metas []decisionMeta, outcomes []postgres.Outcome, res *RoundResult) {
+func (c *Coordinator) tally(batch []controlplane.Admission, metas []decisionMeta, outcomes []controlplane.Outcome, res *RoundResult) {
 	for i, o := range outcomes {
 		switch o {
-		case postgres.OutcomeAdmitted:
+		case controlplane.OutcomeAdmitted:
 			res.Admitted++
 			c.metrics.Admitted.Add(1)
 			c.metrics.FireLag.Observe(metas[i].lagMs)
 			c.report(Diagnostic{Kind: "run_admitted", TriggerID: batch[i].Claim.TriggerID.String(), RunID: batch[i].RunID.String(), Info: true})
 			c.metrics.Missed.Add(metas[i].missed)
-		case postgres.OutcomeSkipped:
+		case controlplane.OutcomeSkipped:
 			res.Skipped++
 			c.metrics.Skipped.Add(1)
 			c.metrics.Missed.Add(metas[i].missed)
-		case postgres.OutcomeInitialized:
+		case controlplane.OutcomeInitialized:
 			res.Initialized++
 			c.metrics.Initialized.Add(1)
-		case postgres.OutcomeReleased:
+		case controlplane.OutcomeReleased:
 			res.Released++
 			c.metrics.Released.Add(1)
-		case postgres.OutcomeRaced:
+		case controlplane.OutcomeRaced:
 			// Expected when a claim expired (this replica stalled past its
 			// lease) or a publish reset the row: counted, logged at debug.
 			res.Raced++
 			c.metrics.Raced.Add(1)
 			c.report(Diagnostic{Kind: "admission_refused_raced", TriggerID: batch[i].Claim.TriggerID.String(), Debug: true})
-		case postgres.OutcomeStale:
+		case controlplane.OutcomeStale:
 			// The world moved under the claim (disabled, re-pinned,
 			// archived): expected, counted, logged at debug.
 			res.Stale++
 			c.metrics.Stale.Add(1)
 			c.report(Diagnostic{Kind: "admission_refused_stale", TriggerID: batch[i].Claim.TriggerID.String(), Debug: true})
-		case postgres.OutcomeCorrupt:
+		case controlplane.OutcomeCorrupt:
 			res.Corrupt++
 			c.metrics.Corrupt.Add(1)
 			c.report(Diagnostic{Kind: "admission_refused_corrupt", TriggerID: batch[i].Claim.TriggerID.String()})

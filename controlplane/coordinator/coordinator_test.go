@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/schedule"
 )
@@ -57,8 +57,8 @@ func TestNewRevisionWhileClaimHeld(t *testing.T) {
 	c, diags := newCoord(t, e.pool(t, "coord-rev"), Config{Owner: "replica-r"})
 	initialiseAndWaitDue(t, e, c, 1)
 	var log claimLog
-	c.testHookAfterClaim = log.hook(func([]postgres.ClaimedSchedule) {
-		if _, err := e.pub.PublishTrigger(ctx, postgres.TriggerInput{TriggerID: tr.ID, ExpectedRevision: tr.Revision,
+	c.testHookAfterClaim = log.hook(func([]controlplane.ClaimedSchedule) {
+		if _, err := e.pub.PublishTrigger(ctx, controlplane.TriggerInput{TriggerID: tr.ID, ExpectedRevision: tr.Revision,
 			Expression: "* * * * * *", TimeZone: "UTC", Misfire: schedule.MisfireFireOnce}); err != nil {
 			t.Error(err)
 		}

@@ -10,8 +10,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/schedule"
 	"github.com/ql3/ql3/core/spec"
@@ -23,7 +25,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // connection for inspection and one task to hang triggers on.
 type env struct {
 	db     *pgtest.DB
-	pub    *postgres.Publisher
+	pub    *publication.Publisher
 	su     *pgx.Conn
 	taskID string
 }
@@ -33,12 +35,12 @@ func newEnv(t *testing.T) env { return newEnvOn(t, pgtest.NewDB(t)) }
 func newEnvOn(t *testing.T, db *pgtest.DB) env {
 	t.Helper()
 	ctx := context.Background()
-	e := env{db: db, pub: postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{AllowDuplicateTriggers: true}), su: db.Conn(t)}
-	p, err := e.pub.PublishProject(ctx, postgres.ProjectInput{Name: "coord"})
+	e := env{db: db, pub: publication.NewPublisher(db.Pool(t, postgres.RoleAdmin), publication.PublisherOptions{AllowDuplicateTriggers: true}), su: db.Conn(t)}
+	p, err := e.pub.PublishProject(ctx, controlplane.ProjectInput{Name: "coord"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	task, err := e.pub.PublishTask(ctx, postgres.TaskInput{ProjectID: p.ID, Name: "tick",
+	task, err := e.pub.PublishTask(ctx, controlplane.TaskInput{ProjectID: p.ID, Name: "tick",
 		// concurrency allow: these tests count one Run per occurrence of
 		// many triggers of one task (forbid, the default, would skip them).
 		Spec: spec.Command{Kind: spec.KindCommandV1, Shell: &spec.Shell{Command: "echo tick"},
@@ -57,7 +59,7 @@ type trig struct {
 
 func (e env) trigger(t *testing.T, expr, zone string, misfire schedule.MisfirePolicy) trig {
 	t.Helper()
-	tr, err := e.pub.PublishTrigger(context.Background(), postgres.TriggerInput{TaskID: e.taskID, Expression: expr,
+	tr, err := e.pub.PublishTrigger(context.Background(), controlplane.TriggerInput{TaskID: e.taskID, Expression: expr,
 		TimeZone: zone, Misfire: misfire})
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +83,7 @@ func (e env) triggers(t *testing.T, n int, expr string) []trig {
 				// publisher's contract (unavailable, retry the request).
 				var err error
 				for range 5 {
-					tr, perr := e.pub.PublishTrigger(context.Background(), postgres.TriggerInput{TaskID: e.taskID,
+					tr, perr := e.pub.PublishTrigger(context.Background(), controlplane.TriggerInput{TaskID: e.taskID,
 						Expression: expr, TimeZone: "UTC", Misfire: schedule.MisfireSkip})
 					if err = perr; err == nil {
 						out[i] = trig{ID: tr.ID, Revision: tr.Revision}
@@ -150,7 +152,7 @@ func newCoord(t *testing.T, pool *pgxpool.Pool, cfg Config) (*Coordinator, *diag
 	if cfg.Diagnostics == nil {
 		cfg.Diagnostics = d.sink
 	}
-	c, err := New(pool, cfg)
+	c, err := New(postgres.NewScheduler(pool), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/faultproxy"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
@@ -16,11 +17,11 @@ import (
 // claimLog records the claims a coordinator was granted (test hook).
 type claimLog struct {
 	mu     sync.Mutex
-	claims []postgres.ClaimedSchedule
+	claims []controlplane.ClaimedSchedule
 }
 
-func (l *claimLog) hook(extra func([]postgres.ClaimedSchedule)) func([]postgres.ClaimedSchedule) {
-	return func(cs []postgres.ClaimedSchedule) {
+func (l *claimLog) hook(extra func([]controlplane.ClaimedSchedule)) func([]controlplane.ClaimedSchedule) {
+	return func(cs []controlplane.ClaimedSchedule) {
 		l.mu.Lock()
 		l.claims = append(l.claims, cs...)
 		l.mu.Unlock()
@@ -32,7 +33,7 @@ func (l *claimLog) hook(extra func([]postgres.ClaimedSchedule)) func([]postgres.
 
 // firstClaimOf returns the first claim of trigger with a version above
 // minVersion.
-func (l *claimLog) firstClaimOf(triggerID string, minVersion int64) (postgres.ClaimedSchedule, bool) {
+func (l *claimLog) firstClaimOf(triggerID string, minVersion int64) (controlplane.ClaimedSchedule, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, c := range l.claims {
@@ -40,7 +41,7 @@ func (l *claimLog) firstClaimOf(triggerID string, minVersion int64) (postgres.Cl
 			return c, true
 		}
 	}
-	return postgres.ClaimedSchedule{}, false
+	return controlplane.ClaimedSchedule{}, false
 }
 
 // initialiseAndWaitDue runs rounds until every trigger's cursor is set,
@@ -74,7 +75,7 @@ func TestKilledReplicaIsTakenOverOnlyAfterExpiry(t *testing.T) {
 	initialiseAndWaitDue(t, e, a, int64(len(trs)))
 
 	var aLog claimLog
-	a.testHookAfterClaim = aLog.hook(func([]postgres.ClaimedSchedule) { poolA.Close() })
+	a.testHookAfterClaim = aLog.hook(func([]controlplane.ClaimedSchedule) { poolA.Close() })
 	res, err := a.Round(context.Background())
 	if err != nil || res.Claimed == 0 || res.Admitted != 0 || res.Unresolved != res.Claimed {
 		t.Fatalf("killed round: %+v %v", res, err)
@@ -206,7 +207,7 @@ func TestCommitResponseLoss(t *testing.T) {
 	// admission's COMMIT is the one whose response is lost.
 	var log claimLog
 	var arm sync.Once
-	c.testHookAfterClaim = log.hook(func([]postgres.ClaimedSchedule) { arm.Do(proxy.ArmCommitLoss) })
+	c.testHookAfterClaim = log.hook(func([]controlplane.ClaimedSchedule) { arm.Do(proxy.ArmCommitLoss) })
 	res, err := c.Round(ctx)
 	if err != nil || res.Claimed != 1 || res.Admitted != 0 || res.Unresolved != 1 || res.Retries != 0 {
 		t.Fatalf("round with lost COMMIT response: %+v %v", res, err)
@@ -266,7 +267,7 @@ func TestPromotionTakeoverAfterClaimExpiry(t *testing.T) {
 
 	initer, _ := newCoord(t, e.pool(t, "coord-init"), Config{Owner: "replica-init"})
 	initialiseAndWaitDue(t, e, initer, 1)
-	held, err := postgres.ClaimSchedules(ctx, e.pool(t, "coord-old"), postgres.ClaimRequest{Owner: "replica-old", Budget: 1, Lease: 3 * time.Second})
+	held, err := postgres.ClaimSchedules(ctx, e.pool(t, "coord-old"), controlplane.ClaimRequest{Owner: "replica-old", Budget: 1, Lease: 3 * time.Second})
 	if err != nil || len(held) != 1 {
 		t.Fatalf("claim on the primary: %v %v", held, err)
 	}
@@ -326,7 +327,7 @@ func TestPromotionTakeoverAfterClaimExpiry(t *testing.T) {
 		_, _ = coords[i%2].Round(ctx)
 		time.Sleep(50 * time.Millisecond)
 	}
-	var takeover postgres.ClaimedSchedule
+	var takeover controlplane.ClaimedSchedule
 	for i := range logs {
 		if c, ok := logs[i].firstClaimOf(tr.ID, claim.Fence.Version); ok && (takeover.Fence.Owner == "" || c.Fence.Version < takeover.Fence.Version) {
 			takeover = c

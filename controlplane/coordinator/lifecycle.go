@@ -6,27 +6,25 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 )
 
 // Lifecycle. The composition root (controlplane/app) starts things in this
 // order: config validated (Config.Validate, before PostgreSQL is opened) →
-// schema readiness (postgres.Readiness) → startup recovery converged
+// schema readiness (the app checks it) → startup recovery converged
 // (Recover) → scheduler (Start) → HTTP admission open; and stops them in
 // reverse: HTTP admission closed → Stop (drains the current round, at most
 // StopTimeout) → pools closed.
 //
 // One goroutine runs rounds, so rounds never overlap. Between rounds it
 // waits for the first of: the cadence, the earliest next_fire_at_ms of a
-// claimable schedule (by database time, from postgres.NextDue), a publish
+// claimable schedule (by database time, from Scheduling.NextDue), a publish
 // notification (LISTEN ql3_schedules, sent by migration 0003's trigger when
 // publication resets a schedule), or Stop. A round that used its whole
 // budget is followed by another at once; in batched mode its admission
 // already claimed the next batch in the same round trip (see
-// postgres.AdmitThenClaim), so working through a backlog costs one round
+// Scheduling.AdmitThenClaim), so working through a backlog costs one round
 // trip per round. Errors go to the diagnostic sink;
 // nothing in a round can crash or overlap the loop.
 
@@ -36,11 +34,6 @@ var ErrRunning = errs.Conflictf("coordinator already running")
 // ErrStopTimeout: Stop's deadline passed while a round was still running;
 // the round was cancelled (its admissions either committed or rolled back).
 var ErrStopTimeout = errors.New("coordinator: stop deadline passed, round cancelled")
-
-// acquirer is what the LISTEN goroutine needs (a *pgxpool.Pool).
-type acquirer interface {
-	Acquire(ctx context.Context) (*pgxpool.Conn, error)
-}
 
 // Start runs the loop (and the LISTEN goroutine) until Stop.
 func (c *Coordinator) Start() error {
@@ -55,8 +48,8 @@ func (c *Coordinator) Start() error {
 	loopDone := make(chan struct{})
 	listenDone := make(chan struct{})
 	go func() { defer close(loopDone); c.loop(ctx) }()
-	if a, ok := c.db.(acquirer); ok && !c.cfg.DisableListen {
-		go func() { defer close(listenDone); c.listen(ctx, a) }()
+	if !c.cfg.DisableListen {
+		go func() { defer close(listenDone); c.listen(ctx) }()
 	} else {
 		close(listenDone)
 	}
@@ -111,7 +104,7 @@ func (c *Coordinator) loop(ctx context.Context) {
 	// round trip (a backlog is being worked through). They are always
 	// admitted by the next round, also when Stop arrives in between: the
 	// round that claimed them has not finished its work until then.
-	var claimed []postgres.ClaimedSchedule
+	var claimed []controlplane.ClaimedSchedule
 	for {
 		select {
 		case <-c.stopReq:
@@ -138,7 +131,7 @@ func (c *Coordinator) loop(ctx context.Context) {
 // roundAndNextDelay runs one round (over claimed, if any) and returns how
 // long to wait before the next, and the claims the round took for the next
 // one.
-func (c *Coordinator) roundAndNextDelay(ctx context.Context, claimed []postgres.ClaimedSchedule) (time.Duration, []postgres.ClaimedSchedule) {
+func (c *Coordinator) roundAndNextDelay(ctx context.Context, claimed []controlplane.ClaimedSchedule) (time.Duration, []controlplane.ClaimedSchedule) {
 	// Lifecycle first (ADR 0013): recovery and lease sweep, due retries,
 	// then scheduling. A round that continues a backlog (claims the
 	// previous admission already took) skips the sweep so that those
@@ -165,7 +158,7 @@ func (c *Coordinator) roundAndNextDelay(ctx context.Context, claimed []postgres.
 	case res.Full && next == nil:
 		return 0, nil // more is probably due; claim at once
 	}
-	d, ok, err := postgres.NextDue(ctx, c.db)
+	d, ok, err := c.db.NextDue(ctx)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -182,10 +175,10 @@ func (c *Coordinator) roundAndNextDelay(ctx context.Context, claimed []postgres.
 // with capped, jittered backoff that starts over after every LISTEN that
 // succeeded (a replica that lost its connection a few times over its life
 // must not wait seconds to re-listen the next time).
-func (c *Coordinator) listen(ctx context.Context, a acquirer) {
+func (c *Coordinator) listen(ctx context.Context) {
 	var backoff time.Duration
 	for ctx.Err() == nil {
-		listened, err := c.listenOnce(ctx, a)
+		listened, err := c.listenOnce(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -216,45 +209,13 @@ func nextListenBackoff(prev time.Duration, listened bool) time.Duration {
 	return min(2*prev, listenBackoffMax)
 }
 
-// listenOnce LISTENs on one hijacked connection until it fails or ctx ends;
-// listened reports whether the LISTEN itself succeeded.
-func (c *Coordinator) listenOnce(ctx context.Context, a acquirer) (listened bool, err error) {
-	pc, err := a.Acquire(ctx)
-	if err != nil {
-		return false, postgres.Translate(err)
-	}
-	// A LISTENing session must never go back to the pool.
-	conn := pc.Hijack()
-	raw := conn.PgConn().Conn()
-	defer func() {
-		// Give the Terminate message a short, fresh deadline (the read
-		// below may have ended by an expired one).
-		_ = raw.SetDeadline(time.Now().Add(listenCloseTimeout))
-		_ = conn.Close(context.Background())
-	}()
-	// Stop ends the wait by expiring the socket's deadline, not through
-	// the driver's context cancellation: for a session that is only
-	// waiting for a notification the server has no query to cancel, so
-	// pgconn's cancel request changes nothing and the wait would end only
-	// at its fallback deadline, 2 s per coordinator (issue 13 item 16). A
-	// read that times out leaves pgconn's connection intact for the
-	// Terminate above; it is never reused.
-	stopRead := context.AfterFunc(ctx, func() { _ = raw.SetDeadline(time.Now()) })
-	defer stopRead()
-	if _, err := conn.Exec(ctx, "LISTEN "+postgres.ScheduleNotifyChannel); err != nil {
-		return false, postgres.Translate(err)
-	}
-	// Notifications sent while we were not listening are gone: look now.
-	c.Wake()
-	for ctx.Err() == nil {
-		if _, err := conn.WaitForNotification(context.Background()); err != nil {
-			return true, postgres.Translate(err)
+// listenOnce listens for publishes until the listening session fails or
+// ctx ends; listened reports whether it got as far as listening.
+func (c *Coordinator) listenOnce(ctx context.Context) (listened bool, err error) {
+	return c.db.ListenPublished(ctx, func(notified bool) {
+		if notified {
+			c.metrics.Notifications.Add(1)
 		}
-		c.metrics.Notifications.Add(1)
 		c.Wake()
-	}
-	return true, ctx.Err()
+	})
 }
-
-// listenCloseTimeout bounds the goodbye to the LISTEN session's server.
-const listenCloseTimeout = time.Second

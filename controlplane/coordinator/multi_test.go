@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane"
 )
 
 // TestIndependentCoordinatorsAdmitEachOccurrenceOnce runs 2 and then 3
@@ -33,7 +33,7 @@ func TestIndependentCoordinatorsAdmitEachOccurrenceOnce(t *testing.T) {
 			// smallest one claimed is where its occurrences start.
 			var cursorMu sync.Mutex
 			firstCursor := map[string]int64{}
-			recordCursors := func(cs []postgres.ClaimedSchedule) {
+			recordCursors := func(cs []controlplane.ClaimedSchedule) {
 				cursorMu.Lock()
 				defer cursorMu.Unlock()
 				for _, cl := range cs {

@@ -6,11 +6,11 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane"
 )
 
 // Startup recovery and the per-round sweep (issue 10, ADR 0013). Both are
-// postgres.Sweep: a pristine queued Run and a Run under a live lease are
+// Scheduling.Sweep: a pristine queued Run and a Run under a live lease are
 // not candidates of any of its scans, so they are left alone; everything
 // else that is due (an expired lease, a lost or held Run, a cancel intent,
 // a due retry, an in-flight Run without a lease) is resolved by the same
@@ -20,7 +20,7 @@ import (
 // RecoveryReport says what startup recovery did.
 type RecoveryReport struct {
 	Passes int
-	Sweep  postgres.SweepReport
+	Sweep  controlplane.SweepReport
 }
 
 // Startup recovery bounds: passes until a pass leaves nothing behind
@@ -41,7 +41,7 @@ func (c *Coordinator) Recover(ctx context.Context) (RecoveryReport, error) {
 	opts := c.cfg.Sweep
 	opts.DisableRetention = true
 	for rep.Passes < maxRecoveryPasses {
-		r, err := postgres.Sweep(ctx, c.db, opts)
+		r, err := c.db.Sweep(ctx, opts)
 		rep.Sweep.Add(r)
 		c.countSweep(r)
 		if err != nil {
@@ -74,7 +74,7 @@ func (c *Coordinator) sweep(ctx context.Context) error {
 	if c.cfg.DisableSweep {
 		return nil
 	}
-	r, err := postgres.Sweep(ctx, c.db, c.cfg.Sweep)
+	r, err := c.db.Sweep(ctx, c.cfg.Sweep)
 	c.countSweep(r)
 	if err != nil {
 		c.metrics.SweepErrors.Add(1)
@@ -83,7 +83,7 @@ func (c *Coordinator) sweep(ctx context.Context) error {
 	return nil
 }
 
-func (c *Coordinator) countSweep(r postgres.SweepReport) {
+func (c *Coordinator) countSweep(r controlplane.SweepReport) {
 	c.metrics.SweepPasses.Add(1)
 	c.metrics.SweepChanged.Add(int64(r.Changed()))
 	c.metrics.SweepLost.Add(int64(r.Lost))

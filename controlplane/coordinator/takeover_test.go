@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/schedule"
 )
 
@@ -58,7 +58,7 @@ func testTakeover(t *testing.T, policy schedule.MisfirePolicy, stall bool) {
 	tr := e.trigger(t, "* * * * * *", "UTC", policy)
 	poolA := e.pool(t, "coord-a")
 	a, aDiags := newCoord(t, poolA, Config{Owner: "replica-a"})
-	if a.cfg.Lease != postgres.DefaultClaimLease || postgres.DefaultClaimLease != 30*time.Second {
+	if a.cfg.Lease != controlplane.DefaultClaimLease || controlplane.DefaultClaimLease != 30*time.Second {
 		t.Fatalf("lease %v: this test is about the default 30 s lease", a.cfg.Lease)
 	}
 	if g := e.count(t, `SELECT misfire_grace_ms FROM ql3.trigger_revisions WHERE trigger_id = $1`, tr.ID); g != 30_000 {
@@ -68,7 +68,7 @@ func testTakeover(t *testing.T, policy schedule.MisfirePolicy, stall bool) {
 
 	var aLog claimLog
 	paused, resume := make(chan struct{}), make(chan struct{})
-	a.testHookAfterClaim = aLog.hook(func([]postgres.ClaimedSchedule) {
+	a.testHookAfterClaim = aLog.hook(func([]controlplane.ClaimedSchedule) {
 		if !stall {
 			poolA.Close() // killed between claim and admission
 			return
@@ -162,7 +162,7 @@ func TestStalledReplicaTakenOverAfterRealLease(t *testing.T) {
 	initialiseAndWaitDue(t, e, a, 1)
 	var aLog claimLog
 	paused, resume := make(chan struct{}), make(chan struct{})
-	a.testHookAfterClaim = aLog.hook(func([]postgres.ClaimedSchedule) { close(paused); <-resume })
+	a.testHookAfterClaim = aLog.hook(func([]controlplane.ClaimedSchedule) { close(paused); <-resume })
 	aDone := make(chan RoundResult, 1)
 	go func() {
 		res, _ := a.Round(ctx)

@@ -6,85 +6,17 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
-	"log/slog"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/protocol"
 	"github.com/ql3/ql3/httpkit"
 )
-
-// Denial reasons: low-cardinality categories for audit lines and logs.
-const (
-	ReasonTLSVersion         = "tls_version"
-	ReasonNoClientCert       = "no_client_cert"
-	ReasonUntrustedCert      = "untrusted_cert"
-	ReasonCertExpired        = "cert_expired"
-	ReasonCertRevoked        = "cert_revoked"
-	ReasonRateLimited        = "rate_limited"
-	ReasonNoCredential       = "no_credential"
-	ReasonMalformed          = "malformed_credential"
-	ReasonUnknownCredential  = "unknown_credential"
-	ReasonWrongSecret        = "wrong_secret"
-	ReasonCredentialRevoked  = "credential_revoked"
-	ReasonCredentialExpired  = "credential_expired"
-	ReasonCredentialReplaced = "credential_superseded"
-	ReasonWorkerDisabled     = "worker_disabled"
-	ReasonCertNotBound       = "cert_not_bound"
-)
-
-// Credential is a presented credential's text. It formats as [redacted] in
-// fmt and slog, so it cannot reach a log line by accident.
-type Credential string
-
-func (Credential) String() string       { return "[redacted]" }
-func (Credential) GoString() string     { return "[redacted]" }
-func (Credential) LogValue() slog.Value { return slog.StringValue("[redacted]") }
-
-// Presented is what a request offers as identity: the identities of its
-// verified client certificate and the Authorization credential.
-type Presented struct {
-	// CertIdentities are the leaf certificate's URI SANs, DNS SANs and
-	// subject common name, sorted and deduplicated; the worker's
-	// tls_identity must be one of them.
-	CertIdentities []string
-	Credential     Credential
-}
-
-// Denied is the refusal an Authenticator returns; Reason is one of the
-// Reason* categories. WorkerID is set when the credential named a worker.
-type Denied struct {
-	Reason   string
-	WorkerID string
-}
-
-func (d *Denied) Error() string { return "worker authentication refused: " + d.Reason }
-
-// Authenticator resolves a Presented identity to a Principal. A refusal is
-// a *Denied; any other error is a dependency failure (503).
-type Authenticator interface {
-	Authenticate(ctx context.Context, p Presented) (Principal, error)
-}
-
-// Denial is one refused request or handshake, for the audit log. It holds
-// nothing secret.
-type Denial struct {
-	Reason          string
-	Route           string // "" for a refused handshake
-	RemoteAddr      string
-	CertIdentity    string // first certificate identity, when there was a certificate
-	WorkerID        string
-	TrustGeneration uint64
-}
-
-// Auditor writes denial lines (ql3.audit_log on the ingress role).
-type Auditor interface {
-	AuditDenied(ctx context.Context, d Denial) error
-}
 
 // routes: path → body limit. Everything is POST with a JSON body.
 var routes = map[string]int64{
@@ -134,14 +66,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	certs := r.TLS.PeerCertificates
 	fp := fingerprint(certs)
 	idents := certIdentities(certs)
-	denial := Denial{Route: r.URL.Path, RemoteAddr: peerHostString(r.RemoteAddr), TrustGeneration: info.gen()}
+	denial := controlplane.Denial{Route: r.URL.Path, RemoteAddr: peerHostString(r.RemoteAddr), TrustGeneration: info.gen()}
 	if len(idents) > 0 {
 		denial.CertIdentity = idents[0]
 	}
 	if s.failures.exhausted(fp) {
 		// Audited like a refused handshake: bounded per peer address.
 		if s.audits.charge(denial.RemoteAddr) {
-			denial.Reason = ReasonRateLimited
+			denial.Reason = controlplane.ReasonRateLimited
 			s.audit(ctx, denial)
 		}
 		w.Header().Set(protocol.HeaderRetryAfter, strconv.Itoa(int(failureRefill/time.Second)))
@@ -150,7 +82,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := s.authenticate(ctx, r, idents)
 	if err != nil {
-		var d *Denied
+		var d *controlplane.Denied
 		if !errors.As(err, &d) {
 			s.fail(ctx, w, r, "", err)
 			return
@@ -172,21 +104,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.dispatch(ctx, w, r, p, body)
 }
 
-// authenticate reads the Authorization header and asks the Authenticator.
-func (s *Server) authenticate(ctx context.Context, r *http.Request, idents []string) (Principal, error) {
+// authenticate reads the Authorization header and asks the controlplane.Authenticator.
+func (s *Server) authenticate(ctx context.Context, r *http.Request, idents []string) (controlplane.Principal, error) {
 	h := r.Header.Values("Authorization")
 	if len(h) == 0 {
-		return Principal{}, &Denied{Reason: ReasonNoCredential}
+		return controlplane.Principal{}, &controlplane.Denied{Reason: controlplane.ReasonNoCredential}
 	}
 	scheme, cred, ok := strings.Cut(h[0], " ")
 	if len(h) != 1 || !ok || !strings.EqualFold(scheme, "Worker") || cred == "" {
-		return Principal{}, &Denied{Reason: ReasonMalformed}
+		return controlplane.Principal{}, &controlplane.Denied{Reason: controlplane.ReasonMalformed}
 	}
-	return s.cfg.Auth.Authenticate(ctx, Presented{CertIdentities: idents, Credential: Credential(cred)})
+	return s.cfg.Auth.Authenticate(ctx, controlplane.Presented{CertIdentities: idents, Credential: controlplane.Credential(cred)})
 }
 
 // dispatch decodes the body for its route and calls the port.
-func (s *Server) dispatch(ctx context.Context, w http.ResponseWriter, r *http.Request, p Principal, body []byte) {
+func (s *Server) dispatch(ctx context.Context, w http.ResponseWriter, r *http.Request, p controlplane.Principal, body []byte) {
 	var out []byte
 	var err error
 	switch r.URL.Path {
@@ -209,7 +141,7 @@ func (s *Server) dispatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 		s.pull(ctx, w, r, p, body)
 		return
 	case protocol.PathLeaseAck:
-		out, err = callLease(ctx, s, body, protocol.DecodeAck, func(ctx context.Context, l LeasePort, b protocol.Ack) (protocol.LeaseControl, error) {
+		out, err = callLease(ctx, s, body, protocol.DecodeAck, func(ctx context.Context, l controlplane.LeasePort, b protocol.Ack) (protocol.LeaseControl, error) {
 			c, err := l.Ack(ctx, p, b)
 			if err == nil { // one info line per Run transition; never the lease token
 				s.log.Info("attempt acknowledged", "run", b.RunID, "attempt", b.AttemptID, "phase", string(b.Phase),
@@ -218,11 +150,11 @@ func (s *Server) dispatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 			return c, err
 		}, protocol.LeaseControl.Encode)
 	case protocol.PathLeaseLog:
-		out, err = callLease(ctx, s, body, protocol.DecodeLogChunk, func(ctx context.Context, l LeasePort, b protocol.LogChunk) (protocol.LogReceipt, error) {
+		out, err = callLease(ctx, s, body, protocol.DecodeLogChunk, func(ctx context.Context, l controlplane.LeasePort, b protocol.LogChunk) (protocol.LogReceipt, error) {
 			return l.Log(ctx, p, b)
 		}, protocol.LogReceipt.Encode)
 	case protocol.PathLeaseComplete:
-		out, err = callLease(ctx, s, body, protocol.DecodeCompletion, func(ctx context.Context, l LeasePort, b protocol.Completion) (protocol.CompletionReceipt, error) {
+		out, err = callLease(ctx, s, body, protocol.DecodeCompletion, func(ctx context.Context, l controlplane.LeasePort, b protocol.Completion) (protocol.CompletionReceipt, error) {
 			rc, err := l.Complete(ctx, p, b)
 			if err == nil {
 				s.log.Info("attempt completed", "run", b.RunID, "attempt", b.AttemptID, "status", string(b.Status),
@@ -257,7 +189,7 @@ func call[In, Out any](ctx context.Context, body []byte, decode func([]byte) (In
 }
 
 func callLease[In, Out any](ctx context.Context, s *Server, body []byte, decode func([]byte) (In, error),
-	port func(context.Context, LeasePort, In) (Out, error), encode func(Out) ([]byte, error)) ([]byte, error) {
+	port func(context.Context, controlplane.LeasePort, In) (Out, error), encode func(Out) ([]byte, error)) ([]byte, error) {
 	if s.cfg.Leases == nil {
 		return nil, errs.E(errs.Unavailable, "", "no dispatcher is configured in this replica")
 	}
@@ -267,7 +199,7 @@ func callLease[In, Out any](ctx context.Context, s *Server, body []byte, decode 
 // heartbeat records the session heartbeat, then renews the listed
 // attempts' leases (two transactions, ADR 0010): a renewal failure after a
 // recorded heartbeat answers 503 and the worker retries.
-func (s *Server) heartbeat(ctx context.Context, p Principal, b protocol.SessionHeartbeat) (protocol.SessionState, error) {
+func (s *Server) heartbeat(ctx context.Context, p controlplane.Principal, b protocol.SessionHeartbeat) (protocol.SessionState, error) {
 	if b.CredentialID != p.CredentialID {
 		return protocol.SessionState{}, errs.E(errs.Conflict, "credentialId", "is not the credential this request authenticated with")
 	}
@@ -297,7 +229,7 @@ func (s *Server) heartbeat(ctx context.Context, p Principal, b protocol.SessionH
 }
 
 // pull answers 200 with an offer or 204 with Retry-After.
-func (s *Server) pull(ctx context.Context, w http.ResponseWriter, r *http.Request, p Principal, body []byte) {
+func (s *Server) pull(ctx context.Context, w http.ResponseWriter, r *http.Request, p controlplane.Principal, body []byte) {
 	req, err := protocol.DecodeOfferPullRequest(body)
 	if err == nil && s.cfg.Leases == nil {
 		err = errs.E(errs.Unavailable, "", "no dispatcher is configured in this replica")
@@ -359,7 +291,7 @@ func (s *Server) fail(ctx context.Context, w http.ResponseWriter, r *http.Reques
 
 // audit writes a denial line; a failure to write it is logged, and the
 // request is refused either way.
-func (s *Server) audit(ctx context.Context, d Denial) {
+func (s *Server) audit(ctx context.Context, d controlplane.Denial) {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
 	if err := s.cfg.Audit.AuditDenied(actx, d); err != nil {
@@ -374,7 +306,7 @@ func (s *Server) denyHandshake(ctx context.Context, addr, reason string, certs [
 	if !s.audits.charge(addr) {
 		return
 	}
-	d := Denial{Reason: reason, RemoteAddr: addr, TrustGeneration: s.trust.current().n}
+	d := controlplane.Denial{Reason: reason, RemoteAddr: addr, TrustGeneration: s.trust.current().n}
 	if ids := certIdentities(certs); len(ids) > 0 {
 		d.CertIdentity = ids[0]
 	}

@@ -22,10 +22,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/controlplane/internal/devpki"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/placement"
 	"github.com/ql3/ql3/core/protocol"
@@ -40,7 +42,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 type env struct {
 	t      testing.TB
 	db     *pgtest.DB
-	pub    *postgres.Publisher
+	pub    *publication.Publisher
 	srv    *ingress.Server
 	ca     *devpki.CA
 	dir    string
@@ -138,9 +140,9 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	workerAuth := postgres.NewWorkerAuth(ing)
 	clock := &manualClock{t: now}
 	auth := ingress.NewPrincipalCache(workerAuth, opts.authCacheTTL, clock.now)
-	e := &env{t: t, db: db, pub: postgres.NewPublisher(admin, postgres.PublisherOptions{}), ca: ca, dir: dir, log: logs,
+	e := &env{t: t, db: db, pub: publication.NewPublisher(admin, publication.PublisherOptions{}), ca: ca, dir: dir, log: logs,
 		leases: &fakeLeases{}, now: now, clock: clock, files: files, crlNumber: 1, srvCA: serverCA}
-	var leases ingress.LeasePort
+	var leases controlplane.LeasePort
 	switch {
 	case opts.dispatch:
 		d, err := postgres.NewDispatcher(db.Pool(t, postgres.RoleRuntime), postgres.DispatchOptions{IdleRetryAfter: opts.idleRetry})
@@ -151,7 +153,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	case !opts.noLeases:
 		leases = e.leases
 	}
-	var pacer ingress.PullPacer
+	var pacer controlplane.PullPacer
 	if opts.pace {
 		// A TTL the manual clock never reaches: the test refreshes it.
 		e.pacer, err = postgres.NewPullPacer(db.Pool(t, postgres.RoleRuntime), postgres.PullPacerOptions{TTL: 5 * time.Second, Now: clock.now})
@@ -192,7 +194,7 @@ func (e *env) worker(name string) *worker {
 	e.t.Helper()
 	ctx := context.Background()
 	identity := "spiffe://ql3/worker/" + name
-	rec, err := e.pub.RegisterWorker(ctx, postgres.WorkerInput{Name: name, TLSIdentity: identity})
+	rec, err := e.pub.RegisterWorker(ctx, controlplane.WorkerInput{Name: name, TLSIdentity: identity})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -381,23 +383,23 @@ type fakeLeases struct {
 	fail  error
 }
 
-func (f *fakeLeases) Pull(ctx context.Context, p ingress.Principal, req protocol.OfferPullRequest) (*protocol.Offer, time.Duration, error) {
+func (f *fakeLeases) Pull(ctx context.Context, p controlplane.Principal, req protocol.OfferPullRequest) (*protocol.Offer, time.Duration, error) {
 	return nil, 2500 * time.Millisecond, nil
 }
 
-func (f *fakeLeases) Ack(context.Context, ingress.Principal, protocol.Ack) (protocol.LeaseControl, error) {
+func (f *fakeLeases) Ack(context.Context, controlplane.Principal, protocol.Ack) (protocol.LeaseControl, error) {
 	return protocol.LeaseControl{}, errs.Conflictf("no such lease")
 }
 
-func (f *fakeLeases) Log(context.Context, ingress.Principal, protocol.LogChunk) (protocol.LogReceipt, error) {
+func (f *fakeLeases) Log(context.Context, controlplane.Principal, protocol.LogChunk) (protocol.LogReceipt, error) {
 	return protocol.LogReceipt{}, errs.Conflictf("no such lease")
 }
 
-func (f *fakeLeases) Complete(context.Context, ingress.Principal, protocol.Completion) (protocol.CompletionReceipt, error) {
+func (f *fakeLeases) Complete(context.Context, controlplane.Principal, protocol.Completion) (protocol.CompletionReceipt, error) {
 	return protocol.CompletionReceipt{}, errs.Conflictf("no such lease")
 }
 
-func (f *fakeLeases) RenewForHeartbeat(ctx context.Context, p ingress.Principal, sessionID string, generation int64, ids []string) ([]protocol.LeaseControl, error) {
+func (f *fakeLeases) RenewForHeartbeat(ctx context.Context, p controlplane.Principal, sessionID string, generation int64, ids []string) ([]protocol.LeaseControl, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fail != nil {

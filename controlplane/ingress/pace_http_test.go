@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/fence"
 	"github.com/ql3/ql3/core/protocol"
@@ -116,16 +117,16 @@ func (e *env) pacedTrigger() func(inMs int64, active bool) {
 	t.Helper()
 	ctx := context.Background()
 	su := e.db.Conn(t)
-	project, err := e.pub.PublishProject(ctx, postgres.ProjectInput{Name: "paced"})
+	project, err := e.pub.PublishProject(ctx, controlplane.ProjectInput{Name: "paced"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	task, err := e.pub.PublishTask(ctx, postgres.TaskInput{ProjectID: project.ID, Name: "tick",
+	task, err := e.pub.PublishTask(ctx, controlplane.TaskInput{ProjectID: project.ID, Name: "tick",
 		Spec: spec.Command{Kind: spec.KindCommandV1, Argv: &spec.Argv{File: "/bin/true"}}.WithDefaults()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := e.pub.PublishTrigger(ctx, postgres.TriggerInput{TaskID: task.ID, Expression: "*/5 * * * * *",
+	tr, err := e.pub.PublishTrigger(ctx, controlplane.TriggerInput{TaskID: task.ID, Expression: "*/5 * * * * *",
 		TimeZone: "UTC", Misfire: schedule.MisfireSkip})
 	if err != nil {
 		t.Fatal(err)

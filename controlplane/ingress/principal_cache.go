@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"sync"
 	"time"
+
+	"github.com/ql3/ql3/controlplane"
 )
 
-// Principal cache (ADR 0010 amendment "principal cache"). Every worker
+// controlplane.Principal cache (ADR 0010 amendment "principal cache"). Every worker
 // request authenticates; without a cache that is one read-only round trip
 // and commit on the ingress pool per request — four of the nine commits of
 // a remote run, and half of every idle pull. A successful authentication
@@ -16,7 +18,7 @@ import (
 // refused at most TTL after that change committed. Refusals are never
 // cached: a denied request always asks the database again and is audited.
 
-// Principal cache bounds.
+// controlplane.Principal cache bounds.
 const (
 	DefaultPrincipalCacheTTL = 5 * time.Second
 	MaxPrincipalCacheTTL     = 10 * time.Second
@@ -30,14 +32,14 @@ const (
 const principalCacheDomain = "ql3/ingress-principal-cache/v1"
 
 type cachedPrincipal struct {
-	p       Principal
+	p       controlplane.Principal
 	expires time.Time
 }
 
-// PrincipalCache is an Authenticator that remembers successful
+// PrincipalCache is an controlplane.Authenticator that remembers successful
 // authentications of inner for a bounded time. Safe for concurrent use.
 type PrincipalCache struct {
-	inner   Authenticator
+	inner   controlplane.Authenticator
 	ttl     time.Duration
 	now     func() time.Time
 	mu      sync.Mutex
@@ -47,7 +49,7 @@ type PrincipalCache struct {
 // NewPrincipalCache wraps inner. ttl ≤ 0 returns inner itself (no
 // caching); ttl above MaxPrincipalCacheTTL is capped to it. now is the
 // clock (time.Now in production; tests inject one).
-func NewPrincipalCache(inner Authenticator, ttl time.Duration, now func() time.Time) Authenticator {
+func NewPrincipalCache(inner controlplane.Authenticator, ttl time.Duration, now func() time.Time) controlplane.Authenticator {
 	if ttl <= 0 {
 		return inner
 	}
@@ -58,7 +60,7 @@ func NewPrincipalCache(inner Authenticator, ttl time.Duration, now func() time.T
 // principalKey is the SHA-256 of the presented credential text and the
 // certificate identities: the decision depends on both. The key lives
 // only in this process's memory, never in a log, an error or the database.
-func principalKey(p Presented) [sha256.Size]byte {
+func principalKey(p controlplane.Presented) [sha256.Size]byte {
 	h := sha256.New()
 	h.Write([]byte(principalCacheDomain))
 	h.Write([]byte{0})
@@ -75,7 +77,7 @@ func principalKey(p Presented) [sha256.Size]byte {
 // Authenticate answers from the cache when an unexpired success for the
 // same credential and certificate identities is there, else asks inner
 // and remembers a success.
-func (c *PrincipalCache) Authenticate(ctx context.Context, p Presented) (Principal, error) {
+func (c *PrincipalCache) Authenticate(ctx context.Context, p controlplane.Presented) (controlplane.Principal, error) {
 	key := principalKey(p)
 	now := c.now()
 	c.mu.Lock()

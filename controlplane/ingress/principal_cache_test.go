@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/core/protocol"
 )
@@ -16,17 +17,17 @@ import (
 type countingAuth struct {
 	mu    sync.Mutex
 	calls int
-	ok    map[string]ingress.Principal // credential text → principal
+	ok    map[string]controlplane.Principal // credential text → principal
 }
 
-func (a *countingAuth) Authenticate(_ context.Context, p ingress.Presented) (ingress.Principal, error) {
+func (a *countingAuth) Authenticate(_ context.Context, p controlplane.Presented) (controlplane.Principal, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.calls++
 	if pr, ok := a.ok[string(p.Credential)]; ok && len(p.CertIdentities) == 1 && p.CertIdentities[0] == "id-"+pr.WorkerID {
 		return pr, nil
 	}
-	return ingress.Principal{}, &ingress.Denied{Reason: ingress.ReasonWrongSecret}
+	return controlplane.Principal{}, &controlplane.Denied{Reason: controlplane.ReasonWrongSecret}
 }
 
 func (a *countingAuth) count() int {
@@ -37,7 +38,7 @@ func (a *countingAuth) count() int {
 
 func TestPrincipalCacheRemembersSuccessForTheTTLOnly(t *testing.T) {
 	ctx := context.Background()
-	inner := &countingAuth{ok: map[string]ingress.Principal{
+	inner := &countingAuth{ok: map[string]controlplane.Principal{
 		"ql3w_a": {WorkerID: "a", CredentialID: "ca"},
 		"ql3w_b": {WorkerID: "b", CredentialID: "cb"},
 	}}
@@ -64,7 +65,7 @@ func TestPrincipalCacheRemembersSuccessForTheTTLOnly(t *testing.T) {
 	}
 	for i, s := range steps {
 		clock.advance(s.advance)
-		p, err := auth.Authenticate(ctx, ingress.Presented{CertIdentities: []string{s.id}, Credential: ingress.Credential(s.cred)})
+		p, err := auth.Authenticate(ctx, controlplane.Presented{CertIdentities: []string{s.id}, Credential: controlplane.Credential(s.cred)})
 		if (err == nil) != s.wantOK {
 			t.Fatalf("step %d (%s, %s): err %v, want ok %v", i, s.cred, s.id, err, s.wantOK)
 		}
@@ -79,14 +80,14 @@ func TestPrincipalCacheRemembersSuccessForTheTTLOnly(t *testing.T) {
 
 func TestPrincipalCacheDisabledAndCapped(t *testing.T) {
 	inner := &countingAuth{}
-	if got := ingress.NewPrincipalCache(inner, 0, time.Now); got != ingress.Authenticator(inner) {
+	if got := ingress.NewPrincipalCache(inner, 0, time.Now); got != controlplane.Authenticator(inner) {
 		t.Fatalf("TTL 0 wraps the authenticator: %T", got)
 	}
 	// Capped at MaxPrincipalCacheTTL: an entry is gone once that passed.
-	inner.ok = map[string]ingress.Principal{"ql3w_a": {WorkerID: "a"}}
+	inner.ok = map[string]controlplane.Principal{"ql3w_a": {WorkerID: "a"}}
 	clock := &manualClock{t: time.Unix(1_700_000_000, 0)}
 	auth := ingress.NewPrincipalCache(inner, time.Hour, clock.now)
-	pr := ingress.Presented{CertIdentities: []string{"id-a"}, Credential: "ql3w_a"}
+	pr := controlplane.Presented{CertIdentities: []string{"id-a"}, Credential: "ql3w_a"}
 	for range 2 {
 		if _, err := auth.Authenticate(context.Background(), pr); err != nil {
 			t.Fatal(err)
@@ -102,16 +103,16 @@ func TestPrincipalCacheDisabledAndCapped(t *testing.T) {
 }
 
 func TestPrincipalCacheIsBounded(t *testing.T) {
-	inner := &countingAuth{ok: map[string]ingress.Principal{}}
+	inner := &countingAuth{ok: map[string]controlplane.Principal{}}
 	for i := range ingress.MaxPrincipalCacheEntries + 1 {
 		id := fmt.Sprint(i)
-		inner.ok["ql3w_"+id] = ingress.Principal{WorkerID: id}
+		inner.ok["ql3w_"+id] = controlplane.Principal{WorkerID: id}
 	}
 	clock := &manualClock{t: time.Unix(1_700_000_000, 0)}
 	auth := ingress.NewPrincipalCache(inner, time.Second, clock.now)
 	ask := func(i int) {
 		id := fmt.Sprint(i)
-		if _, err := auth.Authenticate(context.Background(), ingress.Presented{CertIdentities: []string{"id-" + id}, Credential: ingress.Credential("ql3w_" + id)}); err != nil {
+		if _, err := auth.Authenticate(context.Background(), controlplane.Presented{CertIdentities: []string{"id-" + id}, Credential: controlplane.Credential("ql3w_" + id)}); err != nil {
 			t.Fatal(err)
 		}
 	}

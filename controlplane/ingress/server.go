@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/ql3/ql3/controlplane"
 )
 
 // Defaults and hard limits (DESIGN.md §8).
@@ -33,13 +35,13 @@ const (
 // Config wires a Server.
 type Config struct {
 	TLS      TLSFiles
-	Sessions SessionPort // required
-	Leases   LeasePort   // nil: offer and lease routes answer 503 (no injected dispatcher)
+	Sessions controlplane.SessionPort // required
+	Leases   controlplane.LeasePort   // nil: offer and lease routes answer 503 (no injected dispatcher)
 	// Pacer shortens empty pulls' pauses to the next scheduled occurrence;
 	// nil: every empty pull gets the dispatcher's idle pause.
-	Pacer  PullPacer
-	Auth   Authenticator // required
-	Audit  Auditor       // required
+	Pacer  controlplane.PullPacer
+	Auth   controlplane.Authenticator // required
+	Audit  controlplane.Auditor       // required
 	Logger *slog.Logger
 
 	MaxInFlight      int           // 0: DefaultMaxInFlight
@@ -272,7 +274,7 @@ func (s *Server) connState(c net.Conn, st http.ConnState) {
 func (s *Server) configForClient(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	addr := peerHost(hello.Conn.RemoteAddr())
 	if !offersTLS13(hello.SupportedVersions) {
-		s.denyHandshake(hello.Context(), addr, ReasonTLSVersion, nil)
+		s.denyHandshake(hello.Context(), addr, controlplane.ReasonTLSVersion, nil)
 		return nil, errors.New("ingress: TLS 1.3 is required")
 	}
 	g := s.trust.current()

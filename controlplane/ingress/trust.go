@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ql3/ql3/controlplane"
 )
 
 // TLS material limits (DESIGN.md §8).
@@ -275,7 +277,7 @@ func (m *material) addCRLs(data []byte, cas []*x509.Certificate) error {
 // CRLs at time now. It returns a denial reason ("" when the chain is good).
 func (m *material) verifyClient(certs []*x509.Certificate, now time.Time) string {
 	if len(certs) == 0 {
-		return ReasonNoClientCert
+		return controlplane.ReasonNoClientCert
 	}
 	inter := x509.NewCertPool()
 	for _, c := range certs[1:] {
@@ -286,15 +288,15 @@ func (m *material) verifyClient(certs []*x509.Certificate, now time.Time) string
 	if err != nil {
 		var inv x509.CertificateInvalidError
 		if errors.As(err, &inv) && inv.Reason == x509.Expired {
-			return ReasonCertExpired
+			return controlplane.ReasonCertExpired
 		}
-		return ReasonUntrustedCert
+		return controlplane.ReasonUntrustedCert
 	}
 	for _, chain := range chains {
 		for _, c := range chain[:len(chain)-1] { // the root itself is trusted by configuration
 			if set := m.revoked[string(c.RawIssuer)]; set != nil {
 				if _, bad := set[c.SerialNumber.String()]; bad {
-					return ReasonCertRevoked
+					return controlplane.ReasonCertRevoked
 				}
 			}
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/spec"
 )
 
@@ -15,7 +15,7 @@ import (
 // fixture's task.
 func (f lifeFixture) withPolicy(t *testing.T, p spec.ConcurrencyPolicy) lifeFixture {
 	t.Helper()
-	task, err := f.pub.PublishTask(context.Background(), postgres.TaskInput{ProjectID: f.projectID, Name: "c-" + string(p),
+	task, err := f.pub.PublishTask(context.Background(), controlplane.TaskInput{ProjectID: f.projectID, Name: "c-" + string(p),
 		Spec: spec.Command{Kind: spec.KindCommandV1, Shell: &spec.Shell{Command: "sleep 3600"}, Concurrency: p}.WithDefaults()})
 	if err != nil {
 		t.Fatal(err)
@@ -29,7 +29,7 @@ func (f lifeFixture) occurrence(t *testing.T, tr schedTrigger, agoMs int64) uuid
 	t.Helper()
 	f.makeDue(t, tr.ID, agoMs)
 	ad := decideFor(t, f.claim(t, "a", 1)[0])
-	if got := admit(t, f.schedFixture, ad); !slices.Equal(got, []postgres.Outcome{postgres.OutcomeAdmitted}) {
+	if got := admit(t, f.schedFixture, ad); !slices.Equal(got, []controlplane.Outcome{controlplane.OutcomeAdmitted}) {
 		t.Fatalf("admission %v", got)
 	}
 	return ad.RunID

@@ -8,9 +8,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/lease"
 	"github.com/ql3/ql3/core/placement"
 	"github.com/ql3/ql3/core/placement/matcher"
 	"github.com/ql3/ql3/core/spec"
@@ -19,16 +19,17 @@ import (
 // Dispatch numbers (DESIGN.md §8, ADR 0009). Pages × rows and claim tries
 // bound one pull; the hard limits bound what an operator may configure.
 const (
-	DefaultPullPages     = 2
-	DefaultPullPageRows  = 8
-	DefaultPullClaims    = 8
-	MaxPullPages         = 16
-	MaxPullPageRows      = 64
-	MaxPullClaims        = 64
-	UnstartedLeaseMs     = 30_000   // offer → starting ACK
-	StartedLeaseMs       = 45_000   // renewed by every heartbeat
-	DefaultCancelGraceMs = 10_000   // SIGTERM → SIGKILL the worker is asked for
-	DefaultAttemptLogCap = 64 << 20 // bytes per attempt, both streams
+	DefaultPullPages    = 2
+	DefaultPullPageRows = 8
+	DefaultPullClaims   = 8
+	MaxPullPages        = 16
+	MaxPullPageRows     = 64
+	MaxPullClaims       = 64
+	// The lease lengths are core/lease's (one policy for the cluster).
+	UnstartedLeaseMs     = lease.DefaultUnstartedMs   // offer → starting ACK
+	StartedLeaseMs       = lease.DefaultStartedMs     // renewed by every heartbeat
+	DefaultCancelGraceMs = lease.DefaultCancelGraceMs // SIGTERM → SIGKILL the worker is asked for
+	DefaultAttemptLogCap = 64 << 20                   // bytes per attempt, both streams
 	MaxAttemptLogCap     = 1 << 30
 	// MaxCompletionSkewMs: a completion may not claim to have finished
 	// more than this after the authority's clock.
@@ -41,8 +42,10 @@ const (
 type DispatchOptions struct {
 	PullPages, PullPageRows, PullClaims int
 	AttemptLogCapBytes                  int64
-	CancelGraceMs                       int64
-	IdleRetryAfter                      time.Duration
+	// Lease is the lease policy: the unstarted and started attempt leases
+	// and the cancel grace asked of workers. Zero: lease.Default().
+	Lease          lease.Policy
+	IdleRetryAfter time.Duration
 }
 
 func (o DispatchOptions) normalize() (DispatchOptions, error) {
@@ -70,11 +73,11 @@ func (o DispatchOptions) normalize() (DispatchOptions, error) {
 	if o.AttemptLogCapBytes < 1 || o.AttemptLogCapBytes > MaxAttemptLogCap {
 		return o, errs.Invalidf("attemptLogCapBytes", "must be 1..%d, got %d", int64(MaxAttemptLogCap), o.AttemptLogCapBytes)
 	}
-	if o.CancelGraceMs == 0 {
-		o.CancelGraceMs = DefaultCancelGraceMs
+	if o.Lease == (lease.Policy{}) {
+		o.Lease = lease.Default()
 	}
-	if o.CancelGraceMs < 1 || o.CancelGraceMs > 300_000 {
-		return o, errs.Invalidf("cancelGraceMs", "must be 1..300000, got %d", o.CancelGraceMs)
+	if err := o.Lease.Validate(); err != nil {
+		return o, errs.Prefix("lease", err)
 	}
 	if o.IdleRetryAfter == 0 {
 		o.IdleRetryAfter = DefaultIdleRetryAfter
@@ -106,8 +109,6 @@ type Dispatcher struct {
 	revisions map[uuid.UUID]*compiledRevision
 	prepared  map[canonjson.Digest]*matcher.Prepared
 }
-
-var _ ingress.LeasePort = (*Dispatcher)(nil)
 
 // Cache bounds: a cache at its bound is dropped whole (the entries are
 // cheap to rebuild and the working set is far smaller).

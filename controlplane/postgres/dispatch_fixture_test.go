@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	ingressport "github.com/ql3/ql3/controlplane/ingress"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/canonjson"
@@ -142,7 +142,7 @@ func (e *dispatchEnv) queue(rev uuid.UUID, priority int) seededRun {
 type dispatchWorker struct {
 	id, session, credential uuid.UUID
 	generation              int64
-	p                       ingressport.Principal
+	p                       controlplane.Principal
 }
 
 func linuxCaps() placement.Capabilities {
@@ -171,7 +171,7 @@ func (e *dispatchEnv) worker(caps placement.Capabilities, capacity int) *dispatc
 		capabilities_digest, heartbeat_at_ms, lease_expires_at_ms, opened_at_ms, updated_at_ms)
 		SELECT $1, $2, 1, 'online', $3, $4, $5::jsonb, $6, n, n + 45000, n, n FROM (SELECT `+dbNow+` AS n) x`,
 		w.session, w.id, w.credential, capacity, string(canonical), digest[:])
-	w.p = ingressport.Principal{WorkerID: w.id.String(), CredentialID: w.credential.String(), TLSIdentity: "w", RemoteAddr: "127.0.0.1"}
+	w.p = controlplane.Principal{WorkerID: w.id.String(), CredentialID: w.credential.String(), TLSIdentity: "w", RemoteAddr: "127.0.0.1"}
 	return w
 }
 

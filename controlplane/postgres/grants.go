@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/ql3/ql3/controlplane"
 )
 
 // tableGrant is one row of the privilege matrix: role → comma-separated
@@ -60,6 +61,9 @@ var tableGrants = []tableGrant{
 	// 0002: publication idempotency and admin API tokens are ql3_admin's alone.
 	{"publication_mutations", map[string]string{RoleAdmin: "SELECT, INSERT"}},
 	{"api_tokens", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE"}},
+	// 0012: the run-event feed's consumers, claimed and advanced by the
+	// runtime role (the admin role may look).
+	{"run_event_consumers", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE"}},
 }
 
 // grantees are the roles whose privileges InstallGrants owns completely.
@@ -199,7 +203,7 @@ func ensureRoles(ctx context.Context, tx pgx.Tx) error {
 			EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
 			END $$`, quoteIdent(role))
 		if _, err := tx.Exec(ctx, stmt); err != nil {
-			return &SchemaError{Kind: ErrRoleSetup, Detail: fmt.Sprintf("cannot create role %s (needs CREATEROLE, or create it beforehand): %v", role, err)}
+			return &controlplane.SchemaError{Kind: controlplane.ErrRoleSetup, Detail: fmt.Sprintf("cannot create role %s (needs CREATEROLE, or create it beforehand): %v", role, err)}
 		}
 	}
 	return nil
@@ -209,7 +213,7 @@ func ensureRoles(ctx context.Context, tx pgx.Tx) error {
 // every object a migration creates is owned by ql3_migrator whoever connected.
 func setLocalMigratorRole(ctx context.Context, tx pgx.Tx) error {
 	if _, err := tx.Exec(ctx, "SET LOCAL ROLE "+RoleMigrator); err != nil {
-		return &SchemaError{Kind: ErrRoleSetup, Detail: fmt.Sprintf("connecting user must be a superuser or a member of %s: %v", RoleMigrator, err)}
+		return &controlplane.SchemaError{Kind: controlplane.ErrRoleSetup, Detail: fmt.Sprintf("connecting user must be a superuser or a member of %s: %v", RoleMigrator, err)}
 	}
 	if _, err := tx.Exec(ctx, "SELECT pg_catalog.set_config('search_path', '', true)"); err != nil {
 		return errorf(err, "postgres: set search_path")

@@ -47,6 +47,9 @@ var wantPrivileges = map[string]map[string]string{
 	// Migration 0002 (publication, admin API): admin's job only.
 	"publication_mutations": {admin: "SI"},
 	"api_tokens":            {admin: "SIU"},
+	// Migration 0012 (run-event feed): the runtime role claims and
+	// advances consumers; nobody deletes one.
+	"run_event_consumers": {admin: "S", runtime: "SIU"},
 }
 
 // mustDeny are the denials issue 4 names explicitly; they guard the table
@@ -67,6 +70,7 @@ var mustDeny = []struct{ role, table, ops string }{
 	{admin, "audit_log", "UD"},
 	{runtime, "run_events", "U"},
 	{runtime, "audit_log", "U"},
+	{ingress, "run_event_consumers", "SIUD"},
 }
 
 var opNames = map[byte]string{'S': "SELECT", 'I': "INSERT", 'U': "UPDATE", 'D': "DELETE"}
@@ -129,6 +133,7 @@ INSERT INTO ql3.run_log_streams (run_id, attempt, stream, project_id, length_byt
 INSERT INTO ql3.audit_log (audit_id, at_ms, actor_kind, action, outcome) VALUES ({AU}, 1, 'system', 'test.seed', 'ok');
 INSERT INTO ql3.publication_mutations (mutation_id, kind, request_digest, result, created_at_ms) VALUES ('m-1', 'task.create', {D}, '{}', 1);
 INSERT INTO ql3.api_tokens (token_id, name, token_digest, status, created_at_ms) VALUES ('00000000000000a1', 'tok1', {D}, 'active', 1);
+INSERT INTO ql3.run_event_consumers (consumer, updated_at_ms) VALUES ('seed', 1);
 `
 
 // tableOps: a valid INSERT of a new row and an UPDATE of exactly one seeded
@@ -207,6 +212,9 @@ var tableOps = map[string]struct{ insert, update string }{
 		`INSERT INTO ql3.api_tokens (token_id, name, token_digest, status, created_at_ms)
 			VALUES ('00000000000000b2', 'tok2', '\xcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd'::bytea, 'active', 1)`,
 		`UPDATE ql3.api_tokens SET name = 'renamed' WHERE token_id = '00000000000000a1'`},
+	"run_event_consumers": {
+		`INSERT INTO ql3.run_event_consumers (consumer, updated_at_ms) VALUES ('notify', 1)`,
+		`UPDATE ql3.run_event_consumers SET updated_at_ms = 2 WHERE consumer = 'seed'`},
 }
 
 func TestGrantMatrixIsConsistent(t *testing.T) {

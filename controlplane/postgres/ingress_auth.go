@@ -7,8 +7,7 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/ql3/ql3/controlplane/ingress"
+	"github.com/ql3/ql3/controlplane"
 )
 
 // WorkerAuth authenticates worker ingress requests and writes their denial
@@ -23,8 +22,8 @@ type WorkerAuth struct{ db DB }
 func NewWorkerAuth(db DB) *WorkerAuth { return &WorkerAuth{db: db} }
 
 var (
-	_ ingress.Authenticator = (*WorkerAuth)(nil)
-	_ ingress.Auditor       = (*WorkerAuth)(nil)
+	_ controlplane.Authenticator = (*WorkerAuth)(nil)
+	_ controlplane.Auditor       = (*WorkerAuth)(nil)
 )
 
 // sqlAuthenticate reads everything one decision needs in one round trip:
@@ -45,12 +44,12 @@ WHERE c.credential_id = $1::uuid`
 // credential well-formed, known, its digest equal (constant time), active,
 // not expired, not superseded by an observed successor; worker active; the
 // worker's tls_identity one of the certificate's identities. Every refusal
-// is an *ingress.Denied with a reason category; nothing of the credential
+// is an *controlplane.Denied with a reason category; nothing of the credential
 // reaches an error, a log line or the database.
-func (a *WorkerAuth) Authenticate(ctx context.Context, p ingress.Presented) (ingress.Principal, error) {
+func (a *WorkerAuth) Authenticate(ctx context.Context, p controlplane.Presented) (controlplane.Principal, error) {
 	credID, digest, err := ParseWorkerCredential(string(p.Credential))
 	if err != nil {
-		return ingress.Principal{}, &ingress.Denied{Reason: ingress.ReasonMalformed}
+		return controlplane.Principal{}, &controlplane.Denied{Reason: controlplane.ReasonMalformed}
 	}
 	var (
 		workerID, workerStatus, identity, credStatus string
@@ -61,30 +60,30 @@ func (a *WorkerAuth) Authenticate(ctx context.Context, p ingress.Presented) (ing
 	err = a.db.QueryRow(ctx, sqlAuthenticate, credID).Scan(&workerID, &workerStatus, &identity, &stored,
 		&credStatus, &expiresAt, &revokeAfter, &successorSeen, &now)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ingress.Principal{}, &ingress.Denied{Reason: ingress.ReasonUnknownCredential}
+		return controlplane.Principal{}, &controlplane.Denied{Reason: controlplane.ReasonUnknownCredential}
 	}
 	if err != nil {
-		return ingress.Principal{}, Translate(err)
+		return controlplane.Principal{}, Translate(err)
 	}
 	if subtle.ConstantTimeCompare(stored, digest[:]) != 1 {
-		return ingress.Principal{}, &ingress.Denied{Reason: ingress.ReasonWrongSecret, WorkerID: workerID}
+		return controlplane.Principal{}, &controlplane.Denied{Reason: controlplane.ReasonWrongSecret, WorkerID: workerID}
 	}
-	deny := func(reason string) (ingress.Principal, error) {
-		return ingress.Principal{}, &ingress.Denied{Reason: reason, WorkerID: workerID}
+	deny := func(reason string) (controlplane.Principal, error) {
+		return controlplane.Principal{}, &controlplane.Denied{Reason: reason, WorkerID: workerID}
 	}
 	switch {
 	case credStatus != "active":
-		return deny(ingress.ReasonCredentialRevoked)
+		return deny(controlplane.ReasonCredentialRevoked)
 	case expiresAt != 0 && expiresAt <= now:
-		return deny(ingress.ReasonCredentialExpired)
+		return deny(controlplane.ReasonCredentialExpired)
 	case successorSeen || (revokeAfter != 0 && revokeAfter <= now):
-		return deny(ingress.ReasonCredentialReplaced)
+		return deny(controlplane.ReasonCredentialReplaced)
 	case workerStatus != "active":
-		return deny(ingress.ReasonWorkerDisabled)
+		return deny(controlplane.ReasonWorkerDisabled)
 	case identity == "" || !slices.Contains(p.CertIdentities, identity):
-		return deny(ingress.ReasonCertNotBound)
+		return deny(controlplane.ReasonCertNotBound)
 	}
-	return ingress.Principal{WorkerID: workerID, CredentialID: credID, TLSIdentity: identity}, nil
+	return controlplane.Principal{WorkerID: workerID, CredentialID: credID, TLSIdentity: identity}, nil
 }
 
 const sqlAuditDenied = `
@@ -94,8 +93,8 @@ VALUES ($1::uuid, ` + dbNowMs + `, 'worker', nullif($2::text, ''), 'ingress.deni
         jsonb_strip_nulls(jsonb_build_object('reason', $5::text, 'certIdentity', nullif($6::text, ''), 'trustGeneration', $7::bigint)))`
 
 // AuditDenied writes one low-sensitivity denial line.
-func (a *WorkerAuth) AuditDenied(ctx context.Context, d ingress.Denial) error {
-	id, err := newPubID()
+func (a *WorkerAuth) AuditDenied(ctx context.Context, d controlplane.Denial) error {
+	id, err := controlplane.NewID()
 	if err != nil {
 		return err
 	}
@@ -105,6 +104,9 @@ func (a *WorkerAuth) AuditDenied(ctx context.Context, d ingress.Denial) error {
 }
 
 // clip shortens s to at most n bytes (audit columns are bounded).
+// Clip bounds s to n bytes for a column (subpackages use it too).
+func Clip(s string, n int) string { return clip(s, n) }
+
 func clip(s string, n int) string {
 	if len(s) > n {
 		return s[:n]

@@ -5,7 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ql3/ql3/controlplane/ingress"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/protocol"
 	"github.com/ql3/ql3/core/run"
@@ -14,7 +14,7 @@ import (
 // Acks (ADR 0011, after QL3 ADR-0109). starting passes the start barrier:
 // Attempt claimed → starting, its durable deadline fixed at database now +
 // the Run's pinned timeout, the lease becomes a started lease
-// (StartedLeaseMs, renewed by heartbeats), one run.starting event; the Run
+// (Lease.StartedMs, renewed by heartbeats), one run.starting event; the Run
 // stays dispatching. running: Attempt starting → running and Run
 // dispatching → running, both started at database time, one run.running
 // event. An ack the attempt already passed is an exact replay and answers
@@ -52,8 +52,8 @@ ev AS (
 	RETURNING 1)
 SELECT (SELECT count(*) FROM a), (SELECT count(*) FROM r), (SELECT count(*) FROM ev)`
 
-// Ack implements ingress.LeasePort.
-func (d *Dispatcher) Ack(ctx context.Context, p ingress.Principal, ack protocol.Ack) (protocol.LeaseControl, error) {
+// Ack implements controlplane.LeasePort.
+func (d *Dispatcher) Ack(ctx context.Context, p controlplane.Principal, ack protocol.Ack) (protocol.LeaseControl, error) {
 	if err := ack.Validate(); err != nil {
 		return protocol.LeaseControl{}, err
 	}
@@ -86,7 +86,7 @@ func (d *Dispatcher) Ack(ctx context.Context, p ingress.Principal, ack protocol.
 		if err != nil {
 			return err
 		}
-		out = l.control(d.opts.CancelGraceMs)
+		out = l.control(d.opts.Lease.CancelGraceMs)
 		return nil
 	})
 	return out, err
@@ -118,7 +118,7 @@ func (d *Dispatcher) ackStarting(ctx context.Context, tx *dtx, l *leaseRow) erro
 			return errs.E(errs.Internal, "", "starting ack wrote nothing")
 		}
 		return err
-	}, sqlAckStarting, l.runID, l.attemptID, l.leaseID, l.timeoutMs, int64(StartedLeaseMs), l.projectID, string(payload))
+	}, sqlAckStarting, l.runID, l.attemptID, l.leaseID, l.timeoutMs, d.opts.Lease.StartedMs, l.projectID, string(payload))
 	if err != nil {
 		return errorf(err, "postgres: starting ack")
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ql3/ql3/controlplane/ingress"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/protocol"
 	"github.com/ql3/ql3/core/run"
@@ -100,7 +100,7 @@ SELECT f.version, f.expires_at_ms, f.cancel, (SELECT count(*) FROM ev) FROM f, a
 const sqlLockRun = `SELECT 1 FROM ql3.runs WHERE run_id = $1::uuid FOR UPDATE`
 
 // ackFenced tries the one-round-trip ack. ok false: the full path decides.
-func (d *Dispatcher) ackFenced(ctx context.Context, p ingress.Principal, ack protocol.Ack) (protocol.LeaseControl, bool, error) {
+func (d *Dispatcher) ackFenced(ctx context.Context, p controlplane.Principal, ack protocol.Ack) (protocol.LeaseControl, bool, error) {
 	ref := ack.LeaseRef
 	var ids [4]uuid.UUID
 	for i, f := range []struct{ field, s string }{{"runId", ref.RunID}, {"attemptId", ref.AttemptID},
@@ -131,7 +131,7 @@ func (d *Dispatcher) ackFenced(ctx context.Context, p ingress.Principal, ack pro
 		return protocol.LeaseControl{}, false, errs.E(errs.Internal, "", "%s payload: %v", ack.Phase, err)
 	}
 	if ack.Phase == protocol.AckStarting {
-		args = append(args, int64(StartedLeaseMs))
+		args = append(args, d.opts.Lease.StartedMs)
 	}
 	args = append(args, string(raw))
 	c := protocol.LeaseControl{V: protocol.Version, RunID: runID.String(), AttemptID: attemptID.String(),
@@ -157,7 +157,7 @@ func (d *Dispatcher) ackFenced(ctx context.Context, p ingress.Principal, ack pro
 	}
 	d.stats.fencedAcks.Add(1)
 	if cancel {
-		c.Action, c.CancelGraceMs = protocol.LeaseCancel, d.opts.CancelGraceMs
+		c.Action, c.CancelGraceMs = protocol.LeaseCancel, d.opts.Lease.CancelGraceMs
 	}
 	return c, true, nil
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ql3/ql3/controlplane/ingress"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/protocol"
 	"github.com/ql3/ql3/core/run"
@@ -105,8 +105,8 @@ const sqlLateCallback = `WITH ins AS (
 	RETURNING 1)
 SELECT count(*) FROM ins`
 
-// Complete implements ingress.LeasePort.
-func (d *Dispatcher) Complete(ctx context.Context, p ingress.Principal, c protocol.Completion) (protocol.CompletionReceipt, error) {
+// Complete implements controlplane.LeasePort.
+func (d *Dispatcher) Complete(ctx context.Context, p controlplane.Principal, c protocol.Completion) (protocol.CompletionReceipt, error) {
 	if err := c.Validate(); err != nil {
 		return protocol.CompletionReceipt{}, err
 	}

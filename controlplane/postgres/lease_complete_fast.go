@@ -7,7 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ql3/ql3/controlplane/ingress"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/protocol"
 	"github.com/ql3/ql3/core/run"
@@ -78,7 +78,7 @@ FROM f`
 
 // completeFenced tries the one-round-trip completion. ok false: the full
 // path decides.
-func (d *Dispatcher) completeFenced(ctx context.Context, p ingress.Principal, c protocol.Completion,
+func (d *Dispatcher) completeFenced(ctx context.Context, p controlplane.Principal, c protocol.Completion,
 	digest [sha256.Size]byte) (bool, error) {
 	if c.Status != run.AttemptSucceeded || c.ErrorClass != "" {
 		return false, nil

@@ -7,7 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ql3/ql3/controlplane/ingress"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/fence"
 	"github.com/ql3/ql3/core/protocol"
@@ -67,7 +67,7 @@ type leaseRow struct {
 // loadLease locks and reads the lease ref names and checks that the
 // principal's worker and the request's whole fence match it, except the
 // expiry (callers decide what an expired lease still allows).
-func loadLease(ctx context.Context, tx *dtx, p ingress.Principal, ref protocol.LeaseRef, withStreams bool) (*leaseRow, error) {
+func loadLease(ctx context.Context, tx *dtx, p controlplane.Principal, ref protocol.LeaseRef, withStreams bool) (*leaseRow, error) {
 	if err := ref.Validate(); err != nil {
 		return nil, err
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ql3/ql3/controlplane/ingress"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/protocol"
 	"github.com/ql3/ql3/core/run"
@@ -114,8 +114,8 @@ func scanLogStreams(br pgx.BatchResults) (map[string]logStreamState, error) {
 	return out, nil
 }
 
-// Log implements ingress.LeasePort.
-func (d *Dispatcher) Log(ctx context.Context, p ingress.Principal, chunk protocol.LogChunk) (protocol.LogReceipt, error) {
+// Log implements controlplane.LeasePort.
+func (d *Dispatcher) Log(ctx context.Context, p controlplane.Principal, chunk protocol.LogChunk) (protocol.LogReceipt, error) {
 	if err := chunk.Validate(); err != nil {
 		return protocol.LogReceipt{}, err
 	}

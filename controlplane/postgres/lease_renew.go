@@ -6,7 +6,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ql3/ql3/controlplane/ingress"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/protocol"
 )
@@ -17,7 +17,7 @@ import (
 //
 //	extend  the lease is held by exactly this session and generation, the
 //	        session is live by database time, the lease is live; a started
-//	        lease is extended to now + StartedLeaseMs (an unstarted one keeps
+//	        lease is extended to now + Lease.StartedMs (an unstarted one keeps
 //	        its expiry: only the starting ACK passes the barrier)
 //	cancel  as extend, and the Run has a cancel intent or the attempt's
 //	        durable deadline has passed; carries the cancel grace
@@ -56,8 +56,8 @@ SELECT cur.lease_id IS NOT NULL, cur.run_id, coalesce(cur.lease_generation, 0),
 FROM cur LEFT JOIN upd u ON u.lease_id = cur.lease_id CROSS JOIN live CROSS JOIN n
 ORDER BY cur.ord`
 
-// RenewForHeartbeat implements ingress.LeasePort.
-func (d *Dispatcher) RenewForHeartbeat(ctx context.Context, p ingress.Principal, sessionID string, generation int64,
+// RenewForHeartbeat implements controlplane.LeasePort.
+func (d *Dispatcher) RenewForHeartbeat(ctx context.Context, p controlplane.Principal, sessionID string, generation int64,
 	attemptIDs []string) ([]protocol.LeaseControl, error) {
 	if len(attemptIDs) > protocol.MaxCapacity {
 		return nil, errs.TooLargef("runningAttemptIds", "has %d entries, limit is %d", len(attemptIDs), protocol.MaxCapacity)
@@ -87,7 +87,7 @@ func (d *Dispatcher) RenewForHeartbeat(ctx context.Context, p ingress.Principal,
 		out = make([]protocol.LeaseControl, 0, len(attemptIDs))
 		b := &pgx.Batch{}
 		b.Queue(sqlLockShared, LockClassSession, LockObjectKey(sid))
-		b.Queue(sqlRenew, sid, workerID, generation, ids, int64(StartedLeaseMs))
+		b.Queue(sqlRenew, sid, workerID, generation, ids, d.opts.Lease.StartedMs)
 		b.Queue("COMMIT")
 		br, err := tx.begin(ctx, b)
 		if err != nil {
@@ -122,7 +122,7 @@ func (d *Dispatcher) RenewForHeartbeat(ctx context.Context, p ingress.Principal,
 			if live && (extended || unstartedHeld) {
 				c.Action = protocol.LeaseExtend
 				if cancel || pastDeadline {
-					c.Action, c.CancelGraceMs = protocol.LeaseCancel, d.opts.CancelGraceMs
+					c.Action, c.CancelGraceMs = protocol.LeaseCancel, d.opts.Lease.CancelGraceMs
 				}
 			}
 			out = append(out, c)

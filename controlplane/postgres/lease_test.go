@@ -2,15 +2,17 @@ package postgres_test
 
 import (
 	"bytes"
-	"github.com/jackc/pgx/v5"
 	"slices"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/google/uuid"
 
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/fence"
+	"github.com/ql3/ql3/core/lease"
 	"github.com/ql3/ql3/core/protocol"
 	"github.com/ql3/ql3/core/run"
 )
@@ -458,7 +460,9 @@ func TestCompletionAgainstTheStoredLog(t *testing.T) {
 // completion ends Attempt and Run cancelled without a start.
 func TestCancelIntentStopsAtTheStartBarrier(t *testing.T) {
 	t.Parallel()
-	e := newDispatchEnv(t, postgres.DispatchOptions{CancelGraceMs: 2000})
+	p := lease.Default()
+	p.CancelGraceMs = 2000
+	e := newDispatchEnv(t, postgres.DispatchOptions{Lease: p})
 	r := e.queue(e.revision(testSpec()), 0)
 	h := e.take(e.worker(linuxCaps(), 1))
 	e.exec(`UPDATE ql3.runs SET cancel_requested_at_ms = 1, cancel_reason = 'user' WHERE run_id = $1`, r.run)

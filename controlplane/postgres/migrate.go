@@ -2,13 +2,12 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/migrations"
 )
 
@@ -16,50 +15,6 @@ import (
 // Transaction-scoped locks are used so a pooled connection can never leak a
 // held lock; every step re-reads the history under the lock.
 const advisoryLockKey int64 = 0x716c335f6d6967 // "ql3_mig"
-
-// The kinds of SchemaError, for errors.Is.
-var (
-	// ErrChecksumMismatch: a recorded migration's checksum (or name) differs
-	// from the binary's, or the recorded history has a gap. The database was
-	// migrated by a different build; refuse rather than guess.
-	ErrChecksumMismatch = errors.New("recorded migration history differs from this binary's")
-	// ErrSchemaTooNew: the database records a version this binary does not know.
-	ErrSchemaTooNew = errors.New("database schema is newer than this binary")
-	// ErrSchemaBehind: migrations are pending (Readiness only; Migrate applies them).
-	ErrSchemaBehind = errors.New("database schema has pending migrations")
-	// ErrRoleSetup: the ql3 roles could not be created or assumed.
-	ErrRoleSetup = errors.New("ql3 roles cannot be set up")
-)
-
-// SchemaError says why a database's schema is not usable by this binary.
-// It unwraps to its Kind and to a coded errs.Unavailable, so readiness probes
-// and the HTTP layer need no PostgreSQL knowledge.
-type SchemaError struct {
-	Kind            error
-	Version         int // the migration concerned, 0 when not about one
-	DatabaseVersion int // highest recorded version
-	BinaryVersion   int // highest embedded version
-	Detail          string
-}
-
-func (e *SchemaError) Error() string {
-	s := "postgres: " + e.Kind.Error()
-	if e.Version > 0 {
-		s += fmt.Sprintf(" (migration %d)", e.Version)
-	}
-	if e.DatabaseVersion > 0 || e.BinaryVersion > 0 {
-		s += fmt.Sprintf(" [database v%d, binary v%d]", e.DatabaseVersion, e.BinaryVersion)
-	}
-	if e.Detail != "" {
-		s += ": " + e.Detail
-	}
-	return s
-}
-
-// Unwrap exposes the kind and a coded unavailable error.
-func (e *SchemaError) Unwrap() []error {
-	return []error{e.Kind, errs.E(errs.Unavailable, "", "schema not ready: %s", e.Kind.Error())}
-}
 
 // MigrateOptions configures Migrate.
 type MigrateOptions struct {
@@ -94,9 +49,9 @@ const bootstrapSQL = `CREATE TABLE IF NOT EXISTS ql3.schema_migrations (
 //
 //  1. creates the four roles when missing (NOLOGIN; see EnableLogin),
 //     schema ql3 and the bookkeeping table ql3.schema_migrations;
-//  2. refuses (SchemaError, nothing applied) a database whose recorded
-//     history differs from the binary's (ErrChecksumMismatch) or that is newer
-//     (ErrSchemaTooNew);
+//  2. refuses (controlplane.SchemaError, nothing applied) a database whose recorded
+//     history differs from the binary's (controlplane.ErrChecksumMismatch) or that is newer
+//     (controlplane.ErrSchemaTooNew);
 //  3. applies each pending migration in its own transaction as ql3_migrator,
 //     recording version, name, checksum and the database time;
 //  4. installs the exact GRANTs (InstallGrants).
@@ -243,16 +198,16 @@ func verifyHistory(recs []Record, known []migrations.Migration) error {
 		dbVersion = recs[len(recs)-1].Version
 	}
 	if dbVersion > len(known) {
-		return &SchemaError{Kind: ErrSchemaTooNew, Version: dbVersion, DatabaseVersion: dbVersion, BinaryVersion: len(known)}
+		return &controlplane.SchemaError{Kind: controlplane.ErrSchemaTooNew, Version: dbVersion, DatabaseVersion: dbVersion, BinaryVersion: len(known)}
 	}
 	for i, r := range recs {
 		if r.Version != i+1 {
-			return &SchemaError{Kind: ErrChecksumMismatch, Version: i + 1, DatabaseVersion: dbVersion, BinaryVersion: len(known),
+			return &controlplane.SchemaError{Kind: controlplane.ErrChecksumMismatch, Version: i + 1, DatabaseVersion: dbVersion, BinaryVersion: len(known),
 				Detail: "recorded history has a gap"}
 		}
 		m := known[i]
 		if r.Checksum != m.Checksum || r.Name != m.Name {
-			return &SchemaError{Kind: ErrChecksumMismatch, Version: r.Version, DatabaseVersion: dbVersion, BinaryVersion: len(known),
+			return &controlplane.SchemaError{Kind: controlplane.ErrChecksumMismatch, Version: r.Version, DatabaseVersion: dbVersion, BinaryVersion: len(known),
 				Detail: fmt.Sprintf("recorded %s %.12s…, binary has %s %.12s…", r.Name, r.Checksum, m.Name, m.Checksum)}
 		}
 	}
@@ -268,9 +223,9 @@ type SchemaStatus struct {
 
 // Readiness reports whether the database db is connected to has exactly the
 // binary's embedded schema; nil means ready. It only reads (any ql3 role may
-// call it) and returns a *SchemaError saying why not: ErrSchemaBehind when
-// migrations are pending or the schema does not exist, ErrChecksumMismatch,
-// ErrSchemaTooNew.
+// call it) and returns a *controlplane.SchemaError saying why not: controlplane.ErrSchemaBehind when
+// migrations are pending or the schema does not exist, controlplane.ErrChecksumMismatch,
+// controlplane.ErrSchemaTooNew.
 func Readiness(ctx context.Context, db DB) error {
 	_, err := CheckSchema(ctx, db, migrations.Postgres())
 	return err
@@ -285,7 +240,7 @@ func CheckSchema(ctx context.Context, db DB, known []migrations.Migration) (Sche
 		return st, errorf(err, "postgres: readiness")
 	}
 	if !exists {
-		return st, &SchemaError{Kind: ErrSchemaBehind, BinaryVersion: len(known), Detail: "ql3.schema_migrations does not exist (never migrated)"}
+		return st, &controlplane.SchemaError{Kind: controlplane.ErrSchemaBehind, BinaryVersion: len(known), Detail: "ql3.schema_migrations does not exist (never migrated)"}
 	}
 	recs, err := readHistory(ctx, db)
 	if err != nil {
@@ -299,7 +254,7 @@ func CheckSchema(ctx context.Context, db DB, known []migrations.Migration) (Sche
 		return st, err
 	}
 	if len(recs) < len(known) {
-		return st, &SchemaError{Kind: ErrSchemaBehind, DatabaseVersion: st.DatabaseVersion, BinaryVersion: len(known),
+		return st, &controlplane.SchemaError{Kind: controlplane.ErrSchemaBehind, DatabaseVersion: st.DatabaseVersion, BinaryVersion: len(known),
 			Detail: fmt.Sprintf("%d migration(s) pending", len(known)-len(recs))}
 	}
 	return st, nil

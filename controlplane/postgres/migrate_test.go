@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
@@ -32,7 +33,7 @@ func TestMigrateTwiceIsNoOp(t *testing.T) {
 	db := pgtest.Shared(t).NewEmptyDB(t)
 	conn := db.Conn(t)
 
-	if err := postgres.Readiness(ctx, conn); !errors.Is(err, postgres.ErrSchemaBehind) {
+	if err := postgres.Readiness(ctx, conn); !errors.Is(err, controlplane.ErrSchemaBehind) {
 		t.Fatalf("readiness before migrating = %v, want ErrSchemaBehind", err)
 	}
 	want := len(migrations.Postgres())
@@ -78,8 +79,8 @@ func TestMigrateRefusesTamperedChecksum(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := postgres.Migrate(ctx, conn, postgres.MigrateOptions{})
-	assertSchemaError(t, "migrate", err, postgres.ErrChecksumMismatch, 1)
-	assertSchemaError(t, "readiness", postgres.Readiness(ctx, conn), postgres.ErrChecksumMismatch, 1)
+	assertSchemaError(t, "migrate", err, controlplane.ErrChecksumMismatch, 1)
+	assertSchemaError(t, "readiness", postgres.Readiness(ctx, conn), controlplane.ErrChecksumMismatch, 1)
 }
 
 func TestMigrateRefusesNewerSchema(t *testing.T) {
@@ -92,8 +93,8 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := postgres.Migrate(ctx, conn, postgres.MigrateOptions{})
-	assertSchemaError(t, "migrate", err, postgres.ErrSchemaTooNew, newer)
-	assertSchemaError(t, "readiness", postgres.Readiness(ctx, conn), postgres.ErrSchemaTooNew, newer)
+	assertSchemaError(t, "migrate", err, controlplane.ErrSchemaTooNew, newer)
+	assertSchemaError(t, "readiness", postgres.Readiness(ctx, conn), controlplane.ErrSchemaTooNew, newer)
 	// Nothing was touched: the future row is still the newest.
 	st, _ := postgres.CheckSchema(ctx, conn, migrations.Postgres())
 	if st.DatabaseVersion != newer {
@@ -103,7 +104,7 @@ func TestMigrateRefusesNewerSchema(t *testing.T) {
 
 func assertSchemaError(t *testing.T, what string, err, kind error, version int) {
 	t.Helper()
-	var se *postgres.SchemaError
+	var se *controlplane.SchemaError
 	if !errors.Is(err, kind) || !errors.As(err, &se) || se.Version != version {
 		t.Fatalf("%s: %v, want %v for migration %d", what, err, kind, version)
 	}
@@ -202,7 +203,7 @@ func TestMigrateNeedsMigratorMembership(t *testing.T) {
 	}
 	defer outsider.Close(ctx)
 	_, err = postgres.Migrate(ctx, outsider, postgres.MigrateOptions{})
-	if !errors.Is(err, postgres.ErrRoleSetup) && postgres.SQLState(err) != postgres.SQLStateInsufficientPriv {
+	if !errors.Is(err, controlplane.ErrRoleSetup) && postgres.SQLState(err) != postgres.SQLStateInsufficientPriv {
 		t.Fatalf("migrate as outsider: %v, want ErrRoleSetup or permission denied", err)
 	}
 	if err := postgres.Readiness(ctx, su); err == nil {
@@ -233,7 +234,7 @@ func TestMigrateAsNonSuperuser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer deployer.Close(ctx)
-	if _, err := postgres.Migrate(ctx, deployer, postgres.MigrateOptions{}); !errors.Is(err, postgres.ErrRoleSetup) {
+	if _, err := postgres.Migrate(ctx, deployer, postgres.MigrateOptions{}); !errors.Is(err, controlplane.ErrRoleSetup) {
 		t.Fatalf("migrate without the roles and without CREATEROLE: %v, want ErrRoleSetup", err)
 	}
 

@@ -34,7 +34,7 @@ import (
 //     statement each;
 //   - then for that Run, as before: the Attempt bound to the session and
 //     offer, an expired unstarted lease released, the Run in dispatching,
-//     the new lease (unstarted: UnstartedLeaseMs of database time;
+//     the new lease (unstarted: Lease.UnstartedMs of database time;
 //     generation + 1 of the attempt's), and the events (run.lease_released
 //     when a lease was released, then run.dispatched).
 //
@@ -229,7 +229,7 @@ func (d *Dispatcher) claim(ctx context.Context, send claimSend, sql string, plac
 	}
 	window := int32(d.opts.PullPages * d.opts.PullPageRows)
 	args := []any{revIDs, digests, scores, fragments, window, workerID, sessionID, req.Generation, req.OfferID,
-		leaseID, digest[:], int64(UnstartedLeaseMs), released, dispatched}
+		leaseID, digest[:], d.opts.Lease.UnstartedMs, released, dispatched}
 	if err = send(ctx, sql, args, scan); err != nil {
 		return nil, errorf(err, "postgres: claim")
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ql3/ql3/controlplane/ingress"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/protocol"
@@ -140,7 +140,7 @@ type candidate struct {
 	score          int
 }
 
-// Pull implements ingress.LeasePort: at most one offer for the principal's
+// Pull implements controlplane.LeasePort: at most one offer for the principal's
 // session, or the identical offer again for an exact replay.
 //
 // An idle pull is one round trip without a transaction or a lock: the
@@ -149,7 +149,7 @@ type candidate struct {
 // page holds an eligible candidate does the claim transaction start, which
 // takes the session's exclusive lock and re-reads the session and its live
 // leases before deciding capacity (ADR 0009).
-func (d *Dispatcher) Pull(ctx context.Context, p ingress.Principal, req protocol.OfferPullRequest) (*protocol.Offer, time.Duration, error) {
+func (d *Dispatcher) Pull(ctx context.Context, p controlplane.Principal, req protocol.OfferPullRequest) (*protocol.Offer, time.Duration, error) {
 	if err := req.Validate(); err != nil {
 		return nil, 0, err
 	}

@@ -42,6 +42,9 @@ type DB interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
+// DBNowMs is dbNowMs for the adapter's subpackages.
+const DBNowMs = dbNowMs
+
 // dbNowMs is the database clock in epoch milliseconds. PostgreSQL is the
 // time authority of the control plane, so bookkeeping times come from here
 // and never from the node.

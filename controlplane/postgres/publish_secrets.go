@@ -52,8 +52,8 @@ func isLowerHexSecret(s string) bool {
 	return true
 }
 
-// newAPIToken returns a fresh token, its id and its digest.
-func newAPIToken() (token, id string, digest SecretDigest, err error) {
+// NewAPIToken returns a fresh token, its id and its digest.
+func NewAPIToken() (token, id string, digest SecretDigest, err error) {
 	if id, err = randomHex(apiTokenIDBytes); err != nil {
 		return "", "", digest, err
 	}
@@ -83,9 +83,9 @@ func ParseAPIToken(s string) (id string, digest SecretDigest, err error) {
 	return id, digestText(s), nil
 }
 
-// newWorkerCredential returns a fresh credential for credentialID and its
+// NewWorkerCredential returns a fresh credential for credentialID and its
 // digest.
-func newWorkerCredential(credentialID uuid.UUID) (string, SecretDigest, error) {
+func NewWorkerCredential(credentialID uuid.UUID) (string, SecretDigest, error) {
 	secret, err := randomHex(secretBytes)
 	if err != nil {
 		return "", SecretDigest{}, err

@@ -11,7 +11,7 @@ import (
 )
 
 func TestAPITokenRoundTrip(t *testing.T) {
-	token, id, digest, err := newAPIToken()
+	token, id, digest, err := NewAPIToken()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,7 +19,7 @@ func TestAPITokenRoundTrip(t *testing.T) {
 	if err != nil || gotID != id || gotDigest != digest || digest != sha256.Sum256([]byte(token)) {
 		t.Fatalf("ParseAPIToken(new token) = %q, %x, %v; want %q and the SHA-256 of the text", gotID, gotDigest, err, id)
 	}
-	other, _, _, _ := newAPIToken()
+	other, _, _, _ := NewAPIToken()
 	if other == token {
 		t.Fatal("two tokens are equal")
 	}
@@ -27,7 +27,7 @@ func TestAPITokenRoundTrip(t *testing.T) {
 
 func TestWorkerCredentialRoundTrip(t *testing.T) {
 	id := uuid.Must(uuid.NewV7())
-	text, digest, err := newWorkerCredential(id)
+	text, digest, err := NewWorkerCredential(id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,7 +113,7 @@ type pullForecast struct {
 	dueAt  time.Time // local instant of that cursor (database delay added to readAt)
 }
 
-// PullPacer answers the pacing of empty pulls (ingress.PullPacer). It keeps
+// PullPacer answers the pacing of empty pulls (controlplane.PullPacer). It keeps
 // one forecast per replica, re-read by its own loop (Run) every TTL and just
 // after the instant it named (plus the margin, when that occurrence has
 // normally been admitted and the cursor has moved on). Pulls only read the
@@ -244,7 +244,7 @@ func (p *PullPacer) Forecast() protocol.PullForecast {
 // least a second.
 func (p *PullPacer) maxAge() time.Duration { return max(5*p.opts.TTL, time.Second) }
 
-// PullPauseMs implements ingress.PullPacer: the pause an empty pull asks
+// PullPauseMs implements controlplane.PullPacer: the pause an empty pull asks
 // for, given the dispatcher's idle pause.
 func (p *PullPacer) PullPauseMs(idleMs int64) int64 {
 	return protocol.PullPacing{IdleMs: idleMs, MarginMs: p.opts.Margin.Milliseconds(),

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 )
 
@@ -25,21 +26,6 @@ type RunOps struct {
 
 // NewRunOps returns the port over a pool connected as ql3_runtime.
 func NewRunOps(runtime *pgxpool.Pool) *RunOps { return &RunOps{db: runtime} }
-
-// CancelOutcome says what a cancel request did.
-type CancelOutcome string
-
-const (
-	// CancelAccepted: this request set the intent. A Run that was not
-	// executing (created, queued, retry_wait, lost) is cancelled at once; a
-	// dispatching or running one stops when its worker gets cancel at the
-	// next heartbeat (or, unstarted, when the sweeper releases its lease).
-	CancelAccepted CancelOutcome = "accepted"
-	// CancelAlreadyRequested: an intent was already set; nothing changed.
-	CancelAlreadyRequested CancelOutcome = "already_requested"
-	// CancelAlreadyFinished: the Run had ended; nothing changed.
-	CancelAlreadyFinished CancelOutcome = "already_finished"
-)
 
 // cancelSQL is one cancel request in one transaction: the current
 // Attempt's advisory lock (ADR 0010 order; it serialises with dispatch's
@@ -100,7 +86,7 @@ SELECT d.outcome, (SELECT count(*) FROM ru), (SELECT count(*) FROM ev) + (SELECT
 
 // CancelRun asks a Run to stop on behalf of actor (a low-cardinality
 // principal id such as the API token id). A missing Run is not_found.
-func (o *RunOps) CancelRun(ctx context.Context, runRef, actor string) (CancelOutcome, error) {
+func (o *RunOps) CancelRun(ctx context.Context, runRef, actor string) (controlplane.CancelOutcome, error) {
 	runID, err := uuid.Parse(runRef)
 	if err != nil {
 		return "", errs.NotFoundf("no run %.64q", runRef)
@@ -114,7 +100,7 @@ func (o *RunOps) CancelRun(ctx context.Context, runRef, actor string) (CancelOut
 	if err != nil {
 		return "", Translate(err)
 	}
-	auditID, err := newPubID()
+	auditID, err := controlplane.NewID()
 	if err != nil {
 		return "", err
 	}
@@ -123,7 +109,7 @@ func (o *RunOps) CancelRun(ctx context.Context, runRef, actor string) (CancelOut
 		return "", Translate(err)
 	}
 	defer conn.Release()
-	var outcome CancelOutcome
+	var outcome controlplane.CancelOutcome
 	found := false
 	err = pipelinedTx(ctx, conn, sweepBeginSQL, cancelSQL,
 		append([]any{runID, LockObjectKey(attemptID), LockClassAttempt, actorToken(actor)}, auditArgs(ctx, auditID)...),
@@ -146,8 +132,8 @@ func (o *RunOps) CancelRun(ctx context.Context, runRef, actor string) (CancelOut
 // auditArgs are the audit line's id and ctx's actor (kind, id, peer IP)
 // as statement parameters; empty ones are NULL.
 func auditArgs(ctx context.Context, auditID uuid.UUID) []any {
-	a := actorOf(ctx)
-	return []any{auditID, a.Kind, nullIfEmpty(a.ID, 128), nullIfEmpty(peerIP(a.RemoteAddr), 64)}
+	a := controlplane.ActorOf(ctx)
+	return []any{auditID, a.Kind, NullIfEmpty(a.ID, 128), NullIfEmpty(PeerIP(a.RemoteAddr), 64)}
 }
 
 // actorToken keeps an actor id inside the event payload's token alphabet.
@@ -167,27 +153,6 @@ func actorToken(actor string) string {
 		return "unknown"
 	}
 	return string(b)
-}
-
-// RunNowInput is a manual run request.
-type RunNowInput struct {
-	TaskID string
-	// IdempotencyKey is the client's key (1..128 printable ASCII): the same
-	// key with the same request returns the same Run; with another request
-	// it is a conflict.
-	IdempotencyKey string
-	// RerunOf, when set, names the Run this one re-runs (same project).
-	RerunOf string
-	Actor   string
-}
-
-// RunNowResult is the admitted (or earlier) Run.
-type RunNowResult struct {
-	RunID   string
-	Created bool
-	// Status as written: queued, created (held by concurrency replace) or
-	// cancelled (skipped by concurrency forbid).
-	Status string
 }
 
 // runNowDigestDomain separates run-now request digests from others.
@@ -270,19 +235,19 @@ SELECT (SELECT count(*) FROM task), (SELECT project_status FROM task), (SELECT c
 // RunNow admits a manual Run of the task's current revision. Serialization
 // failures (a concurrent admission of the same task) re-run the
 // transaction a bounded number of times.
-func (o *RunOps) RunNow(ctx context.Context, in RunNowInput) (RunNowResult, error) {
+func (o *RunOps) RunNow(ctx context.Context, in controlplane.RunNowInput) (controlplane.RunNowResult, error) {
 	taskID, err := uuid.Parse(in.TaskID)
 	if err != nil {
-		return RunNowResult{}, errs.NotFoundf("no task %.64q", in.TaskID)
+		return controlplane.RunNowResult{}, errs.NotFoundf("no task %.64q", in.TaskID)
 	}
 	if n := len(in.IdempotencyKey); n < 1 || n > 128 {
-		return RunNowResult{}, errs.Invalidf("idempotencyKey", "must be 1..128 bytes, got %d", n)
+		return controlplane.RunNowResult{}, errs.Invalidf("idempotencyKey", "must be 1..128 bytes, got %d", n)
 	}
 	var rerun *uuid.UUID
 	if in.RerunOf != "" {
 		id, err := uuid.Parse(in.RerunOf)
 		if err != nil {
-			return RunNowResult{}, errs.Invalidf("rerunOf", "must be a run id")
+			return controlplane.RunNowResult{}, errs.Invalidf("rerunOf", "must be a run id")
 		}
 		rerun = &id
 	}
@@ -293,17 +258,17 @@ func (o *RunOps) RunNow(ctx context.Context, in RunNowInput) (RunNowResult, erro
 	}
 	digest := h.Sum(nil)
 	key := "ql3:manual:v1:" + in.IdempotencyKey
-	runID, err := newSchedID()
+	runID, err := controlplane.NewID()
 	if err != nil {
-		return RunNowResult{}, err
+		return controlplane.RunNowResult{}, err
 	}
-	attemptID, err := newSchedID()
+	attemptID, err := controlplane.NewID()
 	if err != nil {
-		return RunNowResult{}, err
+		return controlplane.RunNowResult{}, err
 	}
-	auditID, err := newPubID()
+	auditID, err := controlplane.NewID()
 	if err != nil {
-		return RunNowResult{}, err
+		return controlplane.RunNowResult{}, err
 	}
 	args := append([]any{taskID, key, runID, attemptID, digest, rerun, actorToken(in.Actor)}, auditArgs(ctx, auditID)...)
 	for try := 0; ; try++ {
@@ -317,16 +282,16 @@ func (o *RunOps) RunNow(ctx context.Context, in RunNowInput) (RunNowResult, erro
 		backoff := min(2*time.Millisecond<<try, 100*time.Millisecond)
 		select {
 		case <-ctx.Done():
-			return RunNowResult{}, ctx.Err()
+			return controlplane.RunNowResult{}, ctx.Err()
 		case <-time.After(rand.N(backoff) + time.Millisecond):
 		}
 	}
 }
 
-func (o *RunOps) runNowOnce(ctx context.Context, args []any, digest []byte) (RunNowResult, error) {
+func (o *RunOps) runNowOnce(ctx context.Context, args []any, digest []byte) (controlplane.RunNowResult, error) {
 	conn, err := o.db.Acquire(ctx)
 	if err != nil {
-		return RunNowResult{}, Translate(err)
+		return controlplane.RunNowResult{}, Translate(err)
 	}
 	defer conn.Release()
 	// The read only collects: an error returned from it would be taken for
@@ -349,23 +314,23 @@ func (o *RunOps) runNowOnce(ctx context.Context, args []any, digest []byte) (Run
 	})
 	switch {
 	case err != nil:
-		return RunNowResult{}, err
+		return controlplane.RunNowResult{}, err
 	case !seen:
-		return RunNowResult{}, errs.E(errs.Internal, "", "run-now returned no row")
+		return controlplane.RunNowResult{}, errs.E(errs.Internal, "", "run-now returned no row")
 	case tasks == 0:
-		return RunNowResult{}, errs.NotFoundf("no task %s", args[0])
+		return controlplane.RunNowResult{}, errs.NotFoundf("no task %s", args[0])
 	case existingRun != "":
 		if string(existingDigest) != string(digest) {
-			return RunNowResult{}, errs.E(errs.Conflict, "idempotencyKey",
+			return controlplane.RunNowResult{}, errs.E(errs.Conflict, "idempotencyKey",
 				"the key already names run %s of a different request", existingRun)
 		}
-		return RunNowResult{RunID: existingRun}, nil
+		return controlplane.RunNowResult{RunID: existingRun}, nil
 	case projectStatus != nil && *projectStatus != "active":
-		return RunNowResult{}, errs.E(errs.Conflict, "project", "the task's project is archived")
+		return controlplane.RunNowResult{}, errs.E(errs.Conflict, "project", "the task's project is archived")
 	case args[5] != (*uuid.UUID)(nil) && reruns == 0:
-		return RunNowResult{}, errs.E(errs.NotFound, "rerunOf", "no run %s in the task's project", args[5])
+		return controlplane.RunNowResult{}, errs.E(errs.NotFound, "rerunOf", "no run %s in the task's project", args[5])
 	case status == "":
-		return RunNowResult{}, errs.E(errs.Internal, "", "run-now wrote nothing")
+		return controlplane.RunNowResult{}, errs.E(errs.Internal, "", "run-now wrote nothing")
 	}
-	return RunNowResult{Created: true, Status: status}, nil
+	return controlplane.RunNowResult{Created: true, Status: status}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/placement"
 )
@@ -15,48 +16,22 @@ import (
 // Reads of the operator surface that need runtime facts (sessions, leases,
 // log chunks). The runtime pool reads them; nothing here writes.
 
-// Why a Run is not running yet (WaitReason.Reason).
-const (
-	WaitNoLiveSession  = "no_live_session"     // no online session with an unexpired heartbeat lease
-	WaitPlacement      = "placement_mismatch"  // live sessions exist, none satisfies the placement
-	WaitNoFreeCapacity = "no_free_capacity"    // eligible sessions exist, all at capacity
-	WaitForPull        = "waiting_for_pull"    // an eligible session has room: its next pull takes it (FIFO by priority)
-	WaitRetryBackoff   = "retry_backoff"       // retry_wait until NotBeforeMs
-	WaitConcurrency    = "held_by_concurrency" // created: an older Run of the task (replace) has not ended
-	WaitCancelling     = "cancelling"          // a cancel intent is being converged
-)
-
 // maxWaitSessions bounds the sessions one explanation looks at.
 const maxWaitSessions = 1024
 
-// WaitReason explains a Run that has not started.
-type WaitReason struct {
-	Reason       string `json:"reason"`
-	LiveSessions int    `json:"liveSessions"`
-	Eligible     int    `json:"eligibleSessions"`
-	FreeSlots    int    `json:"freeSlots"`
-	// Mismatch counts live sessions by the first placement requirement
-	// they fail (os, arch, executor, runtime_missing, runtime_version,
-	// label, feature, capability_invalid).
-	Mismatch    map[string]int `json:"placementMismatch,omitempty"`
-	NotBeforeMs int64          `json:"notBeforeMs,omitempty"`
-	// Truncated: more live sessions than were looked at.
-	Truncated bool `json:"truncated,omitempty"`
-}
-
-// WaitReason explains why the Run has not started; ok is false for a Run
+// controlplane.WaitReason explains why the Run has not started; ok is false for a Run
 // that is dispatching, running or finished.
-func (o *RunOps) WaitReason(ctx context.Context, runRef string) (WaitReason, bool, error) {
+func (o *RunOps) WaitReason(ctx context.Context, runRef string) (controlplane.WaitReason, bool, error) {
 	runID, err := uuid.Parse(runRef)
 	if err != nil {
-		return WaitReason{}, false, errs.NotFoundf("no run %.64q", runRef)
+		return controlplane.WaitReason{}, false, errs.NotFoundf("no run %.64q", runRef)
 	}
 	ws, err := o.waitingRuns(ctx, []uuid.UUID{runID})
 	if err != nil {
-		return WaitReason{}, false, err
+		return controlplane.WaitReason{}, false, err
 	}
 	if len(ws) == 0 {
-		return WaitReason{}, false, errs.NotFoundf("no run %s", runID)
+		return controlplane.WaitReason{}, false, errs.NotFoundf("no run %s", runID)
 	}
 	w, ok := ws[0].early()
 	if !ok || w.Reason != "" {
@@ -64,11 +39,11 @@ func (o *RunOps) WaitReason(ctx context.Context, runRef string) (WaitReason, boo
 	}
 	sessions, truncated, err := o.liveSessions(ctx)
 	if err != nil {
-		return WaitReason{}, false, err
+		return controlplane.WaitReason{}, false, err
 	}
 	rev, err := compileRevision(ws[0].revID, ws[0].canonical, ws[0].digest)
 	if err != nil {
-		return WaitReason{}, false, err
+		return controlplane.WaitReason{}, false, err
 	}
 	return placementWait(rev, sessions, truncated), true, nil
 }
@@ -76,7 +51,7 @@ func (o *RunOps) WaitReason(ctx context.Context, runRef string) (WaitReason, boo
 // MaxWaitReasons bounds the Runs of one WaitReasons call (a list page).
 const MaxWaitReasons = 200
 
-// WaitReasons gives the short reason (WaitReason.Reason) for each of the
+// WaitReasons gives the short reason (controlplane.WaitReason.Reason) for each of the
 // Runs (a list page, ≤ MaxWaitReasons) that has not started; others are
 // absent from the map. It costs two reads for the whole page — the Runs
 // with their execution revisions and the live sessions, once — and one
@@ -139,18 +114,18 @@ type waitingRun struct {
 
 // early answers what the Run's own row decides; Reason "" with ok means
 // the Run is queued and the live sessions decide (placementWait).
-func (r waitingRun) early() (WaitReason, bool) {
+func (r waitingRun) early() (controlplane.WaitReason, bool) {
 	switch {
 	case r.cancel && (r.status == "created" || r.status == "queued" || r.status == "retry_wait" || r.status == "lost"):
-		return WaitReason{Reason: WaitCancelling}, true
+		return controlplane.WaitReason{Reason: controlplane.WaitCancelling}, true
 	case r.status == "created":
-		return WaitReason{Reason: WaitConcurrency}, true
+		return controlplane.WaitReason{Reason: controlplane.WaitConcurrency}, true
 	case r.status == "retry_wait":
-		return WaitReason{Reason: WaitRetryBackoff, NotBeforeMs: r.notBefore}, true
+		return controlplane.WaitReason{Reason: controlplane.WaitRetryBackoff, NotBeforeMs: r.notBefore}, true
 	case r.status != "queued":
-		return WaitReason{}, false
+		return controlplane.WaitReason{}, false
 	}
-	return WaitReason{}, true
+	return controlplane.WaitReason{}, true
 }
 
 func (o *RunOps) waitingRuns(ctx context.Context, ids []uuid.UUID) ([]waitingRun, error) {
@@ -203,17 +178,17 @@ func (o *RunOps) liveSessions(ctx context.Context) ([]liveSession, bool, error) 
 }
 
 // placementWait explains a queued Run of revision rev by the live sessions.
-func placementWait(rev *compiledRevision, sessions []liveSession, truncated bool) WaitReason {
-	w := WaitReason{LiveSessions: len(sessions), Truncated: truncated}
+func placementWait(rev *compiledRevision, sessions []liveSession, truncated bool) controlplane.WaitReason {
+	w := controlplane.WaitReason{LiveSessions: len(sessions), Truncated: truncated}
 	for _, s := range sessions {
 		if rev.match != nil {
 			caps, err := placement.DecodeCapabilities([]byte(s.caps))
 			if err != nil {
-				w.count("capability_invalid")
+				countMismatch(&w, "capability_invalid")
 				continue
 			}
 			if res := rev.match.Match(caps); !res.OK {
-				w.count(res.Category)
+				countMismatch(&w, res.Category)
 				continue
 			}
 		}
@@ -222,18 +197,20 @@ func placementWait(rev *compiledRevision, sessions []liveSession, truncated bool
 	}
 	switch {
 	case w.LiveSessions == 0:
-		w.Reason = WaitNoLiveSession
+		w.Reason = controlplane.WaitNoLiveSession
 	case w.Eligible == 0:
-		w.Reason = WaitPlacement
+		w.Reason = controlplane.WaitPlacement
 	case w.FreeSlots == 0:
-		w.Reason = WaitNoFreeCapacity
+		w.Reason = controlplane.WaitNoFreeCapacity
 	default:
-		w.Reason = WaitForPull
+		w.Reason = controlplane.WaitForPull
 	}
 	return w
 }
 
-func (w *WaitReason) count(category string) {
+// countMismatch counts one live session under the first placement
+// requirement it fails.
+func countMismatch(w *controlplane.WaitReason, category string) {
 	if w.Mismatch == nil {
 		w.Mismatch = map[string]int{}
 	}
@@ -248,42 +225,26 @@ const (
 	maxLogChunk = 1 << 20
 )
 
-// LogRange is one read of an attempt's stream.
-type LogRange struct {
-	Attempt    int
-	Stream     string
-	Offset     int64
-	NextOffset int64
-	Data       []byte
-	// Size is the stream's length as the worker delivered it; Stored ≤ Size
-	// is what the cap kept.
-	Size, Stored int64
-	Truncated    bool
-	// Complete: the stream can no longer grow (eof recorded, or the
-	// Attempt ended).
-	Complete bool
-}
-
 // ReadLog reads up to limit bytes of stream ("stdout" or "stderr") of the
 // Run's Attempt attempt (0: the current one) from offset. An offset past
 // the stored bytes of a complete stream is invalid; past the stored bytes
 // of a growing one it returns no data.
-func (o *RunOps) ReadLog(ctx context.Context, runRef string, attempt int, stream string, offset, limit int64) (LogRange, error) {
+func (o *RunOps) ReadLog(ctx context.Context, runRef string, attempt int, stream string, offset, limit int64) (controlplane.LogRange, error) {
 	runID, err := uuid.Parse(runRef)
 	if err != nil {
-		return LogRange{}, errs.NotFoundf("no run %.64q", runRef)
+		return controlplane.LogRange{}, errs.NotFoundf("no run %.64q", runRef)
 	}
 	switch {
 	case stream != "stdout" && stream != "stderr":
-		return LogRange{}, errs.Invalidf("stream", "must be stdout or stderr, got %.16q", stream)
+		return controlplane.LogRange{}, errs.Invalidf("stream", "must be stdout or stderr, got %.16q", stream)
 	case offset < 0:
-		return LogRange{}, errs.Invalidf("offset", "must not be negative")
+		return controlplane.LogRange{}, errs.Invalidf("offset", "must not be negative")
 	case limit < 1 || limit > MaxLogRead:
-		return LogRange{}, errs.Invalidf("limit", "must be 1..%d bytes, got %d", MaxLogRead, limit)
+		return controlplane.LogRange{}, errs.Invalidf("limit", "must be 1..%d bytes, got %d", MaxLogRead, limit)
 	case attempt < 0 || attempt > 16:
-		return LogRange{}, errs.Invalidf("attempt", "must be 1..16, got %d", attempt)
+		return controlplane.LogRange{}, errs.Invalidf("attempt", "must be 1..16, got %d", attempt)
 	}
-	out := LogRange{Stream: stream, Offset: offset, NextOffset: offset}
+	out := controlplane.LogRange{Stream: stream, Offset: offset, NextOffset: offset}
 	var attemptStatus string
 	err = o.db.QueryRow(ctx, `SELECT a.attempt, a.status, coalesce(s.length_bytes, 0), coalesce(s.stored_bytes, 0),
 		coalesce(s.truncated, false), coalesce(s.closed, false)
@@ -293,10 +254,10 @@ func (o *RunOps) ReadLog(ctx context.Context, runRef string, attempt int, stream
 		WHERE r.run_id = $1::uuid`, runID, attempt, stream).Scan(&out.Attempt, &attemptStatus, &out.Size, &out.Stored,
 		&out.Truncated, &out.Complete)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return LogRange{}, errs.NotFoundf("no attempt %d of run %s", attempt, runID)
+		return controlplane.LogRange{}, errs.NotFoundf("no attempt %d of run %s", attempt, runID)
 	}
 	if err != nil {
-		return LogRange{}, Translate(err)
+		return controlplane.LogRange{}, Translate(err)
 	}
 	switch attemptStatus {
 	case "succeeded", "failed", "cancelled", "timed_out", "lost":
@@ -304,7 +265,7 @@ func (o *RunOps) ReadLog(ctx context.Context, runRef string, attempt int, stream
 	}
 	if offset > out.Stored {
 		if out.Complete {
-			return LogRange{}, errs.Invalidf("offset", "%d is past the end of the log (%d bytes)", offset, out.Stored)
+			return controlplane.LogRange{}, errs.Invalidf("offset", "%d is past the end of the log (%d bytes)", offset, out.Stored)
 		}
 		return out, nil
 	}
@@ -313,14 +274,14 @@ func (o *RunOps) ReadLog(ctx context.Context, runRef string, attempt int, stream
 		  AND offset_bytes < $4::bigint + $5::bigint
 		ORDER BY offset_bytes`, runID, out.Attempt, stream, offset, limit, int64(maxLogChunk))
 	if err != nil {
-		return LogRange{}, Translate(err)
+		return controlplane.LogRange{}, Translate(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var at int64
 		var data []byte
 		if err := rows.Scan(&at, &data); err != nil {
-			return LogRange{}, translateDriver(err)
+			return controlplane.LogRange{}, translateDriver(err)
 		}
 		end := at + int64(len(data))
 		if end <= out.NextOffset {
@@ -338,37 +299,16 @@ func (o *RunOps) ReadLog(ctx context.Context, runRef string, attempt int, stream
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return LogRange{}, translateDriver(err)
+		return controlplane.LogRange{}, translateDriver(err)
 	}
 	// Complete for the reader only once everything stored was read.
 	out.Complete = out.Complete && out.NextOffset >= out.Stored
 	return out, nil
 }
 
-// WorkerSession is the live (latest) session of a worker as an operator
-// sees it.
-type WorkerSession struct {
-	SessionID  string `json:"sessionId"`
-	Generation int64  `json:"generation"`
-	Status     string `json:"status"`
-	// Expired is derived: the heartbeat lease passed by database time.
-	Expired          bool   `json:"expired"`
-	Capacity         int    `json:"capacity"`
-	LiveLeases       int    `json:"liveLeases"`
-	CredentialID     string `json:"credentialId,omitempty"`
-	CredentialSeenMs int64  `json:"credentialObservedAtMs,omitempty"`
-	AgentVersion     string `json:"agentVersion,omitempty"`
-	HeartbeatAtMs    int64  `json:"heartbeatAtMs"`
-	LeaseExpiresAtMs int64  `json:"leaseExpiresAtMs"`
-	OpenedAtMs       int64  `json:"openedAtMs"`
-	ClosedAtMs       int64  `json:"closedAtMs,omitempty"`
-	// Capabilities is the stored canonical JSON (≤ 16 KiB by the schema).
-	Capabilities json.RawMessage `json:"capabilities"`
-}
-
-// WorkerSession returns the worker's newest session (ok false: none yet).
-func (o *RunOps) WorkerSession(ctx context.Context, workerRef string) (WorkerSession, bool, error) {
-	var s WorkerSession
+// controlplane.WorkerSession returns the worker's newest session (ok false: none yet).
+func (o *RunOps) WorkerSession(ctx context.Context, workerRef string) (controlplane.WorkerSession, bool, error) {
+	var s controlplane.WorkerSession
 	var caps string
 	err := o.db.QueryRow(ctx, `SELECT s.session_id::text, s.generation, s.status, s.lease_expires_at_ms <= `+dbNowMs+`,
 		s.capacity, (SELECT count(*) FROM ql3.run_leases l WHERE l.session_id = s.session_id AND l.status = 'leased'),
@@ -383,10 +323,10 @@ func (o *RunOps) WorkerSession(ctx context.Context, workerRef string) (WorkerSes
 		&s.Capacity, &s.LiveLeases, &s.CredentialID, &s.CredentialSeenMs, &s.AgentVersion, &s.HeartbeatAtMs,
 		&s.LeaseExpiresAtMs, &s.OpenedAtMs, &s.ClosedAtMs, &caps)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return WorkerSession{}, false, nil
+		return controlplane.WorkerSession{}, false, nil
 	}
 	if err != nil {
-		return WorkerSession{}, false, Translate(err)
+		return controlplane.WorkerSession{}, false, Translate(err)
 	}
 	s.Capabilities = json.RawMessage(caps)
 	return s, true, nil
@@ -399,7 +339,7 @@ func (o *RunOps) WorkerSession(ctx context.Context, workerRef string) (WorkerSes
 // sweeper handles its leases. Disabling a disabled worker changes nothing
 // (changed false, no audit line).
 func DisableWorker(ctx context.Context, admin DB, workerRef string) (changed bool, err error) {
-	auditID, err := newPubID()
+	auditID, err := controlplane.NewID()
 	if err != nil {
 		return false, err
 	}

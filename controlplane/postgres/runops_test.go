@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	ingressport "github.com/ql3/ql3/controlplane/ingress"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/protocol"
@@ -20,7 +20,7 @@ func TestCancelQueuedIsImmediate(t *testing.T) {
 	f := newLifeFixture(t)
 	runID, _ := f.run(t, lifeRun{status: "queued", attempt: "claimed"})
 	out, err := f.ops().CancelRun(context.Background(), runID.String(), "tok-1")
-	if err != nil || out != postgres.CancelAccepted {
+	if err != nil || out != controlplane.CancelAccepted {
 		t.Fatalf("cancel: %q %v", out, err)
 	}
 	if got := f.state(t, runID); got.Status != "cancelled" || got.Attempt != "cancelled" {
@@ -30,7 +30,7 @@ func TestCancelQueuedIsImmediate(t *testing.T) {
 		t.Fatalf("events %v", ev)
 	}
 	out, err = f.ops().CancelRun(context.Background(), runID.String(), "tok-1")
-	if err != nil || out != postgres.CancelAlreadyFinished {
+	if err != nil || out != controlplane.CancelAlreadyFinished {
 		t.Fatalf("repeat: %q %v", out, err)
 	}
 	if _, err := f.ops().CancelRun(context.Background(), "01a22f1a-0000-7000-8000-000000000000", "x"); errs.Code(err) != errs.NotFound {
@@ -49,12 +49,12 @@ func TestCancelRunningStopsAtNextHeartbeat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := ingressport.Principal{WorkerID: f.workerID.String()}
+	p := controlplane.Principal{WorkerID: f.workerID.String()}
 	controls, err := d.RenewForHeartbeat(ctx, p, f.sessionID.String(), 1, []string{attemptID.String()})
 	if err != nil || len(controls) != 1 || controls[0].Action != protocol.LeaseExtend {
 		t.Fatalf("before cancel: %+v %v", controls, err)
 	}
-	for i, want := range []postgres.CancelOutcome{postgres.CancelAccepted, postgres.CancelAlreadyRequested, postgres.CancelAlreadyRequested} {
+	for i, want := range []controlplane.CancelOutcome{controlplane.CancelAccepted, controlplane.CancelAlreadyRequested, controlplane.CancelAlreadyRequested} {
 		out, err := f.ops().CancelRun(ctx, runID.String(), "tok-1")
 		if err != nil || out != want {
 			t.Fatalf("cancel %d: %q %v, want %q", i, out, err, want)
@@ -77,7 +77,7 @@ func TestCancelRunningStopsAtNextHeartbeat(t *testing.T) {
 func TestCancelAfterLostEndsCancelled(t *testing.T) {
 	f := newLifeFixture(t)
 	runID, _ := f.run(t, lifeRun{status: "lost", attempt: "lost", retryOnLost: true})
-	if out, err := f.ops().CancelRun(context.Background(), runID.String(), "tok-1"); err != nil || out != postgres.CancelAccepted {
+	if out, err := f.ops().CancelRun(context.Background(), runID.String(), "tok-1"); err != nil || out != controlplane.CancelAccepted {
 		t.Fatalf("cancel: %q %v", out, err)
 	}
 	if got := f.state(t, runID); got.Status != "cancelled" || got.AttemptCount != 1 {
@@ -93,7 +93,7 @@ func TestCancelAfterLostEndsCancelled(t *testing.T) {
 func TestRunNowIdempotencyKey(t *testing.T) {
 	f := newLifeFixture(t).withPolicy(t, spec.ConcurrencyAllow)
 	ctx := context.Background()
-	in := postgres.RunNowInput{TaskID: f.taskID, IdempotencyKey: "k-1", Actor: "tok-1"}
+	in := controlplane.RunNowInput{TaskID: f.taskID, IdempotencyKey: "k-1", Actor: "tok-1"}
 	first, err := f.ops().RunNow(ctx, in)
 	if err != nil || !first.Created || first.Status != "queued" {
 		t.Fatalf("first: %+v %v", first, err)
@@ -110,7 +110,7 @@ func TestRunNowIdempotencyKey(t *testing.T) {
 	if n := f.count(t, `SELECT count(*) FROM ql3.runs WHERE task_id = $1`, f.taskID); n != 1 {
 		t.Fatalf("%d runs", n)
 	}
-	second, err := f.ops().RunNow(ctx, postgres.RunNowInput{TaskID: f.taskID, IdempotencyKey: "k-2", RerunOf: first.RunID})
+	second, err := f.ops().RunNow(ctx, controlplane.RunNowInput{TaskID: f.taskID, IdempotencyKey: "k-2", RerunOf: first.RunID})
 	if err != nil || !second.Created || second.RunID == first.RunID {
 		t.Fatalf("rerun: %+v %v", second, err)
 	}
@@ -118,7 +118,7 @@ func TestRunNowIdempotencyKey(t *testing.T) {
 		second.RunID, first.RunID); n != 1 {
 		t.Fatal("rerun not recorded")
 	}
-	if _, err := f.ops().RunNow(ctx, postgres.RunNowInput{TaskID: "01a22f1a-0000-7000-8000-000000000000", IdempotencyKey: "k"}); errs.Code(err) != errs.NotFound {
+	if _, err := f.ops().RunNow(ctx, controlplane.RunNowInput{TaskID: "01a22f1a-0000-7000-8000-000000000000", IdempotencyKey: "k"}); errs.Code(err) != errs.NotFound {
 		t.Fatalf("missing task: %v", err)
 	}
 }
@@ -128,7 +128,7 @@ func TestRunNowIdempotencyKey(t *testing.T) {
 func TestRunNowAppliesForbid(t *testing.T) {
 	f := newLifeFixture(t).withPolicy(t, spec.ConcurrencyForbid)
 	f.run(t, lifeRun{status: "running", attempt: "running", lease: "live"})
-	res, err := f.ops().RunNow(context.Background(), postgres.RunNowInput{TaskID: f.taskID, IdempotencyKey: "k"})
+	res, err := f.ops().RunNow(context.Background(), controlplane.RunNowInput{TaskID: f.taskID, IdempotencyKey: "k"})
 	if err != nil || !res.Created || res.Status != "cancelled" {
 		t.Fatalf("run-now: %+v %v", res, err)
 	}

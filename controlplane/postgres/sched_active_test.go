@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/schedule"
 )
@@ -20,7 +21,7 @@ func TestInactiveSchedulesLeaveTheDueIndex(t *testing.T) {
 	f := newSchedFixture(t)
 	enabled := f.trigger(t, "* * * * * *", schedule.MisfireSkip)
 	off := false
-	disabledRec, err := f.pub.PublishTrigger(ctx, postgres.TriggerInput{TaskID: f.taskID, Expression: "* * * * * *",
+	disabledRec, err := f.pub.PublishTrigger(ctx, controlplane.TriggerInput{TaskID: f.taskID, Expression: "* * * * * *",
 		TimeZone: "UTC", Enabled: &off})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func TestInactiveSchedulesLeaveTheDueIndex(t *testing.T) {
 
 	// Re-enabling the trigger (a new revision) makes its schedule active.
 	on := true
-	if _, err := f.pub.PublishTrigger(ctx, postgres.TriggerInput{TriggerID: disabled.ID, ExpectedRevision: disabled.Revision,
+	if _, err := f.pub.PublishTrigger(ctx, controlplane.TriggerInput{TriggerID: disabled.ID, ExpectedRevision: disabled.Revision,
 		Expression: "* * * * * *", TimeZone: "UTC", Enabled: &on}); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestInactiveSchedulesLeaveTheDueIndex(t *testing.T) {
 
 	// Disabling the task marks all its schedules inactive; enabling it back
 	// restores them.
-	if _, err := f.pub.SetTaskEnabled(ctx, postgres.TaskEnabledInput{TaskID: f.taskID, Enabled: false}); err != nil {
+	if _, err := f.pub.SetTaskEnabled(ctx, controlplane.TaskEnabledInput{TaskID: f.taskID, Enabled: false}); err != nil {
 		t.Fatal(err)
 	}
 	check("task disabled", false, false, 0)
@@ -89,7 +90,7 @@ func TestInactiveSchedulesLeaveTheDueIndex(t *testing.T) {
 	if _, ok, err := postgres.NextDue(ctx, f.runtime); err != nil || ok {
 		t.Fatalf("NextDue with only inactive schedules = ok %v, err %v; want nothing due", ok, err)
 	}
-	if _, err := f.pub.SetTaskEnabled(ctx, postgres.TaskEnabledInput{TaskID: f.taskID, Enabled: true}); err != nil {
+	if _, err := f.pub.SetTaskEnabled(ctx, controlplane.TaskEnabledInput{TaskID: f.taskID, Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
 	check("task re-enabled", true, true, 2)
@@ -98,7 +99,7 @@ func TestInactiveSchedulesLeaveTheDueIndex(t *testing.T) {
 	}
 
 	// Archiving the project marks every schedule inactive for good.
-	if _, err := f.pub.ArchiveProject(ctx, postgres.ArchiveProjectInput{ProjectID: f.projectID}); err != nil {
+	if _, err := f.pub.ArchiveProject(ctx, controlplane.ArchiveProjectInput{ProjectID: f.projectID}); err != nil {
 		t.Fatal(err)
 	}
 	check("project archived", false, false, 0)

@@ -12,90 +12,15 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
-	"github.com/ql3/ql3/core/run"
-	"github.com/ql3/ql3/core/schedule"
 )
-
-// AdmitKind is what an admission writes for one claimed schedule.
-type AdmitKind string
-
-const (
-	// AdmitFire inserts the queued Run, its claimed remote_worker Attempt and
-	// run.created + run.queued, and advances the cursor past the occurrence.
-	AdmitFire AdmitKind = "fire"
-	// AdmitSkip only advances the cursor (a missed occurrence under the skip
-	// policy).
-	AdmitSkip AdmitKind = "skip"
-	// AdmitInit only sets the cursor (new or reset schedule; no Run).
-	AdmitInit AdmitKind = "init"
-	// AdmitRelease gives the claim back with the cursor unchanged (the
-	// decision was Wait).
-	AdmitRelease AdmitKind = "release"
-)
-
-// Admission is one decided occurrence to commit under the claim that
-// produced it. Claim is the row as the claim returned it; every field of it
-// is re-checked by the admission statement.
-type Admission struct {
-	Claim ClaimedSchedule
-	Kind  AdmitKind
-	// ScheduledForMs is the occurrence (Fire, Skip): always the claimed cursor.
-	ScheduledForMs int64
-	// NextFireAtMs is the cursor to store (all kinds).
-	NextFireAtMs int64
-	// Fire only: ids allocated for this occurrence, its idempotency key and
-	// the canonical JSON of the two events' payloads.
-	RunID          uuid.UUID
-	AttemptID      uuid.UUID
-	IdempotencyKey string
-	CreatedPayload []byte
-	QueuedPayload  []byte
-}
-
-// Outcome is what the admission statement did with one Admission.
-type Outcome string
-
-const (
-	OutcomeAdmitted    Outcome = "admitted"    // Run + Attempt + 2 events written, schedule advanced, claim cleared
-	OutcomeSkipped     Outcome = "skipped"     // cursor advanced, claim cleared
-	OutcomeInitialized Outcome = "initialized" // cursor set, claim cleared
-	OutcomeReleased    Outcome = "released"    // claim cleared
-	// OutcomeRaced: the claim fence no longer holds (taken over after
-	// expiry, reset by a publish, or expired by database time). Nothing was
-	// written. Expected under contention; not an error.
-	OutcomeRaced Outcome = "raced"
-	// OutcomeStale: the fence holds but the world moved (project archived,
-	// trigger or task disabled or re-pinned, cursor changed). Nothing written;
-	// the claim runs out and the row is re-read by the next claim.
-	OutcomeStale Outcome = "stale"
-	// OutcomeCorrupt: the pinned execution revision is not digest-valid or
-	// not remote_worker, or the decision contradicts the claimed row. Nothing
-	// written: fail closed.
-	OutcomeCorrupt Outcome = "corrupt"
-)
-
-// AdmitResult reports one admission transaction.
-type AdmitResult struct {
-	Outcomes []Outcome // one per Admission, same order
-	// Retries is how many times the transaction was re-run after the server
-	// rolled it back (serialization failure, deadlock).
-	Retries int
-}
-
-// ErrCommitUnknown: the connection failed (or the context ended) while the
-// admission pipeline, COMMIT included, was in flight; the transaction may or
-// may not have committed. The caller must not redo the
-// admission: the next claim observes the truth (a committed admission
-// cleared the claim and advanced the cursor, so the fence no longer
-// matches; the Run's unique idempotency key is the last line of defence).
-var ErrCommitUnknown = errors.New("postgres: admission commit outcome unknown")
 
 // admitSQL admits a batch of decided occurrences in one statement (inside
 // the caller's SERIALIZABLE transaction). Per input row, in the snapshot:
 //
 //   - fence_ok: the row version the claim wrote (found by its ctid, see
-//     ClaimedSchedule.TupleID) carries the full claim fence (owner, token,
+//     controlplane.ClaimedSchedule.TupleID) carries the full claim fence (owner, token,
 //     version, expiry, unexpired by the database time), the state_version
 //     the claim produced and the claim-acquired observation;
 //   - current_ok: the schedule's revision and cursor, the trigger at that
@@ -266,7 +191,7 @@ type admitArgs struct {
 
 func pgUUID(id uuid.UUID) pgtype.UUID { return pgtype.UUID{Bytes: id, Valid: true} }
 
-func buildAdmitArgs(batch []Admission) (admitArgs, error) {
+func buildAdmitArgs(batch []controlplane.Admission) (admitArgs, error) {
 	n := len(batch)
 	a := admitArgs{ord: make([]int32, 0, n), tid: make([]pgtype.TID, 0, n),
 		triggerID: make([]pgtype.UUID, 0, n), token: make([]pgtype.UUID, 0, n), execID: make([]pgtype.UUID, 0, n),
@@ -280,12 +205,12 @@ func buildAdmitArgs(batch []Admission) (admitArgs, error) {
 	for i, ad := range batch {
 		c := ad.Claim
 		switch ad.Kind {
-		case AdmitFire, AdmitSkip, AdmitInit, AdmitRelease:
+		case controlplane.AdmitFire, controlplane.AdmitSkip, controlplane.AdmitInit, controlplane.AdmitRelease:
 		default:
 			return a, errs.Invalidf("kind", "unknown admission kind %q", ad.Kind)
 		}
 		a.ord = append(a.ord, int32(i))
-		a.tid = append(a.tid, c.TupleID)
+		a.tid = append(a.tid, pgtype.TID{BlockNumber: c.TupleID.Block, OffsetNumber: c.TupleID.Offset, Valid: c.TupleID.Valid})
 		a.triggerID = append(a.triggerID, pgUUID(c.TriggerID))
 		a.token = append(a.token, pgUUID(uuid.UUID(c.Fence.Token)))
 		a.execID = append(a.execID, pgUUID(c.ExecutionRevisionID))
@@ -300,11 +225,11 @@ func buildAdmitArgs(batch []Admission) (admitArgs, error) {
 		a.observed = append(a.observed, c.ObservedAtMs)
 		a.next = append(a.next, ad.NextFireAtMs)
 		a.cursor = append(a.cursor, pgtype.Int8{Int64: c.NextFireAtMs, Valid: c.Initialized})
-		fireOrSkip := ad.Kind == AdmitFire || ad.Kind == AdmitSkip
+		fireOrSkip := ad.Kind == controlplane.AdmitFire || ad.Kind == controlplane.AdmitSkip
 		a.scheduledFor = append(a.scheduledFor, pgtype.Int8{Int64: ad.ScheduledForMs, Valid: fireOrSkip})
 		var run, att pgtype.UUID
 		var key, cp, qp pgtype.Text
-		if ad.Kind == AdmitFire {
+		if ad.Kind == controlplane.AdmitFire {
 			if ad.RunID == uuid.Nil || ad.AttemptID == uuid.Nil || ad.IdempotencyKey == "" {
 				return a, errs.Invalidf("runId", "a fire admission needs run id, attempt id and idempotency key")
 			}
@@ -322,13 +247,6 @@ func buildAdmitArgs(batch []Admission) (admitArgs, error) {
 	return a, nil
 }
 
-// AdmitOptions configures Admit.
-type AdmitOptions struct {
-	// MaxAttempts bounds the runs of the transaction when the server rolls
-	// it back for a serialization failure or deadlock; 0 means 5.
-	MaxAttempts int
-}
-
 // Admit commits a batch of decided occurrences in one SERIALIZABLE
 // transaction running admitSQL once (a batch of one is the per-occurrence
 // mode). Refused rows (raced, stale, corrupt) write nothing and do not
@@ -336,20 +254,11 @@ type AdmitOptions struct {
 // up to MaxAttempts times with full-jitter backoff; Retries counts the
 // re-runs. BEGIN, the statement and COMMIT are one pipeline, so a
 // connection lost (or a context ended) once it was sent returns
-// ErrCommitUnknown (wrapped with the driver error) and is never re-run; an
+// controlplane.ErrCommitUnknown (wrapped with the driver error) and is never re-run; an
 // error the server answered (a SQLSTATE) means nothing committed.
-func Admit(ctx context.Context, db Acquirer, batch []Admission, opts AdmitOptions) (AdmitResult, error) {
+func Admit(ctx context.Context, db Acquirer, batch []controlplane.Admission, opts controlplane.AdmitOptions) (controlplane.AdmitResult, error) {
 	res, _, err := admit(ctx, db, batch, opts, nil)
 	return res, err
-}
-
-// NextClaim is the claim AdmitThenClaim ran after the admission committed.
-type NextClaim struct {
-	Claimed []ClaimedSchedule
-	// Err: the claim failed (the admission still committed). Without a
-	// SQLSTATE it is unknown whether the claim committed; such claims run
-	// out.
-	Err error
 }
 
 // AdmitThenClaim is Admit with the next round's claim sent in the same
@@ -359,17 +268,17 @@ type NextClaim struct {
 // coordinator working through a backlog pays one round trip per round
 // instead of two. The claim is re-sent with every re-run of the admission.
 // When Admit would fail, the claim did not run (or its outcome is unknown,
-// with ErrCommitUnknown).
-func AdmitThenClaim(ctx context.Context, db Acquirer, batch []Admission, opts AdmitOptions, next ClaimRequest) (AdmitResult, NextClaim, error) {
+// with controlplane.ErrCommitUnknown).
+func AdmitThenClaim(ctx context.Context, db Acquirer, batch []controlplane.Admission, opts controlplane.AdmitOptions, next controlplane.ClaimRequest) (controlplane.AdmitResult, controlplane.NextClaim, error) {
 	if err := next.Validate(); err != nil {
-		return AdmitResult{}, NextClaim{}, err
+		return controlplane.AdmitResult{}, controlplane.NextClaim{}, err
 	}
 	return admit(ctx, db, batch, opts, &next)
 }
 
-func admit(ctx context.Context, db Acquirer, batch []Admission, opts AdmitOptions, next *ClaimRequest) (AdmitResult, NextClaim, error) {
-	var res AdmitResult
-	var nc NextClaim
+func admit(ctx context.Context, db Acquirer, batch []controlplane.Admission, opts controlplane.AdmitOptions, next *controlplane.ClaimRequest) (controlplane.AdmitResult, controlplane.NextClaim, error) {
+	var res controlplane.AdmitResult
+	var nc controlplane.NextClaim
 	if len(batch) == 0 {
 		return res, nc, nil
 	}
@@ -401,8 +310,8 @@ func admit(ctx context.Context, db Acquirer, batch []Admission, opts AdmitOption
 	return res, nc, err
 }
 
-func admitOnce(ctx context.Context, db Acquirer, batch []Admission, a admitArgs, next *ClaimRequest) ([]Outcome, NextClaim, error) {
-	var nc NextClaim
+func admitOnce(ctx context.Context, db Acquirer, batch []controlplane.Admission, a admitArgs, next *controlplane.ClaimRequest) ([]controlplane.Outcome, controlplane.NextClaim, error) {
+	var nc controlplane.NextClaim
 	conn, err := db.Acquire(ctx)
 	if err != nil {
 		return nil, nc, Translate(err)
@@ -412,7 +321,7 @@ func admitOnce(ctx context.Context, db Acquirer, batch []Admission, a admitArgs,
 	// in one round trip (with the next claim, if asked for); the statement
 	// refuses (and so rolls back) any batch whose write counts are wrong, so
 	// nothing wrong can commit.
-	var outcomes []Outcome
+	var outcomes []controlplane.Outcome
 	txs := []pipedTx{{begin: admitBeginSQL, sql: admitSQL, args: []any{a.ord, a.triggerID, a.owner, a.token,
 		a.claimVersion, a.expires, a.stateVersion, a.trigRev, a.taskRev, a.execID, a.digest, a.cursor, a.observed,
 		a.kind, a.scheduledFor, a.next, a.runID, a.attemptID, a.key, a.createdPayload, a.queuedPayload, a.tid},
@@ -428,7 +337,7 @@ func admitOnce(ctx context.Context, db Acquirer, batch []Admission, a admitArgs,
 		return nil, nc, refusedCounts(err)
 	}
 	if committed < len(txs) {
-		nc = NextClaim{Err: err}
+		nc = controlplane.NextClaim{Err: err}
 	}
 	return outcomes, nc, nil
 }
@@ -450,12 +359,14 @@ const sqlStateInvalidTextRepresentation = "22P02"
 // admitBeginSQL opens the admission transaction.
 const admitBeginSQL = `BEGIN ISOLATION LEVEL SERIALIZABLE`
 
-// commitUnknownError is ErrCommitUnknown with its cause; it is never
+// commitUnknownError is controlplane.ErrCommitUnknown with its cause; it is never
 // retryable, whatever the cause says.
 type commitUnknownError struct{ err error }
 
-func (e *commitUnknownError) Error() string        { return ErrCommitUnknown.Error() + ": " + e.err.Error() }
-func (e *commitUnknownError) Is(target error) bool { return target == ErrCommitUnknown }
+func (e *commitUnknownError) Error() string {
+	return controlplane.ErrCommitUnknown.Error() + ": " + e.err.Error()
+}
+func (e *commitUnknownError) Is(target error) bool { return target == controlplane.ErrCommitUnknown }
 
 // Unwrap exposes the coded error only (its Retryable flag is cleared).
 func (e *commitUnknownError) Unwrap() error {
@@ -470,9 +381,9 @@ func (e *commitUnknownError) Unwrap() error {
 
 // readAdmitRows reads the verdict rows and checks them against the write
 // counts the statement reported (and already asserted before COMMIT).
-func readAdmitRows(rows pgx.Rows, batch []Admission) ([]Outcome, error) {
+func readAdmitRows(rows pgx.Rows, batch []controlplane.Admission) ([]controlplane.Outcome, error) {
 	defer rows.Close()
-	outcomes := make([]Outcome, len(batch))
+	outcomes := make([]controlplane.Outcome, len(batch))
 	wantRuns := int64(0)
 	var runs, attempts, events, skipped, held int64
 	n := 0
@@ -488,7 +399,7 @@ func readAdmitRows(rows pgx.Rows, batch []Admission) ([]Outcome, error) {
 		}
 		kind := batch[ord].Kind
 		outcomes[ord] = outcomeOf(kind, fenceOK, currentOK, pinOK, decisionOK, advanced)
-		if outcomes[ord] == OutcomeAdmitted {
+		if outcomes[ord] == controlplane.OutcomeAdmitted {
 			wantRuns++
 		}
 		n++
@@ -505,76 +416,27 @@ func readAdmitRows(rows pgx.Rows, batch []Admission) ([]Outcome, error) {
 	return outcomes, nil
 }
 
-func outcomeOf(kind AdmitKind, fenceOK, currentOK, pinOK, decisionOK, advanced bool) Outcome {
+func outcomeOf(kind controlplane.AdmitKind, fenceOK, currentOK, pinOK, decisionOK, advanced bool) controlplane.Outcome {
 	switch {
 	case advanced:
 		switch kind {
-		case AdmitFire:
-			return OutcomeAdmitted
-		case AdmitSkip:
-			return OutcomeSkipped
-		case AdmitInit:
-			return OutcomeInitialized
+		case controlplane.AdmitFire:
+			return controlplane.OutcomeAdmitted
+		case controlplane.AdmitSkip:
+			return controlplane.OutcomeSkipped
+		case controlplane.AdmitInit:
+			return controlplane.OutcomeInitialized
 		}
-		return OutcomeReleased
+		return controlplane.OutcomeReleased
 	case !fenceOK:
-		return OutcomeRaced
+		return controlplane.OutcomeRaced
 	case !currentOK:
-		return OutcomeStale
-	case !decisionOK, kind == AdmitFire && !pinOK:
-		return OutcomeCorrupt
+		return controlplane.OutcomeStale
+	case !decisionOK, kind == controlplane.AdmitFire && !pinOK:
+		return controlplane.OutcomeCorrupt
 	}
 	// Every check passed in the snapshot but the UPDATE matched nothing:
 	// the row changed under us, which SERIALIZABLE reports as a failure, so
 	// this is only reachable if the fence changed in between; count it raced.
-	return OutcomeRaced
-}
-
-// AdmissionFor builds the Admission for a core decision on a claimed row.
-// It allocates ids only for Fire. Wait (a claimed row that is not due,
-// possible only if the cursor moved between claim and decision) releases the
-// claim.
-func AdmissionFor(c ClaimedSchedule, d schedule.Decision) (Admission, error) {
-	ad := Admission{Claim: c, NextFireAtMs: d.NextFireAtMs}
-	switch d.Kind {
-	case schedule.Init:
-		ad.Kind = AdmitInit
-	case schedule.Wait:
-		ad.Kind, ad.NextFireAtMs = AdmitRelease, c.NextFireAtMs
-	case schedule.Skip:
-		ad.Kind, ad.ScheduledForMs = AdmitSkip, d.ScheduledForMs
-	case schedule.Fire:
-		ad.Kind, ad.ScheduledForMs = AdmitFire, d.ScheduledForMs
-		var err error
-		if ad.RunID, err = laneRunID(c.Fence.Owner, c.AcquiredAtMs); err != nil {
-			return ad, err
-		}
-		if ad.AttemptID, err = newSchedID(); err != nil {
-			return ad, err
-		}
-		ad.IdempotencyKey = schedule.IdempotencyKey(c.TriggerID.String(), c.TriggerRevision, d.ScheduledForMs)
-		created := run.Payload{To: string(run.RunCreated), TriggerID: c.TriggerID.String(),
-			TriggerRevision: c.TriggerRevision, ScheduledForMs: d.ScheduledForMs, Missed: d.Missed,
-			ExecutionRevisionID: c.ExecutionRevisionID.String(), ExecutionRevisionDigest: c.ExecutionDigest.String()}
-		if ad.CreatedPayload, err = created.Encode(); err != nil {
-			return ad, err
-		}
-		queued := run.Payload{From: string(run.RunCreated), To: string(run.RunQueued),
-			AttemptID: ad.AttemptID.String(), AttemptNumber: 1}
-		if ad.QueuedPayload, err = queued.Encode(); err != nil {
-			return ad, err
-		}
-	default:
-		return ad, errs.Invalidf("kind", "unknown decision kind %v", d.Kind)
-	}
-	return ad, nil
-}
-
-// newSchedID returns a fresh UUIDv7 for a Run or Attempt.
-func newSchedID() (uuid.UUID, error) {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.UUID{}, errs.E(errs.Internal, "", "generate id: %v", err)
-	}
-	return id, nil
+	return controlplane.OutcomeRaced
 }

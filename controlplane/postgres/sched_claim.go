@@ -8,9 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/ql3/ql3/core/canonjson"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
-	"github.com/ql3/ql3/core/fence"
 	"github.com/ql3/ql3/core/schedule"
 )
 
@@ -21,101 +20,6 @@ import (
 //
 // Time: every fence time comes from clock_timestamp() inside the statement
 // that writes or checks it. No caller supplies a clock.
-
-// Claim limits (DESIGN.md §8).
-const (
-	DefaultClaimBudget = 16
-	MaxClaimBudget     = 256
-	DefaultClaimLease  = 30 * time.Second
-	MinClaimLease      = time.Second
-	MaxClaimLease      = 60 * time.Second
-	MaxClaimOwnerBytes = 128
-)
-
-// ClaimRequest asks for up to Budget due or uninitialised schedules.
-type ClaimRequest struct {
-	Owner  string        // the replica's identity, 1..128 bytes
-	Budget int           // 1..MaxClaimBudget
-	Lease  time.Duration // MinClaimLease..MaxClaimLease, whole milliseconds
-}
-
-// Validate checks the request against the hard limits.
-func (r ClaimRequest) Validate() error {
-	switch {
-	case len(r.Owner) < 1 || len(r.Owner) > MaxClaimOwnerBytes:
-		return errs.Invalidf("owner", "must be 1..%d bytes, got %d", MaxClaimOwnerBytes, len(r.Owner))
-	case r.Budget < 1 || r.Budget > MaxClaimBudget:
-		return errs.Invalidf("budget", "must be 1..%d, got %d", MaxClaimBudget, r.Budget)
-	case r.Lease < MinClaimLease || r.Lease > MaxClaimLease:
-		return errs.Invalidf("lease", "must be %v..%v, got %v", MinClaimLease, MaxClaimLease, r.Lease)
-	}
-	return nil
-}
-
-// ClaimedSchedule is one schedule row a claim granted: the schedule state
-// after the claim, the trigger revision it is at (what Decide needs) and the
-// pins admission re-checks.
-type ClaimedSchedule struct {
-	// TupleID is the physical address (ctid) of the schedule row version
-	// this claim wrote. Admission reads and updates the row through it (and
-	// the trigger id): under SERIALIZABLE a TID scan takes a predicate lock
-	// on that one tuple, where a primary-key lookup locks the whole index
-	// leaf page — pages that every concurrent admission writes new index
-	// entries into (its UPDATE moves the indexed cursor, so it is never HOT).
-	// With two replicas that page-level read/write overlap failed about one
-	// batch in seven with a serialization failure (ADR 0006). A row version
-	// that is no longer there (updated after the claim, or moved by VACUUM
-	// FULL) is simply not found: the admission reports raced, as for any
-	// lost fence, and the claim runs out.
-	TupleID             pgtype.TID
-	TriggerID           uuid.UUID
-	ProjectID           uuid.UUID
-	TaskID              uuid.UUID
-	TriggerRevision     int64
-	TaskRevision        int64
-	ExecutionRevisionID uuid.UUID
-	ExecutionDigest     canonjson.Digest
-
-	Expression    string
-	TimeZone      string
-	Misfire       schedule.MisfirePolicy
-	GraceMs       int64
-	ActivatedAtMs int64
-
-	Initialized       bool  // next_fire_at_ms was set
-	NextFireAtMs      int64 // the cursor; 0 when not initialised
-	LastScheduledAtMs int64 // 0 when nothing fired yet
-	StateVersion      int64 // after the claim's bump
-
-	Fence fence.ClaimFence
-	// AcquiredAtMs is the database time the claim was taken: the "now"
-	// Decide uses (ADR-0107: no node clock enters a decision). It never runs
-	// backwards for a row (greatest(updated_at_ms, now)).
-	AcquiredAtMs int64
-	// ObservedAtMs is the row's updated_at_ms after the claim, which the
-	// admission re-checks as part of the fence. For a fresh claim it is
-	// AcquiredAtMs. For a takeover (the previous claim expired without an
-	// admission: its holder died or stalled) the claim leaves updated_at_ms
-	// alone, so it is the acquisition time of the first claim that saw the
-	// cursor due, and stays so along a chain of dead claims (ADR 0002 rule 5).
-	ObservedAtMs int64
-}
-
-// TakenOver reports whether this claim took the row over from a claim that
-// expired without an admission.
-func (c ClaimedSchedule) TakenOver() bool { return c.ObservedAtMs < c.AcquiredAtMs }
-
-// State is the schedule as core/schedule.Decide sees it. A takeover carries
-// the dead claim's observation, so the time the row spent under it is not
-// charged against the misfire grace.
-func (c ClaimedSchedule) State() schedule.State {
-	s := schedule.State{TriggerRevision: c.TriggerRevision, Initialized: c.Initialized,
-		NextFireAtMs: c.NextFireAtMs, LastScheduledAtMs: c.LastScheduledAtMs}
-	if c.TakenOver() {
-		s.SeenDueAtMs = c.ObservedAtMs
-	}
-	return s
-}
 
 // claimSchedulesSQL is the claim: one statement, committed on its own.
 //
@@ -198,7 +102,7 @@ const scheduleEligibleSQL = `coalesce((SELECT p.status = 'active' AND t.head_rev
 // trip: the claim is durable before any decision is made) and returns what
 // it granted, in claim order. An error without a SQLSTATE leaves it unknown
 // whether the claim committed; such claims simply run out.
-func ClaimSchedules(ctx context.Context, db Acquirer, req ClaimRequest) ([]ClaimedSchedule, error) {
+func ClaimSchedules(ctx context.Context, db Acquirer, req controlplane.ClaimRequest) ([]controlplane.ClaimedSchedule, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -207,7 +111,7 @@ func ClaimSchedules(ctx context.Context, db Acquirer, req ClaimRequest) ([]Claim
 		return nil, Translate(err)
 	}
 	defer conn.Release()
-	var out []ClaimedSchedule
+	var out []controlplane.ClaimedSchedule
 	if _, err := runPipeline(ctx, conn, claimTx(req, &out)); err != nil {
 		return nil, err
 	}
@@ -215,7 +119,7 @@ func ClaimSchedules(ctx context.Context, db Acquirer, req ClaimRequest) ([]Claim
 }
 
 // claimTx is the claim as one pipelined transaction; its rows land in *out.
-func claimTx(req ClaimRequest, out *[]ClaimedSchedule) pipedTx {
+func claimTx(req controlplane.ClaimRequest, out *[]controlplane.ClaimedSchedule) pipedTx {
 	return pipedTx{begin: "BEGIN ISOLATION LEVEL READ COMMITTED", sql: claimSchedulesSQL,
 		args: []any{req.Owner, req.Budget, req.Lease.Milliseconds()},
 		read: func(rows pgx.Rows) (err error) {
@@ -224,18 +128,20 @@ func claimTx(req ClaimRequest, out *[]ClaimedSchedule) pipedTx {
 		}}
 }
 
-func scanClaimed(row pgx.CollectableRow) (ClaimedSchedule, error) {
-	var c ClaimedSchedule
+func scanClaimed(row pgx.CollectableRow) (controlplane.ClaimedSchedule, error) {
+	var c controlplane.ClaimedSchedule
 	var digest []byte
 	var misfire string
 	var next, last *int64
 	var token uuid.UUID
-	if err := row.Scan(&c.TupleID, &c.TriggerID, &c.ProjectID, &c.TaskID, &c.TriggerRevision, &c.TaskRevision,
+	var tid pgtype.TID
+	if err := row.Scan(&tid, &c.TriggerID, &c.ProjectID, &c.TaskID, &c.TriggerRevision, &c.TaskRevision,
 		&c.ExecutionRevisionID, &digest, &c.Expression, &c.TimeZone, &misfire, &c.GraceMs, &c.ActivatedAtMs,
 		&next, &last, &c.StateVersion, &c.Fence.Owner, &token, &c.Fence.Version, &c.Fence.ExpiresAtMs,
 		&c.ObservedAtMs, &c.AcquiredAtMs); err != nil {
 		return c, err
 	}
+	c.TupleID = controlplane.TupleID{Block: tid.BlockNumber, Offset: tid.OffsetNumber, Valid: tid.Valid}
 	if len(digest) != len(c.ExecutionDigest) {
 		return c, errs.E(errs.Internal, "", "execution digest of trigger %s has %d bytes", c.TriggerID, len(digest))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/schedule"
 )
@@ -44,13 +45,13 @@ func TestTakeoverKeepsTheFirstObservation(t *testing.T) {
 		t.Fatalf("state %+v does not carry the dead claims' observation", st)
 	}
 	ad := decideFor(t, c[0])
-	if ad.Kind != postgres.AdmitFire || ad.ScheduledForMs != c[0].NextFireAtMs || ad.NextFireAtMs <= c[0].AcquiredAtMs {
+	if ad.Kind != controlplane.AdmitFire || ad.ScheduledForMs != c[0].NextFireAtMs || ad.NextFireAtMs <= c[0].AcquiredAtMs {
 		t.Fatalf("decision on the takeover %+v: want fire of the cursor, next past now", ad)
 	}
 	if ad.IdempotencyKey != schedule.IdempotencyKey(tr.ID, tr.Revision, c[0].NextFireAtMs) {
 		t.Fatalf("key %q", ad.IdempotencyKey)
 	}
-	if got := admit(t, f, ad); got[0] != postgres.OutcomeAdmitted {
+	if got := admit(t, f, ad); got[0] != controlplane.OutcomeAdmitted {
 		t.Fatalf("admission %v", got)
 	}
 	if n := f.count(t, `SELECT updated_at_ms FROM ql3.trigger_schedules WHERE trigger_id = $1`, tr.ID); n < c[0].AcquiredAtMs {

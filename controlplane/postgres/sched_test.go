@@ -12,8 +12,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/cron"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/run"
@@ -24,7 +26,8 @@ import (
 // schedFixture: one database, an admin publisher, a runtime pool (the
 // coordinator's role) and a superuser connection to inspect and tamper.
 type schedFixture struct {
-	pub       *postgres.Publisher
+	db        *pgtest.DB
+	pub       *publication.Publisher
 	runtime   *pgxpool.Pool
 	su        *pgx.Conn
 	projectID string
@@ -41,9 +44,9 @@ func newSchedFixture(t *testing.T) schedFixture {
 	t.Helper()
 	ctx := context.Background()
 	db := pgtest.NewDB(t)
-	f := schedFixture{pub: postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{AllowDuplicateTriggers: true}),
+	f := schedFixture{db: db, pub: publication.NewPublisher(db.Pool(t, postgres.RoleAdmin), publication.PublisherOptions{AllowDuplicateTriggers: true}),
 		runtime: db.Pool(t, postgres.RoleRuntime), su: db.Conn(t)}
-	project, err := f.pub.PublishProject(ctx, postgres.ProjectInput{Name: "sched"})
+	project, err := f.pub.PublishProject(ctx, controlplane.ProjectInput{Name: "sched"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +55,7 @@ func newSchedFixture(t *testing.T) schedFixture {
 	// of many triggers of one task (sweep_test sets its own policies).
 	cmd := spec.Command{Kind: spec.KindCommandV1, Shell: &spec.Shell{Command: "echo tick"}, Concurrency: spec.ConcurrencyAllow,
 		Retry: spec.RetryPolicy{MaxAttempts: 3, BackoffBaseMs: 1000, BackoffMaxMs: 8000, RetryOnLost: true}}.WithDefaults()
-	task, err := f.pub.PublishTask(ctx, postgres.TaskInput{ProjectID: f.projectID, Name: "tick", Spec: cmd})
+	task, err := f.pub.PublishTask(ctx, controlplane.TaskInput{ProjectID: f.projectID, Name: "tick", Spec: cmd})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +65,7 @@ func newSchedFixture(t *testing.T) schedFixture {
 
 func (f schedFixture) trigger(t *testing.T, expr string, misfire schedule.MisfirePolicy) schedTrigger {
 	t.Helper()
-	tr, err := f.pub.PublishTrigger(context.Background(), postgres.TriggerInput{TaskID: f.taskID, Expression: expr,
+	tr, err := f.pub.PublishTrigger(context.Background(), controlplane.TriggerInput{TaskID: f.taskID, Expression: expr,
 		TimeZone: "UTC", Misfire: misfire})
 	if err != nil {
 		t.Fatal(err)
@@ -70,9 +73,9 @@ func (f schedFixture) trigger(t *testing.T, expr string, misfire schedule.Misfir
 	return schedTrigger{ID: tr.ID, Revision: tr.Revision}
 }
 
-func (f schedFixture) claim(t *testing.T, owner string, budget int) []postgres.ClaimedSchedule {
+func (f schedFixture) claim(t *testing.T, owner string, budget int) []controlplane.ClaimedSchedule {
 	t.Helper()
-	cs, err := postgres.ClaimSchedules(context.Background(), f.runtime, postgres.ClaimRequest{Owner: owner, Budget: budget, Lease: 30 * time.Second})
+	cs, err := postgres.ClaimSchedules(context.Background(), f.runtime, controlplane.ClaimRequest{Owner: owner, Budget: budget, Lease: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,11 +119,11 @@ func (f schedFixture) dueTriggers(t *testing.T, n int, owner string) []schedTrig
 	for range n {
 		trs = append(trs, f.trigger(t, "* * * * * *", schedule.MisfireSkip))
 	}
-	var inits []postgres.Admission
+	var inits []controlplane.Admission
 	for _, c := range f.claim(t, owner, 16) {
 		inits = append(inits, decideFor(t, c))
 	}
-	if got := admit(t, f, inits...); len(got) != n || slices.ContainsFunc(got, func(o postgres.Outcome) bool { return o != postgres.OutcomeInitialized }) {
+	if got := admit(t, f, inits...); len(got) != n || slices.ContainsFunc(got, func(o controlplane.Outcome) bool { return o != controlplane.OutcomeInitialized }) {
 		t.Fatalf("init batch %v", got)
 	}
 	for _, tr := range trs {
@@ -132,7 +135,7 @@ func (f schedFixture) dueTriggers(t *testing.T, n int, owner string) []schedTrig
 // dueAdmission publishes an every-second trigger, initialises it, moves its
 // cursor one second into the past and returns the trigger with the
 // admission decided for owner "a"'s claim of that occurrence.
-func (f schedFixture) dueAdmission(t *testing.T) (schedTrigger, postgres.Admission) {
+func (f schedFixture) dueAdmission(t *testing.T) (schedTrigger, controlplane.Admission) {
 	t.Helper()
 	tr := f.trigger(t, "* * * * * *", schedule.MisfireSkip)
 	admit(t, f, decideFor(t, f.claim(t, "a", 1)[0]))
@@ -175,7 +178,7 @@ func (f schedFixture) explain(t *testing.T, setup []string, sql string, args ...
 	return strings.Join(plan, "\n")
 }
 
-func decideFor(t *testing.T, c postgres.ClaimedSchedule) postgres.Admission {
+func decideFor(t *testing.T, c controlplane.ClaimedSchedule) controlplane.Admission {
 	t.Helper()
 	loc, err := time.LoadLocation(c.TimeZone)
 	if err != nil {
@@ -190,16 +193,16 @@ func decideFor(t *testing.T, c postgres.ClaimedSchedule) postgres.Admission {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ad, err := postgres.AdmissionFor(c, d)
+	ad, err := controlplane.AdmissionFor(c, d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return ad
 }
 
-func admit(t *testing.T, f schedFixture, batch ...postgres.Admission) []postgres.Outcome {
+func admit(t *testing.T, f schedFixture, batch ...controlplane.Admission) []controlplane.Outcome {
 	t.Helper()
-	res, err := postgres.Admit(context.Background(), f.runtime, batch, postgres.AdmitOptions{})
+	res, err := postgres.Admit(context.Background(), f.runtime, batch, controlplane.AdmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,15 +257,15 @@ func TestClaimOrderSkipLockedAndTakeover(t *testing.T) {
 		t.Fatalf("takeover got %+v (old %+v)", c, a[0])
 	}
 	// A's admission now loses the fence: raced, nothing written.
-	if got := admit(t, f, decideFor(t, a[0])); got[0] != postgres.OutcomeRaced {
+	if got := admit(t, f, decideFor(t, a[0])); got[0] != controlplane.OutcomeRaced {
 		t.Fatalf("stale holder's admission = %v, want raced", got)
 	}
-	if got := admit(t, f, decideFor(t, c[0])); got[0] != postgres.OutcomeInitialized {
+	if got := admit(t, f, decideFor(t, c[0])); got[0] != controlplane.OutcomeInitialized {
 		t.Fatalf("new holder's admission = %v, want initialized", got)
 	}
 }
 
-func triggerIDs(cs []postgres.ClaimedSchedule) []string {
+func triggerIDs(cs []controlplane.ClaimedSchedule) []string {
 	var out []string
 	for _, c := range cs {
 		out = append(out, c.TriggerID.String())
@@ -273,21 +276,21 @@ func triggerIDs(cs []postgres.ClaimedSchedule) []string {
 func TestClaimRequestLimits(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		req   postgres.ClaimRequest
+		req   controlplane.ClaimRequest
 		field string
 	}{
-		{postgres.ClaimRequest{Owner: "", Budget: 16, Lease: time.Second}, "owner"},
-		{postgres.ClaimRequest{Owner: string(make([]byte, 129)), Budget: 16, Lease: time.Second}, "owner"},
-		{postgres.ClaimRequest{Owner: "a", Budget: 0, Lease: time.Second}, "budget"},
-		{postgres.ClaimRequest{Owner: "a", Budget: 257, Lease: time.Second}, "budget"},
-		{postgres.ClaimRequest{Owner: "a", Budget: 1, Lease: 999 * time.Millisecond}, "lease"},
-		{postgres.ClaimRequest{Owner: "a", Budget: 1, Lease: 61 * time.Second}, "lease"},
+		{controlplane.ClaimRequest{Owner: "", Budget: 16, Lease: time.Second}, "owner"},
+		{controlplane.ClaimRequest{Owner: string(make([]byte, 129)), Budget: 16, Lease: time.Second}, "owner"},
+		{controlplane.ClaimRequest{Owner: "a", Budget: 0, Lease: time.Second}, "budget"},
+		{controlplane.ClaimRequest{Owner: "a", Budget: 257, Lease: time.Second}, "budget"},
+		{controlplane.ClaimRequest{Owner: "a", Budget: 1, Lease: 999 * time.Millisecond}, "lease"},
+		{controlplane.ClaimRequest{Owner: "a", Budget: 1, Lease: 61 * time.Second}, "lease"},
 	} {
 		if err := tc.req.Validate(); errs.Code(err) != errs.Invalid || errs.Field(err) != tc.field {
 			t.Errorf("%+v: %v, want invalid %s", tc.req, err, tc.field)
 		}
 	}
-	if err := (postgres.ClaimRequest{Owner: "a", Budget: 256, Lease: 60 * time.Second}).Validate(); err != nil {
+	if err := (controlplane.ClaimRequest{Owner: "a", Budget: 256, Lease: 60 * time.Second}).Validate(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -298,16 +301,16 @@ func TestAdmitFireWritesOneOccurrenceAtomically(t *testing.T) {
 	f := newSchedFixture(t)
 	tr := f.trigger(t, "* * * * * *", schedule.MisfireSkip)
 	cs := f.claim(t, "replica-a", 1)
-	if got := admit(t, f, decideFor(t, cs[0])); got[0] != postgres.OutcomeInitialized {
+	if got := admit(t, f, decideFor(t, cs[0])); got[0] != controlplane.OutcomeInitialized {
 		t.Fatalf("init = %v", got)
 	}
 	due := f.makeDue(t, tr.ID, 2000)
 	cs = f.claim(t, "replica-a", 1)
 	ad := decideFor(t, cs[0])
-	if ad.Kind != postgres.AdmitFire || ad.ScheduledForMs != due {
+	if ad.Kind != controlplane.AdmitFire || ad.ScheduledForMs != due {
 		t.Fatalf("decision %+v, want fire at %d", ad, due)
 	}
-	if got := admit(t, f, ad); got[0] != postgres.OutcomeAdmitted {
+	if got := admit(t, f, ad); got[0] != controlplane.OutcomeAdmitted {
 		t.Fatalf("admit = %v", got)
 	}
 	var (
@@ -371,39 +374,47 @@ func TestAdmitRefusesWithoutWriting(t *testing.T) {
 	f := newSchedFixture(t)
 	cases := []struct {
 		name   string
-		tamper func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission)
-		want   postgres.Outcome
+		tamper func(t *testing.T, c controlplane.ClaimedSchedule, ad *controlplane.Admission)
+		want   controlplane.Outcome
 	}{
-		{"token", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) {
+		{"token", func(t *testing.T, c controlplane.ClaimedSchedule, ad *controlplane.Admission) {
 			ad.Claim.Fence.Token = uuid.New()
-		}, postgres.OutcomeRaced},
-		{"owner", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) {
+		}, controlplane.OutcomeRaced},
+		{"owner", func(t *testing.T, c controlplane.ClaimedSchedule, ad *controlplane.Admission) {
 			ad.Claim.Fence.Owner = "replica-x"
-		}, postgres.OutcomeRaced},
-		{"claim version", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) { ad.Claim.Fence.Version-- }, postgres.OutcomeRaced},
-		{"expired by database time", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) {
+		}, controlplane.OutcomeRaced},
+		{"claim version", func(t *testing.T, c controlplane.ClaimedSchedule, ad *controlplane.Admission) {
+			ad.Claim.Fence.Version--
+		}, controlplane.OutcomeRaced},
+		{"expired by database time", func(t *testing.T, c controlplane.ClaimedSchedule, ad *controlplane.Admission) {
 			f.exec(t, `UPDATE ql3.trigger_schedules SET claim_expires_at_ms = $2 WHERE trigger_id = $1`, c.TriggerID, c.AcquiredAtMs)
 			ad.Claim.Fence.ExpiresAtMs = c.AcquiredAtMs
-		}, postgres.OutcomeRaced},
-		{"observation", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) { ad.Claim.ObservedAtMs-- }, postgres.OutcomeRaced},
-		{"cursor", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) { ad.Claim.NextFireAtMs -= 1000 }, postgres.OutcomeStale},
-		{"task disabled", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) {
+		}, controlplane.OutcomeRaced},
+		{"observation", func(t *testing.T, c controlplane.ClaimedSchedule, ad *controlplane.Admission) {
+			ad.Claim.ObservedAtMs--
+		}, controlplane.OutcomeRaced},
+		{"cursor", func(t *testing.T, c controlplane.ClaimedSchedule, ad *controlplane.Admission) {
+			ad.Claim.NextFireAtMs -= 1000
+		}, controlplane.OutcomeStale},
+		{"task disabled", func(t *testing.T, c controlplane.ClaimedSchedule, ad *controlplane.Admission) {
 			f.exec(t, `UPDATE ql3.tasks SET enabled = false WHERE task_id = $1`, c.TaskID)
 			t.Cleanup(func() { f.exec(t, `UPDATE ql3.tasks SET enabled = true WHERE task_id = $1`, c.TaskID) })
-		}, postgres.OutcomeStale},
-		{"digest pin", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) {
+		}, controlplane.OutcomeStale},
+		{"digest pin", func(t *testing.T, c controlplane.ClaimedSchedule, ad *controlplane.Admission) {
 			ad.Claim.ExecutionDigest[0] ^= 1
-		}, postgres.OutcomeStale},
-		{"decision not at the cursor", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) { ad.ScheduledForMs += 1000 }, postgres.OutcomeCorrupt},
-		{"cursor moved backwards", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) {
+		}, controlplane.OutcomeStale},
+		{"decision not at the cursor", func(t *testing.T, c controlplane.ClaimedSchedule, ad *controlplane.Admission) {
+			ad.ScheduledForMs += 1000
+		}, controlplane.OutcomeCorrupt},
+		{"cursor moved backwards", func(t *testing.T, c controlplane.ClaimedSchedule, ad *controlplane.Admission) {
 			ad.NextFireAtMs = c.AcquiredAtMs
-		}, postgres.OutcomeCorrupt},
-		{"execution revision not digest-valid", func(t *testing.T, c postgres.ClaimedSchedule, ad *postgres.Admission) {
+		}, controlplane.OutcomeCorrupt},
+		{"execution revision not digest-valid", func(t *testing.T, c controlplane.ClaimedSchedule, ad *controlplane.Admission) {
 			f.exec(t, `UPDATE ql3.execution_revisions SET canonical_spec = replace(canonical_spec, 'tick', 'tock') WHERE execution_revision_id = $1`, c.ExecutionRevisionID)
 			t.Cleanup(func() {
 				f.exec(t, `UPDATE ql3.execution_revisions SET canonical_spec = replace(canonical_spec, 'tock', 'tick') WHERE execution_revision_id = $1`, c.ExecutionRevisionID)
 			})
-		}, postgres.OutcomeCorrupt},
+		}, controlplane.OutcomeCorrupt},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -437,14 +448,14 @@ func TestAdmitBatchIsolatesRefusedRowsAndRollsBackOnFailure(t *testing.T) {
 	f := newSchedFixture(t)
 	f.dueTriggers(t, 3, "replica-a")
 	cs := f.claim(t, "replica-a", 16)
-	batch := []postgres.Admission{decideFor(t, cs[0]), decideFor(t, cs[1]), decideFor(t, cs[2])}
+	batch := []controlplane.Admission{decideFor(t, cs[0]), decideFor(t, cs[1]), decideFor(t, cs[2])}
 	batch[1].Claim.Fence.Token = uuid.New() // lost fence on the middle row
 
 	// A write failure anywhere rolls the whole batch back: the third row
 	// reuses the first row's run id.
 	failing := slices.Clone(batch)
 	failing[2].RunID = failing[0].RunID
-	if _, err := postgres.Admit(ctx, f.runtime, failing, postgres.AdmitOptions{}); errs.Code(err) != errs.Conflict {
+	if _, err := postgres.Admit(ctx, f.runtime, failing, controlplane.AdmitOptions{}); errs.Code(err) != errs.Conflict {
 		t.Fatalf("batch with a duplicate run id: %v, want conflict", err)
 	}
 	if n := f.count(t, `SELECT count(*) FROM ql3.runs`); n != 0 {
@@ -454,7 +465,7 @@ func TestAdmitBatchIsolatesRefusedRowsAndRollsBackOnFailure(t *testing.T) {
 		t.Fatalf("%d claims left after a failed batch, want 3", n)
 	}
 	got := admit(t, f, batch...)
-	if !slices.Equal(got, []postgres.Outcome{"admitted", "raced", "admitted"}) {
+	if !slices.Equal(got, []controlplane.Outcome{"admitted", "raced", "admitted"}) {
 		t.Fatalf("batch outcomes %v", got)
 	}
 	if n := f.count(t, `SELECT count(*) FROM ql3.runs`); n != 2 {
@@ -478,8 +489,8 @@ func TestAdmissionAssertsItsWriteCounts(t *testing.T) {
 	_, ad := f.dueAdmission(t)
 	f.exec(t, `CREATE FUNCTION public.swallow_row() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$`)
 	f.exec(t, `CREATE TRIGGER swallow BEFORE INSERT ON ql3.run_events FOR EACH ROW EXECUTE FUNCTION public.swallow_row()`)
-	_, err := postgres.Admit(ctx, f.runtime, []postgres.Admission{ad}, postgres.AdmitOptions{})
-	if err == nil || errors.Is(err, postgres.ErrCommitUnknown) || !strings.Contains(err.Error(), "0 events for 1 admitted") {
+	_, err := postgres.Admit(ctx, f.runtime, []controlplane.Admission{ad}, controlplane.AdmitOptions{})
+	if err == nil || errors.Is(err, controlplane.ErrCommitUnknown) || !strings.Contains(err.Error(), "0 events for 1 admitted") {
 		t.Fatalf("admission with swallowed events: %v, want a refusal naming the counts", err)
 	}
 	if n := f.count(t, `SELECT count(*) FROM ql3.runs`); n != 0 {
@@ -489,7 +500,7 @@ func TestAdmissionAssertsItsWriteCounts(t *testing.T) {
 		t.Fatalf("the refused admission released its claim (%d held)", n)
 	}
 	f.exec(t, `DROP TRIGGER swallow ON ql3.run_events`)
-	if got := admit(t, f, ad); !slices.Equal(got, []postgres.Outcome{postgres.OutcomeAdmitted}) {
+	if got := admit(t, f, ad); !slices.Equal(got, []controlplane.Outcome{controlplane.OutcomeAdmitted}) {
 		t.Fatalf("admission after the fault: %v", got)
 	}
 	if n := f.count(t, `SELECT count(*) FROM ql3.run_events`); n != 2 {
@@ -507,7 +518,7 @@ func TestAdmissionIsBoundToTheClaimedRowVersion(t *testing.T) {
 	f := newSchedFixture(t)
 	tr, ad := f.dueAdmission(t)
 	f.exec(t, `UPDATE ql3.trigger_schedules SET updated_at_ms = updated_at_ms WHERE trigger_id = $1`, tr.ID)
-	if got := admit(t, f, ad); !slices.Equal(got, []postgres.Outcome{postgres.OutcomeRaced}) {
+	if got := admit(t, f, ad); !slices.Equal(got, []controlplane.Outcome{controlplane.OutcomeRaced}) {
 		t.Fatalf("admission of a superseded row version: %v, want raced", got)
 	}
 	if n := f.count(t, `SELECT count(*) FROM ql3.runs`); n != 0 {
@@ -519,200 +530,4 @@ func TestAdmissionIsBoundToTheClaimedRowVersion(t *testing.T) {
 		strings.Contains(text, "Seq Scan on trigger_schedules") {
 		t.Errorf("admission does not reach trigger_schedules by TID only (once to check, once to update):\n%s", text)
 	}
-}
-
-// TestSchedulerPlansAvoidSeqScans: with every table tiny and analysed (a
-// fresh install right after autovacuum's first ANALYZE), PostgreSQL plans a
-// foreign-key lookup on runs as a sequential scan; under the scheduler's
-// plan settings the same lookup and the whole admission statement use
-// indexes only (see planSettingsSQL for why that matters).
-func TestSchedulerPlansAvoidSeqScans(t *testing.T) {
-	t.Parallel()
-	f := newSchedFixture(t)
-	_, ad := f.dueAdmission(t)
-	admit(t, f, ad)
-	f.exec(t, `ANALYZE`)
-	const fkLookup = `SELECT 1 FROM ONLY ql3.runs x WHERE run_id = $1 FOR KEY SHARE OF x`
-	if plan := f.explain(t, nil, fkLookup, uuid.New()); !strings.Contains(plan, "Seq Scan") {
-		t.Logf("this server plans the tiny-table lookup with an index anyway:\n%s", plan)
-	}
-	settings := []string{postgres.PlanSettingsSQLForTest}
-	if plan := f.explain(t, settings, fkLookup, uuid.New()); strings.Contains(plan, "Seq Scan") {
-		t.Errorf("foreign-key lookup under the scheduler's settings:\n%s", plan)
-	}
-	prepared := append(settings, "PREPARE admit_plan AS "+postgres.AdmitSQLForTest,
-		"PREPARE claim_plan(text, int, bigint) AS "+postgres.ClaimSchedulesSQLForTest)
-	for _, ex := range []string{"EXECUTE admit_plan(" + strings.Repeat("NULL, ", 21) + "NULL)", "EXECUTE claim_plan('x', 16, 30000)"} {
-		if text := f.explain(t, prepared, ex); strings.Contains(text, "Seq Scan") {
-			t.Errorf("%s plans a sequential scan:\n%s", ex, text)
-		}
-	}
-}
-
-// TestAdmitThenClaim: the next claim rides in the admission's round trip
-// and runs only after the admission committed; when the admission fails,
-// the claim does not run at all.
-func TestAdmitThenClaim(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	f := newSchedFixture(t)
-	f.dueTriggers(t, 4, "a")
-	cs := f.claim(t, "a", 2)
-	batch := []postgres.Admission{decideFor(t, cs[0]), decideFor(t, cs[1])}
-	next := postgres.ClaimRequest{Owner: "a", Budget: 16, Lease: 30 * time.Second}
-
-	failing := slices.Clone(batch)
-	failing[1].RunID = failing[0].RunID
-	if _, nc, err := postgres.AdmitThenClaim(ctx, f.runtime, failing, postgres.AdmitOptions{}, next); errs.Code(err) != errs.Conflict || nc.Claimed != nil {
-		t.Fatalf("failing admission: %v, next %+v; want a conflict and no claim", err, nc)
-	}
-	if n := f.count(t, `SELECT count(*) FROM ql3.trigger_schedules WHERE claim_owner IS NOT NULL`); n != 2 {
-		t.Fatalf("%d claims held after a failed admission, want the batch's 2 (the next claim must not run)", n)
-	}
-	res, nc, err := postgres.AdmitThenClaim(ctx, f.runtime, batch, postgres.AdmitOptions{}, next)
-	if err != nil || nc.Err != nil || !slices.Equal(res.Outcomes, []postgres.Outcome{postgres.OutcomeAdmitted, postgres.OutcomeAdmitted}) {
-		t.Fatalf("admit then claim: %+v %+v %v", res, nc, err)
-	}
-	if len(nc.Claimed) != 2 || nc.Claimed[0].TriggerID == cs[0].TriggerID || nc.Claimed[0].TriggerID == cs[1].TriggerID {
-		t.Fatalf("next claim took %d rows (%+v), want the 2 other due triggers", len(nc.Claimed), nc.Claimed)
-	}
-	if got := admit(t, f, decideFor(t, nc.Claimed[0]), decideFor(t, nc.Claimed[1])); !slices.Equal(got,
-		[]postgres.Outcome{postgres.OutcomeAdmitted, postgres.OutcomeAdmitted}) {
-		t.Fatalf("admitting the next claim: %v", got)
-	}
-	if n := f.count(t, `SELECT count(*) FROM ql3.runs`); n != 4 {
-		t.Fatalf("%d runs, want 4", n)
-	}
-	if _, _, err := postgres.AdmitThenClaim(ctx, f.runtime, batch, postgres.AdmitOptions{}, postgres.ClaimRequest{}); errs.Code(err) != errs.Invalid {
-		t.Fatalf("invalid next claim: %v", err)
-	}
-}
-
-func TestSkipOnlyAdvancesTheCursor(t *testing.T) {
-	t.Parallel()
-	f := newSchedFixture(t)
-	tr := f.trigger(t, "* * * * * *", schedule.MisfireSkip)
-	admit(t, f, decideFor(t, f.claim(t, "a", 1)[0]))
-	f.makeDue(t, tr.ID, 3_600_000) // an hour of downtime, far beyond the 30 s grace
-	cs := f.claim(t, "a", 1)
-	ad := decideFor(t, cs[0])
-	if ad.Kind != postgres.AdmitSkip || ad.RunID != uuid.Nil {
-		t.Fatalf("decision %+v, want skip without ids", ad)
-	}
-	if got := admit(t, f, ad); got[0] != postgres.OutcomeSkipped {
-		t.Fatalf("outcome %v", got)
-	}
-	if n := f.count(t, `SELECT count(*) FROM ql3.runs`); n != 0 {
-		t.Fatalf("%d runs", n)
-	}
-	if n := f.count(t, `SELECT count(*) FROM ql3.trigger_schedules WHERE trigger_id = $1 AND last_scheduled_at_ms IS NULL
-		AND next_fire_at_ms > $2 AND claim_token IS NULL`, tr.ID, cs[0].AcquiredAtMs); n != 1 {
-		t.Fatal("cursor not advanced past the observation, or claim kept")
-	}
-}
-
-func TestPublishNotifiesSchedulers(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := pgtest.NewDB(t)
-	listener := db.Pool(t, postgres.RoleRuntime)
-	conn, err := listener.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+postgres.ScheduleNotifyChannel); err != nil {
-		t.Fatal(err)
-	}
-	pub := postgres.NewPublisher(db.Pool(t, postgres.RoleAdmin), postgres.PublisherOptions{AllowDuplicateTriggers: true})
-	p, err := pub.PublishProject(ctx, postgres.ProjectInput{Name: "n"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task, err := pub.PublishTask(ctx, postgres.TaskInput{ProjectID: p.ID, Name: "n",
-		Spec: spec.Command{Kind: spec.KindCommandV1, Shell: &spec.Shell{Command: "true"}}.WithDefaults()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pub.PublishTrigger(ctx, postgres.TriggerInput{TaskID: task.ID, Expression: "@hourly"}); err != nil {
-		t.Fatal(err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	n, err := conn.Conn().WaitForNotification(wctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n.Channel != postgres.ScheduleNotifyChannel || n.Payload != "" {
-		t.Fatalf("notification %+v", n)
-	}
-	// A claim of the uninitialised row must not notify (it would wake every
-	// replica for nothing).
-	if _, err := postgres.ClaimSchedules(ctx, db.Pool(t, postgres.RoleRuntime), postgres.ClaimRequest{Owner: "a", Budget: 1, Lease: time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	sctx, cancel2 := context.WithTimeout(ctx, 200*time.Millisecond)
-	defer cancel2()
-	if n, err := conn.Conn().WaitForNotification(sctx); !errors.Is(err, context.DeadlineExceeded) && !pgconnTimeout(err) {
-		t.Fatalf("claim notified: %+v %v", n, err)
-	}
-}
-
-func pgconnTimeout(err error) bool {
-	var te interface{ Timeout() bool }
-	return errors.As(err, &te) && te.Timeout()
-}
-
-// TestClaimPlanReadsOnlyTheDuePrefix: with thousands of schedules, the
-// claim and the next-due probe read trigger_schedules_due_idx in order and
-// stop at their limit: no Sort node, no sequential scan of the table.
-func TestClaimPlanReadsOnlyTheDuePrefix(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	f := newSchedFixture(t)
-	tr := f.trigger(t, "* * * * * *", schedule.MisfireSkip)
-	f.bulkSchedules(t, tr.ID, 3000)
-	for name, tc := range map[string]struct{ sql, top string }{
-		"claim":    {strings.NewReplacer("$1::text", "'x'::text", "$2::int", "16", "$3::bigint", "30000").Replace(postgres.ClaimSchedulesSQLForTest), "LockRows"},
-		"next due": {postgres.NextDueSQLForTest, "Limit"},
-	} {
-		sql := tc.sql
-		tx, err := f.su.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows, err := tx.Query(ctx, "EXPLAIN "+sql)
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = tx.Rollback(ctx)
-		text := strings.Join(plan, "\n")
-		top, scan := strings.Index(text, tc.top), strings.Index(text, "Index Scan using trigger_schedules_due_idx")
-		if top < 0 || scan < top || strings.Contains(text[top:scan], "Sort") || strings.Contains(text, "Seq Scan on trigger_schedules") ||
-			name == "next due" && strings.Contains(text, "Sort") { // both of its parts read the index in order
-			t.Errorf("%s plan does not read the due prefix in index order under its limit:\n%s", name, text)
-		}
-	}
-}
-
-// bulkSchedules adds n triggers copied from triggerID's revision, their
-// cursors spread at random over 1970–2100, and analyses the schedules (the
-// plan tests read thousands of schedules).
-func (f schedFixture) bulkSchedules(t *testing.T, triggerID string, n int) {
-	t.Helper()
-	f.exec(t, `WITH src AS (SELECT * FROM ql3.trigger_revisions WHERE trigger_id = $1),
-		ids AS (SELECT gen_random_uuid() AS id, g FROM generate_series(1, $2::int) g),
-		trg AS (INSERT INTO ql3.triggers (trigger_id, project_id, task_id, name, head_revision, created_at_ms, updated_at_ms)
-			SELECT ids.id, src.project_id, src.task_id, 'bulk-' || g, 1, 0, 0 FROM ids, src RETURNING trigger_id),
-		rev AS (INSERT INTO ql3.trigger_revisions (trigger_id, revision, project_id, task_id, task_revision, execution_revision_id,
-			execution_digest, expression, time_zone, misfire_policy, misfire_grace_ms, enabled, activated_at_ms, created_at_ms)
-			SELECT trg.trigger_id, 1, src.project_id, src.task_id, src.task_revision, src.execution_revision_id, src.execution_digest,
-			src.expression, src.time_zone, src.misfire_policy, src.misfire_grace_ms, true, 0, 0 FROM trg, src RETURNING trigger_id, project_id)
-		INSERT INTO ql3.trigger_schedules (trigger_id, project_id, trigger_revision, next_fire_at_ms, updated_at_ms)
-		SELECT trigger_id, project_id, 1, 1000 * (random() * 4102444800)::bigint, 0 FROM rev`, triggerID, n)
-	f.exec(t, `ANALYZE ql3.trigger_schedules`)
 }

@@ -1,11 +1,12 @@
 package postgres
 
 import (
-	"github.com/ql3/ql3/core/protocol"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/ql3/ql3/core/protocol"
 )
 
 // paramUse matches a bind parameter and its explicit cast, if any

@@ -8,23 +8,27 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ql3/ql3/controlplane/ingress"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/lease"
 	"github.com/ql3/ql3/core/placement/matcher"
 	"github.com/ql3/ql3/core/protocol"
 )
 
-// Session lease and heartbeat (DESIGN.md §8): the lease covers at least
-// two heartbeats, so one lost heartbeat never expires a healthy session.
+// Session lease and heartbeat (DESIGN.md §8), core/lease's: the lease
+// covers at least two heartbeats, so one lost heartbeat never expires a
+// healthy session, and a heartbeat renews a started attempt before its
+// worker's give-up point.
 const (
-	DefaultSessionLeaseMs     = 45_000
-	DefaultSessionHeartbeatMs = 10_000
+	DefaultSessionLeaseMs     = lease.DefaultSessionMs
+	DefaultSessionHeartbeatMs = lease.DefaultHeartbeatMs
 )
 
 // SessionOptions tunes the session store.
 type SessionOptions struct {
-	LeaseMs     int64 // 0: DefaultSessionLeaseMs
-	HeartbeatMs int64 // 0: DefaultSessionHeartbeatMs; must be ≤ LeaseMs/2
+	// Lease is the lease policy (its SessionMs and HeartbeatMs are what
+	// the store grants and names). Zero: lease.Default().
+	Lease lease.Policy
 }
 
 // Sessions is the worker session store on the ingress role
@@ -45,27 +49,19 @@ type TxBeginner interface {
 	BeginTx(context.Context, pgx.TxOptions) (pgx.Tx, error)
 }
 
-var _ ingress.SessionPort = (*Sessions)(nil)
-
 // NewSessions returns the store over an ingress-role pool.
 func NewSessions(db interface {
 	DB
 	TxBeginner
 }, opts SessionOptions) (*Sessions, error) {
-	s := &Sessions{db: db, leaseMs: opts.LeaseMs, heartbeatMs: opts.HeartbeatMs}
-	if s.leaseMs == 0 {
-		s.leaseMs = DefaultSessionLeaseMs
+	p := opts.Lease
+	if p == (lease.Policy{}) {
+		p = lease.Default()
 	}
-	if s.heartbeatMs == 0 {
-		s.heartbeatMs = DefaultSessionHeartbeatMs
+	if err := p.Validate(); err != nil {
+		return nil, errs.Prefix("lease", err)
 	}
-	if s.heartbeatMs < protocol.MinHeartbeatMs || s.heartbeatMs > protocol.MaxHeartbeatMs {
-		return nil, errs.Invalidf("heartbeatMs", "must be %d..%d, got %d", protocol.MinHeartbeatMs, protocol.MaxHeartbeatMs, s.heartbeatMs)
-	}
-	if s.leaseMs < 2*s.heartbeatMs {
-		return nil, errs.Invalidf("leaseMs", "must cover two heartbeats (≥ %d), got %d", 2*s.heartbeatMs, s.leaseMs)
-	}
-	return s, nil
+	return &Sessions{db: db, leaseMs: p.SessionMs, heartbeatMs: p.HeartbeatMs}, nil
 }
 
 var readCommitted = TxOptions{TxOptions: pgx.TxOptions{IsoLevel: pgx.ReadCommitted}}
@@ -85,7 +81,7 @@ func sessionUUID(s string) (uuid.UUID, error) {
 // Open gives the worker generation 1, or replaces its live session with
 // generation + 1 in one transaction (worker lock, then the old session's
 // lock, ADR 0010).
-func (s *Sessions) Open(ctx context.Context, p ingress.Principal, b protocol.SessionOpen) (protocol.SessionState, error) {
+func (s *Sessions) Open(ctx context.Context, p controlplane.Principal, b protocol.SessionOpen) (protocol.SessionState, error) {
 	workerID, err := uuid.Parse(p.WorkerID)
 	if err != nil {
 		return protocol.SessionState{}, errs.E(errs.Internal, "", "principal without a worker id")
@@ -105,11 +101,11 @@ func (s *Sessions) Open(ctx context.Context, p ingress.Principal, b protocol.Ses
 	if err != nil {
 		return protocol.SessionState{}, errs.Prefix("capabilities", err)
 	}
-	sessionID, err := newPubID()
+	sessionID, err := controlplane.NewID()
 	if err != nil {
 		return protocol.SessionState{}, err
 	}
-	auditID, err := newPubID()
+	auditID, err := controlplane.NewID()
 	if err != nil {
 		return protocol.SessionState{}, err
 	}
@@ -151,7 +147,7 @@ func (s *Sessions) state(id string, gen int64, st protocol.SessionStatus, expire
 // Heartbeat renews the session lease and records the observed credential
 // in one statement (one commit per heartbeat). When nothing matched, a
 // second read says why: replaced (answered as state), or a conflict.
-func (s *Sessions) Heartbeat(ctx context.Context, p ingress.Principal, b protocol.SessionHeartbeat) (protocol.SessionState, error) {
+func (s *Sessions) Heartbeat(ctx context.Context, p controlplane.Principal, b protocol.SessionHeartbeat) (protocol.SessionState, error) {
 	id, err := sessionUUID(b.SessionID)
 	if err != nil {
 		return protocol.SessionState{}, err
@@ -160,7 +156,7 @@ func (s *Sessions) Heartbeat(ctx context.Context, p ingress.Principal, b protoco
 	if err != nil || b.CredentialID != p.CredentialID {
 		return protocol.SessionState{}, errs.E(errs.Conflict, "credentialId", "is not the credential this request authenticated with")
 	}
-	auditID, err := newPubID()
+	auditID, err := controlplane.NewID()
 	if err != nil {
 		return protocol.SessionState{}, err
 	}
@@ -204,12 +200,12 @@ func (s *Sessions) replacedState(id string, row sessionRow) protocol.SessionStat
 
 // Transition moves the session to draining or offline under the session
 // lock (ADR 0010), compare-and-set on worker + session + generation.
-func (s *Sessions) Transition(ctx context.Context, p ingress.Principal, b protocol.SessionTransition) (protocol.SessionState, error) {
+func (s *Sessions) Transition(ctx context.Context, p controlplane.Principal, b protocol.SessionTransition) (protocol.SessionState, error) {
 	id, err := sessionUUID(b.SessionID)
 	if err != nil {
 		return protocol.SessionState{}, err
 	}
-	auditID, err := newPubID()
+	auditID, err := controlplane.NewID()
 	if err != nil {
 		return protocol.SessionState{}, err
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	ing "github.com/ql3/ql3/controlplane/ingress"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/placement"
@@ -44,7 +44,7 @@ func (f sessionFixture) worker(t *testing.T, name string) testWorker {
 	t.Helper()
 	ctx := context.Background()
 	identity := "spiffe://ql3/worker/" + name
-	w, err := f.pub.RegisterWorker(ctx, postgres.WorkerInput{Name: name, TLSIdentity: identity})
+	w, err := f.pub.RegisterWorker(ctx, controlplane.WorkerInput{Name: name, TLSIdentity: identity})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,9 +55,9 @@ func (f sessionFixture) worker(t *testing.T, name string) testWorker {
 	return testWorker{id: w.ID, identity: identity, credText: text}
 }
 
-func (f sessionFixture) principal(t *testing.T, w testWorker, credText string) ing.Principal {
+func (f sessionFixture) principal(t *testing.T, w testWorker, credText string) controlplane.Principal {
 	t.Helper()
-	p, err := f.auth.Authenticate(context.Background(), ing.Presented{CertIdentities: []string{w.identity}, Credential: ing.Credential(credText)})
+	p, err := f.auth.Authenticate(context.Background(), controlplane.Presented{CertIdentities: []string{w.identity}, Credential: controlplane.Credential(credText)})
 	if err != nil {
 		t.Fatalf("authenticate %s: %v", w.identity, err)
 	}
@@ -69,7 +69,7 @@ func testCaps() placement.Capabilities {
 		Runtimes: map[string]string{"python": "3.11.4"}}.Normalize()
 }
 
-func (f sessionFixture) open(t *testing.T, p ing.Principal) protocol.SessionState {
+func (f sessionFixture) open(t *testing.T, p controlplane.Principal) protocol.SessionState {
 	t.Helper()
 	st, err := f.sessions.Open(context.Background(), p, protocol.SessionOpen{V: 1, AgentVersion: "test/1",
 		CredentialID: p.CredentialID, Capacity: 2, Capabilities: testCaps()})
@@ -239,7 +239,7 @@ func TestAuthenticateRefusals(t *testing.T) {
 	ctx := context.Background()
 	f := newSessionFixture(t)
 	w := f.worker(t, "w")
-	good := ing.Presented{CertIdentities: []string{"CN-other", w.identity}, Credential: ing.Credential(w.credText)}
+	good := controlplane.Presented{CertIdentities: []string{"CN-other", w.identity}, Credential: controlplane.Credential(w.credText)}
 	if p, err := f.auth.Authenticate(ctx, good); err != nil || p.WorkerID != w.id || p.TLSIdentity != w.identity {
 		t.Fatalf("good principal: %+v, %v", p, err)
 	}
@@ -264,18 +264,18 @@ func TestAuthenticateRefusals(t *testing.T) {
 		idents     []string
 		reason     string
 	}{
-		{"malformed", "ql3w_nope", []string{w.identity}, ing.ReasonMalformed},
-		{"admin token shape", "ql3c_0123456789abcdef_" + w.credText[len(w.credText)-64:], []string{w.identity}, ing.ReasonMalformed},
-		{"unknown", unknown, []string{w.identity}, ing.ReasonUnknownCredential},
-		{"wrong secret", flipped, []string{w.identity}, ing.ReasonWrongSecret},
-		{"cert of another worker", w.credText, []string{"spiffe://ql3/worker/someone-else"}, ing.ReasonCertNotBound},
-		{"no cert identity", w.credText, nil, ing.ReasonCertNotBound},
-		{"worker without tls identity", unbound.credText, []string{unbound.identity}, ing.ReasonCertNotBound},
-		{"disabled worker", disabled.credText, []string{disabled.identity}, ing.ReasonWorkerDisabled},
-		{"revoked credential", revoked.credText, []string{revoked.identity}, ing.ReasonCredentialRevoked},
+		{"malformed", "ql3w_nope", []string{w.identity}, controlplane.ReasonMalformed},
+		{"admin token shape", "ql3c_0123456789abcdef_" + w.credText[len(w.credText)-64:], []string{w.identity}, controlplane.ReasonMalformed},
+		{"unknown", unknown, []string{w.identity}, controlplane.ReasonUnknownCredential},
+		{"wrong secret", flipped, []string{w.identity}, controlplane.ReasonWrongSecret},
+		{"cert of another worker", w.credText, []string{"spiffe://ql3/worker/someone-else"}, controlplane.ReasonCertNotBound},
+		{"no cert identity", w.credText, nil, controlplane.ReasonCertNotBound},
+		{"worker without tls identity", unbound.credText, []string{unbound.identity}, controlplane.ReasonCertNotBound},
+		{"disabled worker", disabled.credText, []string{disabled.identity}, controlplane.ReasonWorkerDisabled},
+		{"revoked credential", revoked.credText, []string{revoked.identity}, controlplane.ReasonCredentialRevoked},
 	} {
-		_, err := f.auth.Authenticate(ctx, ing.Presented{CertIdentities: c.idents, Credential: ing.Credential(c.cred)})
-		d, ok := err.(*ing.Denied)
+		_, err := f.auth.Authenticate(ctx, controlplane.Presented{CertIdentities: c.idents, Credential: controlplane.Credential(c.cred)})
+		d, ok := err.(*controlplane.Denied)
 		if !ok || d.Reason != c.reason {
 			t.Errorf("%s: %v, want denied %s", c.name, err, c.reason)
 		}
@@ -313,8 +313,8 @@ func TestCredentialRotationObserveThenRevoke(t *testing.T) {
 		t.Fatalf("heartbeat with B, same session and generation: %+v, %v", hb, err)
 	}
 	// Observed: A is refused at once, before the reconciler runs.
-	_, err = f.auth.Authenticate(ctx, ing.Presented{CertIdentities: []string{w.identity}, Credential: ing.Credential(w.credText)})
-	if d, ok := err.(*ing.Denied); !ok || d.Reason != ing.ReasonCredentialReplaced {
+	_, err = f.auth.Authenticate(ctx, controlplane.Presented{CertIdentities: []string{w.identity}, Credential: controlplane.Credential(w.credText)})
+	if d, ok := err.(*controlplane.Denied); !ok || d.Reason != controlplane.ReasonCredentialReplaced {
 		t.Fatalf("A after B was observed: %v", err)
 	}
 	if n, err := f.pub.ReconcileCredentials(ctx); err != nil || n != 1 {
@@ -336,8 +336,8 @@ func TestCredentialRotationObserveThenRevoke(t *testing.T) {
 			}
 		}
 	}
-	_, err = f.auth.Authenticate(ctx, ing.Presented{CertIdentities: []string{w.identity}, Credential: ing.Credential(w.credText)})
-	if d, ok := err.(*ing.Denied); !ok || d.Reason != ing.ReasonCredentialRevoked {
+	_, err = f.auth.Authenticate(ctx, controlplane.Presented{CertIdentities: []string{w.identity}, Credential: controlplane.Credential(w.credText)})
+	if d, ok := err.(*controlplane.Denied); !ok || d.Reason != controlplane.ReasonCredentialRevoked {
 		t.Fatalf("A after reconcile: %v", err)
 	}
 	var observed int
@@ -360,8 +360,8 @@ func TestCredentialRotationGraceIsAnUpperBound(t *testing.T) {
 	if _, err := f.db.Conn(t).Exec(ctx, `UPDATE ql3.worker_credentials SET revoke_after_ms = created_at_ms + 1 WHERE superseded_by IS NOT NULL`); err != nil {
 		t.Fatal(err)
 	}
-	_, err := f.auth.Authenticate(ctx, ing.Presented{CertIdentities: []string{w.identity}, Credential: ing.Credential(w.credText)})
-	if d, ok := err.(*ing.Denied); !ok || d.Reason != ing.ReasonCredentialReplaced {
+	_, err := f.auth.Authenticate(ctx, controlplane.Presented{CertIdentities: []string{w.identity}, Credential: controlplane.Credential(w.credText)})
+	if d, ok := err.(*controlplane.Denied); !ok || d.Reason != controlplane.ReasonCredentialReplaced {
 		t.Fatalf("A after its bound: %v", err)
 	}
 	if n, err := f.pub.ReconcileCredentials(ctx); err != nil || n != 1 {

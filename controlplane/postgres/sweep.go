@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 )
 
@@ -32,139 +33,6 @@ import (
 // but each commits on its own. Two replicas reading the same page both try
 // every candidate; the locks and the re-check make each change happen once.
 
-// Sweep limits (DESIGN.md §8).
-const (
-	DefaultSweepPage     = 64
-	DefaultRecoveryPage  = 16
-	MaxSweepPage         = 64
-	DefaultSweepPages    = 16
-	MaxSweepPages        = 256
-	DefaultCancelGrace   = 10 * time.Second
-	MaxCancelGrace       = 5 * time.Minute
-	DefaultSweepParallel = 4
-	MaxSweepParallel     = 16
-)
-
-// SweepOptions bounds one pass. Zero fields take their defaults.
-type SweepOptions struct {
-	// Page is the page of the lease sweep, lost Runs, cancel intents and
-	// due retries: default and hard limit 64.
-	Page int
-	// RecoveryPage is the page of the recovery scans (in-flight Runs
-	// without a lease, passed deadlines, held Runs): default 16, hard
-	// limit 64. Lost Runs and cancel intents use Page.
-	RecoveryPage int
-	// MaxPages bounds the pages of each kind per pass: default 16, at most
-	// 256. A kind that fills them reports More.
-	MaxPages int
-	// CancelGrace is how long past the end of a started lease's authority
-	// the sweeper waits before it calls the Attempt lost: the worker's
-	// SIGTERM → SIGKILL grace, by which time it has fenced itself. Default
-	// 10 s, at most 5 min.
-	CancelGrace time.Duration
-	// LogRetention, RunRetention and AuditRetention are the ages past which
-	// retention deletes the log chunks of finished Runs, finished Runs with
-	// everything of theirs, and audit rows (ADR 0016): defaults 7, 30 and
-	// 90 days; 1 h..10 years.
-	LogRetention, RunRetention, AuditRetention time.Duration
-	// Parallel is how many connections one page's changes are spread over
-	// (each a pipeline of transactions): default 4, 1..16.
-	Parallel int
-	// DisableRetention skips the retention step (tests of the lifecycle
-	// alone; an operator who keeps everything uses MaxRetention instead).
-	DisableRetention bool
-}
-
-func (o SweepOptions) withDefaults() SweepOptions {
-	orDefault(&o.Page, DefaultSweepPage)
-	orDefault(&o.RecoveryPage, DefaultRecoveryPage)
-	orDefault(&o.MaxPages, DefaultSweepPages)
-	orDefault(&o.CancelGrace, DefaultCancelGrace)
-	orDefault(&o.Parallel, DefaultSweepParallel)
-	orDefault(&o.LogRetention, DefaultLogRetention)
-	orDefault(&o.RunRetention, DefaultRunRetention)
-	orDefault(&o.AuditRetention, DefaultAuditRetention)
-	return o
-}
-
-// orDefault sets a zero option to its default.
-func orDefault[T int | time.Duration](v *T, def T) {
-	if *v == 0 {
-		*v = def
-	}
-}
-
-// Validate checks the options against the hard limits; errors name the
-// field.
-func (o SweepOptions) Validate() error {
-	o = o.withDefaults()
-	switch {
-	case o.Page < 1 || o.Page > MaxSweepPage:
-		return errs.Invalidf("sweepPage", "must be 1..%d, got %d", MaxSweepPage, o.Page)
-	case o.RecoveryPage < 1 || o.RecoveryPage > MaxSweepPage:
-		return errs.Invalidf("recoveryPage", "must be 1..%d, got %d", MaxSweepPage, o.RecoveryPage)
-	case o.MaxPages < 1 || o.MaxPages > MaxSweepPages:
-		return errs.Invalidf("sweepPages", "must be 1..%d, got %d", MaxSweepPages, o.MaxPages)
-	case o.Parallel < 1 || o.Parallel > MaxSweepParallel:
-		return errs.Invalidf("sweepParallel", "must be 1..%d, got %d", MaxSweepParallel, o.Parallel)
-	case o.CancelGrace < 0 || o.CancelGrace > MaxCancelGrace || o.CancelGrace%time.Millisecond != 0:
-		return errs.Invalidf("cancelGrace", "must be whole milliseconds in 0..%v, got %v", MaxCancelGrace, o.CancelGrace)
-	}
-	for _, r := range []struct {
-		field string
-		d     time.Duration
-	}{{"logRetention", o.LogRetention}, {"runRetention", o.RunRetention}, {"auditRetention", o.AuditRetention}} {
-		if err := validRetention(r.field, r.d); err != nil {
-			return err
-		}
-	}
-	if o.LogRetention > o.RunRetention {
-		return errs.Invalidf("logRetention", "must not exceed runRetention (%v), got %v", o.RunRetention, o.LogRetention)
-	}
-	return nil
-}
-
-// SweepReport counts what one pass changed, by action.
-type SweepReport struct {
-	Requeued      int // unstarted lease ended (or released without a move): Run back to queued, same Attempt
-	Lost          int // started lease past expiry + grace (or in-flight without a lease): Attempt and Run lost
-	ReleasedStale int // live lease of an ended Attempt or a Run not in flight: released only
-	RetryWait     int // lost → retry_wait
-	Failed        int // lost → failed
-	Cancelled     int // cancel intent converged (cancelled or timed_out)
-	Promoted      int // retry_wait due → Attempt N+1, queued
-	Queued        int // held (concurrency replace) → queued
-	Replaced      int // cancel intents set on older active Runs by a held one
-	TimedOut      int // cancel intents set by a passed durable deadline
-	Locked        int // candidates skipped: locked by another replica or a worker callback
-	Retention     RetentionReport
-	More          bool
-}
-
-// Changed is the number of Runs and leases the pass changed.
-func (r SweepReport) Changed() int {
-	return r.Requeued + r.Lost + r.ReleasedStale + r.RetryWait + r.Failed + r.Cancelled + r.Promoted + r.Queued +
-		r.Replaced + r.TimedOut
-}
-
-func (r *SweepReport) Add(o SweepReport) {
-	r.Requeued += o.Requeued
-	r.Lost += o.Lost
-	r.ReleasedStale += o.ReleasedStale
-	r.RetryWait += o.RetryWait
-	r.Failed += o.Failed
-	r.Cancelled += o.Cancelled
-	r.Promoted += o.Promoted
-	r.Queued += o.Queued
-	r.Replaced += o.Replaced
-	r.TimedOut += o.TimedOut
-	r.Locked += o.Locked
-	r.Retention.LogChunks += o.Retention.LogChunks
-	r.Retention.Runs += o.Retention.Runs
-	r.Retention.AuditRows += o.Retention.AuditRows
-	r.More = r.More || o.More
-}
-
 // offlineLookbackMs is how far back the lease scan looks for sessions that
 // went offline: longer than any lease's TTL (45 s started, 30 s unstarted,
 // DESIGN.md §8), so an older session's leases have expired on their own.
@@ -184,12 +52,12 @@ type runScan struct {
 	name   string
 	sql    string
 	keyset bool
-	page   func(SweepOptions) int
+	page   func(controlplane.SweepOptions) int
 }
 
 var (
-	recoveryPage = func(o SweepOptions) int { return o.RecoveryPage }
-	sweepPage    = func(o SweepOptions) int { return o.Page }
+	recoveryPage = func(o controlplane.SweepOptions) int { return o.RecoveryPage }
+	sweepPage    = func(o controlplane.SweepOptions) int { return o.Page }
 	runScans     = []runScan{
 		{"orphan", orphanCandidatesSQL, true, recoveryPage},
 		{"timeout", timeoutCandidatesSQL, false, recoveryPage},
@@ -204,12 +72,12 @@ var (
 // Sweep runs one bounded pass over every kind, in order, then retention. It stops at the
 // first error (the caller reports it and skips that round's scheduling);
 // what committed before stays committed and is counted.
-func Sweep(ctx context.Context, db Acquirer, opts SweepOptions) (SweepReport, error) {
+func Sweep(ctx context.Context, db Acquirer, opts controlplane.SweepOptions) (controlplane.SweepReport, error) {
 	if err := opts.Validate(); err != nil {
-		return SweepReport{}, err
+		return controlplane.SweepReport{}, err
 	}
-	opts = opts.withDefaults()
-	var rep SweepReport
+	opts = opts.WithDefaults()
+	var rep controlplane.SweepReport
 	r, err := sweepLeases(ctx, db, opts)
 	rep.Add(r)
 	if err != nil {
@@ -231,15 +99,15 @@ func Sweep(ctx context.Context, db Acquirer, opts SweepOptions) (SweepReport, er
 	return rep, err
 }
 
-func sweepLeases(ctx context.Context, db Acquirer, o SweepOptions) (SweepReport, error) {
-	var rep SweepReport
+func sweepLeases(ctx context.Context, db Acquirer, o controlplane.SweepOptions) (controlplane.SweepReport, error) {
+	var rep controlplane.SweepReport
 	graceMs := o.CancelGrace.Milliseconds()
 	for range o.MaxPages {
 		cs, err := scan(ctx, db, leaseCandidatesSQL, []any{graceMs, o.Page, offlineLookbackMs}, true)
 		if err != nil {
 			return rep, err
 		}
-		err = runChanges(ctx, db, o.Parallel, cs, &rep, func(c sweepCandidate, r *SweepReport) (pipedTx, error) {
+		err = runChanges(ctx, db, o.Parallel, cs, &rep, func(c sweepCandidate, r *controlplane.SweepReport) (pipedTx, error) {
 			return pipedTx{begin: sweepBeginSQL, sql: sweepLeaseSQL,
 				args: []any{c.lease, LockObjectKey(c.session), LockObjectKey(c.attempt), graceMs,
 					LockClassSession, LockClassAttempt},
@@ -256,8 +124,8 @@ func sweepLeases(ctx context.Context, db Acquirer, o SweepOptions) (SweepReport,
 	return rep, nil
 }
 
-func sweepRuns(ctx context.Context, db Acquirer, o SweepOptions, s runScan) (SweepReport, error) {
-	var rep SweepReport
+func sweepRuns(ctx context.Context, db Acquirer, o controlplane.SweepOptions, s runScan) (controlplane.SweepReport, error) {
+	var rep controlplane.SweepReport
 	graceMs := o.CancelGrace.Milliseconds()
 	page := s.page(o)
 	after := uuid.Nil
@@ -273,8 +141,8 @@ func sweepRuns(ctx context.Context, db Acquirer, o SweepOptions, s runScan) (Swe
 		if len(cs) > 0 {
 			after = cs[len(cs)-1].run // the scan's order; runChanges shuffles cs
 		}
-		err = runChanges(ctx, db, o.Parallel, cs, &rep, func(c sweepCandidate, r *SweepReport) (pipedTx, error) {
-			newAttempt, err := newSchedID()
+		err = runChanges(ctx, db, o.Parallel, cs, &rep, func(c sweepCandidate, r *controlplane.SweepReport) (pipedTx, error) {
+			newAttempt, err := controlplane.NewID()
 			if err != nil {
 				return pipedTx{}, err
 			}
@@ -324,14 +192,14 @@ func scan(ctx context.Context, db Acquirer, sql string, args []any, leases bool)
 // pipelines on as many connections, each transaction committing on its
 // own. The page is shuffled first: replicas reading the same page then
 // mostly meet different candidates instead of queueing on the same locks.
-func runChanges(ctx context.Context, db Acquirer, parallel int, cs []sweepCandidate, rep *SweepReport,
-	build func(sweepCandidate, *SweepReport) (pipedTx, error)) error {
+func runChanges(ctx context.Context, db Acquirer, parallel int, cs []sweepCandidate, rep *controlplane.SweepReport,
+	build func(sweepCandidate, *controlplane.SweepReport) (pipedTx, error)) error {
 	if len(cs) == 0 {
 		return nil
 	}
 	rand.Shuffle(len(cs), func(i, j int) { cs[i], cs[j] = cs[j], cs[i] })
 	parts := min(parallel, len(cs))
-	reps := make([]SweepReport, parts)
+	reps := make([]controlplane.SweepReport, parts)
 	chunks := make([][]pipedTx, parts)
 	for i, c := range cs {
 		tx, err := build(c, &reps[i%parts])
@@ -370,7 +238,7 @@ func runPipelineOn(ctx context.Context, db Acquirer, txs []pipedTx) error {
 	return err
 }
 
-func readLeaseChange(rows pgx.Rows, rep *SweepReport) error {
+func readLeaseChange(rows pgx.Rows, rep *controlplane.SweepReport) error {
 	for rows.Next() {
 		var ok, counted bool
 		var action, reason, afterLost string
@@ -401,7 +269,7 @@ func readLeaseChange(rows pgx.Rows, rep *SweepReport) error {
 	return rows.Err()
 }
 
-func readRunChange(rows pgx.Rows, rep *SweepReport) error {
+func readRunChange(rows pgx.Rows, rep *controlplane.SweepReport) error {
 	for rows.Next() {
 		var ok, counted bool
 		var action, to string

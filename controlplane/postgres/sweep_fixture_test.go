@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/postgres"
 )
 
@@ -168,16 +169,16 @@ func (f lifeFixture) events(t *testing.T, runID uuid.UUID) []string {
 }
 
 // sweep runs one pass on the runtime pool with a 10 s grace.
-func (f lifeFixture) sweep(t *testing.T) postgres.SweepReport {
+func (f lifeFixture) sweep(t *testing.T) controlplane.SweepReport {
 	t.Helper()
 	return sweepOn(t, f.runtime)
 }
 
-func sweepOn(t *testing.T, pool *pgxpool.Pool) postgres.SweepReport {
+func sweepOn(t *testing.T, pool *pgxpool.Pool) controlplane.SweepReport {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rep, err := postgres.Sweep(ctx, pool, postgres.SweepOptions{})
+	rep, err := postgres.Sweep(ctx, pool, controlplane.SweepOptions{})
 	if err != nil {
 		t.Fatalf("sweep: %v (report %+v)", err, rep)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/controlplane"
 )
 
 // Retention (ADR 0016): the last step of every sweep pass deletes, oldest
@@ -21,33 +21,15 @@ import (
 //     stays until that rerun goes);
 //   - audit rows older than AuditRetention.
 
-// Retention defaults and bounds.
+// retentionLogSQL deletes one page of log chunks of finished Runs whose
+// chunk is older than the cutoff ($1 ms before database now).
+// retentionPage bounds the rows of one retention transaction: Runs (each
+// with its children), or chunks and audit rows.
 const (
-	DefaultLogRetention   = 7 * 24 * time.Hour
-	DefaultRunRetention   = 30 * 24 * time.Hour
-	DefaultAuditRetention = 90 * 24 * time.Hour
-	MinRetention          = time.Hour
-	MaxRetention          = 10 * 365 * 24 * time.Hour
-	// retentionPage bounds the rows of one retention transaction: Runs (each
-	// with its children), or chunks and audit rows.
 	retentionRunPage  = 64
 	retentionRowsPage = 256
 )
 
-// RetentionReport counts what retention deleted in one pass.
-type RetentionReport struct {
-	LogChunks, Runs, AuditRows int
-}
-
-func validRetention(field string, d time.Duration) error {
-	if d < MinRetention || d > MaxRetention {
-		return errs.Invalidf(field, "must be %v..%v, got %v", MinRetention, MaxRetention, d)
-	}
-	return nil
-}
-
-// retentionLogSQL deletes one page of log chunks of finished Runs whose
-// chunk is older than the cutoff ($1 ms before database now).
 const retentionLogSQL = `WITH victims AS (
 	SELECT c.ctid AS tid FROM ql3.run_log_chunks c JOIN ql3.runs r ON r.run_id = c.run_id
 	WHERE c.created_at_ms < ` + dbNowMs + ` - $1::bigint AND r.finished_at_ms IS NOT NULL
@@ -92,8 +74,8 @@ const retentionAuditSQL = `WITH victims AS (
 DELETE FROM ql3.audit_log a USING victims v WHERE a.audit_id = v.audit_id`
 
 // sweepRetention runs the three deletions, each up to o.MaxPages pages.
-func sweepRetention(ctx context.Context, db Acquirer, o SweepOptions) (RetentionReport, bool, error) {
-	var rep RetentionReport
+func sweepRetention(ctx context.Context, db Acquirer, o controlplane.SweepOptions) (controlplane.RetentionReport, bool, error) {
+	var rep controlplane.RetentionReport
 	more := false
 	steps := []struct {
 		sql   string

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
 )
@@ -75,7 +76,7 @@ func TestSweeperLostStartedReleasesLeaseAtomically(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := postgres.Sweep(ctx, f.runtime, postgres.SweepOptions{})
+		_, err := postgres.Sweep(ctx, f.runtime, controlplane.SweepOptions{})
 		done <- err
 	}()
 	var pid int32
@@ -207,14 +208,14 @@ func TestTwoReplicasSweepDisjointly(t *testing.T) {
 	}
 	defer second.Close()
 	var wg sync.WaitGroup
-	reps := make([]postgres.SweepReport, 2)
+	reps := make([]controlplane.SweepReport, 2)
 	errsOut := make([]error, 2)
 	for i, pool := range []*pgxpool.Pool{f.runtime, second} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
-				r, err := postgres.Sweep(ctx, pool, postgres.SweepOptions{})
+				r, err := postgres.Sweep(ctx, pool, controlplane.SweepOptions{})
 				reps[i].Requeued += r.Requeued
 				reps[i].Locked += r.Locked
 				if err != nil || r.Changed() == 0 {
@@ -382,7 +383,7 @@ func TestRetentionDeletesOldFinishedRuns(t *testing.T) {
 	if n := f.count(t, `SELECT count(*) FROM ql3.audit_log WHERE action LIKE 'test.%'`); n != 1 {
 		t.Fatalf("%d test audit rows left, want 1", n)
 	}
-	if err := (postgres.SweepOptions{LogRetention: 40 * 24 * time.Hour}).Validate(); errs.Field(err) != "logRetention" {
+	if err := (controlplane.SweepOptions{LogRetention: 40 * 24 * time.Hour}).Validate(); errs.Field(err) != "logRetention" {
 		t.Fatalf("log retention beyond run retention: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/ql3/ql3/core/lease"
 	"github.com/ql3/ql3/core/placement"
 	"github.com/ql3/ql3/worker/clock"
 )
@@ -19,10 +20,10 @@ const (
 	NodeCadence    = 500 * time.Millisecond
 	NodeLogBytes   = 64 << 20
 
-	DefaultHeartbeat   = 10 * time.Second
+	DefaultHeartbeat   = lease.DefaultHeartbeatMs * time.Millisecond // the lease policy's (core/lease)
 	DefaultDrainGrace  = 60 * time.Second
-	DefaultFenceMargin = 5 * time.Second
-	DefaultKillGrace   = 10 * time.Second
+	DefaultFenceMargin = lease.DefaultFenceMarginMs * time.Millisecond
+	DefaultKillGrace   = lease.DefaultKillGraceMs * time.Millisecond
 	MaxPullTries       = 16
 	PullBackoffCap     = 60 * time.Second
 	pullBackoffBase    = time.Second

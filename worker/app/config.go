@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/core/canonjson"
+	"github.com/ql3/ql3/core/lease"
 	"github.com/ql3/ql3/worker/agent"
 	"github.com/ql3/ql3/worker/client"
 	"github.com/ql3/ql3/worker/journal"
@@ -277,11 +278,24 @@ func (c Config) Validate() (Settings, error) {
 	if a.DrainGrace, err = ms("drainGraceMs", c.DrainGraceMs, 1, 3_600_000); err != nil {
 		return s, err
 	}
-	if a.KillGrace, err = ms("killGraceMs", c.KillGraceMs, 1, 300_000); err != nil {
+	if a.KillGrace, err = ms("killGraceMs", c.KillGraceMs, 1, lease.MaxKillGraceMs); err != nil {
 		return s, err
 	}
-	if a.FenceMargin, err = ms("fenceMarginMs", c.FenceMarginMs, 1, 60_000); err != nil {
+	if a.FenceMargin, err = ms("fenceMarginMs", c.FenceMarginMs, 1, lease.MaxFenceMarginMs); err != nil {
 		return s, err
+	}
+	// The lease policy (core/lease) with this worker's margins: a fence
+	// margin and kill grace that leave the authority's attempt lease no
+	// room for a heartbeat would stop every running attempt on its own.
+	p := lease.Default()
+	if c.FenceMarginMs != 0 {
+		p.FenceMarginMs = c.FenceMarginMs
+	}
+	if c.KillGraceMs != 0 {
+		p.KillGraceMs = c.KillGraceMs
+	}
+	if err := p.Validate(); err != nil {
+		return s, fmt.Errorf("fenceMarginMs %d with killGraceMs %d: %w", p.FenceMarginMs, p.KillGraceMs, err)
 	}
 	if s.RequestTimeout, err = ms("requestTimeoutMs", c.RequestTimeoutMs, 1_000, int64(client.MaxTimeout/time.Millisecond)); err != nil {
 		return s, err

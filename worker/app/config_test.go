@@ -85,6 +85,11 @@ func TestConfigRefusals(t *testing.T) {
 		"inboxMax":         func(c *Config) { c.InboxMax = 2000 },
 		"logLevel":         func(c *Config) { c.LogLevel = "loud" },
 		"logFormat":        func(c *Config) { c.LogFormat = "xml" },
+		// A kill grace or fence margin that leaves the 45 s attempt lease
+		// no room for a 10 s heartbeat (core/lease): every running attempt
+		// would be stopped before its renewal.
+		"killGraceMs 31000":   func(c *Config) { c.KillGraceMs = 31_000 },
+		"fenceMarginMs 30000": func(c *Config) { c.FenceMarginMs = 30_000 },
 	} {
 		c := base()
 		mut(&c)

@@ -28,3 +28,20 @@ func TestControlLinksTimeZoneData(t *testing.T) {
 		}
 	}
 }
+
+// TestControlPlaneRoomsPointOneWay: the control plane's domain package
+// (records, the admission decision, the ports) links no adapter and no
+// driver; coordinator, adminapi and ingress depend on it and core, never
+// on postgres or pgx; postgres implements the ports and never imports the
+// ingress (ADR 0034).
+func TestControlPlaneRoomsPointOneWay(t *testing.T) {
+	const cp = "github.com/ql3/ql3/controlplane"
+	host := deptest.ServerTargets[:1]
+	deptest.Forbid(t, "../..", cp, host, []string{cp + "/", "github.com/jackc/", "net/http"})
+	for _, pkg := range []string{cp + "/coordinator", cp + "/adminapi", cp + "/ingress"} {
+		deptest.Forbid(t, "../..", pkg, host, []string{cp + "/postgres", cp + "/postgres/", "github.com/jackc/"})
+	}
+	for _, pkg := range []string{cp + "/postgres", cp + "/postgres/publication"} {
+		deptest.Forbid(t, "../..", pkg, host, []string{cp + "/ingress", cp + "/adminapi", cp + "/coordinator"})
+	}
+}

@@ -43,9 +43,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/controlplane/internal/devpki"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/fence"
@@ -282,7 +284,7 @@ func (b *bench) workers(n, capacity int, prefix string) ([]*worker, error) {
 		return nil, err
 	}
 	defer s.stop()
-	pub := postgres.NewPublisher(admin, postgres.PublisherOptions{})
+	pub := publication.NewPublisher(admin, publication.PublisherOptions{})
 	out := make([]*worker, n)
 	var mu sync.Mutex
 	var firstErr error
@@ -321,12 +323,12 @@ func (b *bench) workers(n, capacity int, prefix string) ([]*worker, error) {
 	return out, nil
 }
 
-func (b *bench) newWorker(s *stack, pub *postgres.Publisher, i, capacity int, prefix string) (*worker, error) {
+func (b *bench) newWorker(s *stack, pub *publication.Publisher, i, capacity int, prefix string) (*worker, error) {
 	caps := placement.Capabilities{OS: "linux", Arch: "amd64", Executors: []string{"argv"}}.Normalize()
 	{
 		name := fmt.Sprintf("%s-%d-%s", prefix, i, uuid.NewString()[:8])
 		identity := "spiffe://ql3/bench/" + name
-		rec, err := pub.RegisterWorker(b.ctx, postgres.WorkerInput{Name: name, TLSIdentity: identity})
+		rec, err := pub.RegisterWorker(b.ctx, controlplane.WorkerInput{Name: name, TLSIdentity: identity})
 		if err != nil {
 			return nil, err
 		}

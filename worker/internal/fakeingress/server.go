@@ -16,17 +16,19 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/core/canonjson"
+	"github.com/ql3/ql3/core/lease"
 	"github.com/ql3/ql3/core/protocol"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/worker/clock"
 )
 
-// Lease lengths of the fake authority (DESIGN.md §8).
+// Lease lengths of the fake authority: the lease policy's defaults
+// (core/lease), as the real one grants them.
 const (
-	UnstartedLease = 30 * time.Second
-	StartedLease   = 45 * time.Second
-	SessionLease   = 45 * time.Second
-	Heartbeat      = 10 * time.Second
+	UnstartedLease = lease.DefaultUnstartedMs * time.Millisecond
+	StartedLease   = lease.DefaultStartedMs * time.Millisecond
+	SessionLease   = lease.DefaultSessionMs * time.Millisecond
+	Heartbeat      = lease.DefaultHeartbeatMs * time.Millisecond
 )
 
 // Run is one run the fake authority offers (one attempt, no retries).

@@ -27,8 +27,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/coordinator"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/spec"
 )
 
@@ -175,12 +177,12 @@ func seed(ctx context.Context, su *pgx.Conn, dsn string, n int) error {
 		return err
 	}
 	defer admin.Close()
-	pub := postgres.NewPublisher(admin, postgres.PublisherOptions{})
-	p, err := pub.PublishProject(ctx, postgres.ProjectInput{Name: fmt.Sprintf("bench-%d", time.Now().UnixNano())})
+	pub := publication.NewPublisher(admin, publication.PublisherOptions{})
+	p, err := pub.PublishProject(ctx, controlplane.ProjectInput{Name: fmt.Sprintf("bench-%d", time.Now().UnixNano())})
 	if err != nil {
 		return err
 	}
-	task, err := pub.PublishTask(ctx, postgres.TaskInput{ProjectID: p.ID, Name: "tick",
+	task, err := pub.PublishTask(ctx, controlplane.TaskInput{ProjectID: p.ID, Name: "tick",
 		// Concurrency allow: the benchmark's triggers stand for independent
 		// jobs; under the default (forbid) one task's thousand triggers
 		// would admit one queued Run a second and skip the rest.
@@ -270,7 +272,7 @@ func runCase(ctx context.Context, su *pgx.Conn, runtimeDSN string, c benchCase, 
 			return r, err
 		}
 		pools = append(pools, pool)
-		co, err := coordinator.New(pool, coordinator.Config{Owner: fmt.Sprintf("bench-%d", i), Budget: c.budget,
+		co, err := coordinator.New(postgres.NewScheduler(pool), coordinator.Config{Owner: fmt.Sprintf("bench-%d", i), Budget: c.budget,
 			Admission: c.mode, Diagnostics: func(d coordinator.Diagnostic) {
 				diagMu.Lock()
 				diags[d.Kind]++

@@ -31,8 +31,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ql3/ql3/controlplane/ingress"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/protocol"
 	"github.com/ql3/ql3/core/spec"
 )
@@ -112,12 +113,12 @@ func setup(ctx context.Context, su *pgx.Conn, dsn string) (env, error) {
 		return e, err
 	}
 	defer pool.Close()
-	pub := postgres.NewPublisher(pool, postgres.PublisherOptions{})
-	p, err := pub.PublishProject(ctx, postgres.ProjectInput{Name: "sweepbench-" + e.workerID.String()[:8]})
+	pub := publication.NewPublisher(pool, publication.PublisherOptions{})
+	p, err := pub.PublishProject(ctx, controlplane.ProjectInput{Name: "sweepbench-" + e.workerID.String()[:8]})
 	if err != nil {
 		return e, err
 	}
-	t, err := pub.PublishTask(ctx, postgres.TaskInput{ProjectID: p.ID, Name: "t", Spec: spec.Command{
+	t, err := pub.PublishTask(ctx, controlplane.TaskInput{ProjectID: p.ID, Name: "t", Spec: spec.Command{
 		Kind: spec.KindCommandV1, Shell: &spec.Shell{Command: "true"}, Concurrency: spec.ConcurrencyAllow}.WithDefaults()})
 	if err != nil {
 		return e, err
@@ -199,7 +200,7 @@ func sweepAll(ctx context.Context, runtimeDSN string, replicas int) (time.Durati
 		go func() {
 			defer wg.Done()
 			for {
-				r, err := postgres.Sweep(ctx, p, postgres.SweepOptions{DisableRetention: true})
+				r, err := postgres.Sweep(ctx, p, controlplane.SweepOptions{DisableRetention: true})
 				mu.Lock()
 				locked += r.Locked
 				if r.Changed() > 0 {
@@ -264,7 +265,7 @@ func (e env) cancelLatency(ctx context.Context, runtimeDSN string, trials int, h
 			UPDATE ql3.run_leases SET expires_at_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint + 45000`); err != nil {
 			return err
 		}
-		p := ingress.Principal{WorkerID: e.workerID.String()}
+		p := controlplane.Principal{WorkerID: e.workerID.String()}
 		requested := make(chan time.Time, 1)
 		cancelAt := time.Duration(rand.Int64N(int64(heartbeat)))
 		go func() {

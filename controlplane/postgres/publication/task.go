@@ -1,4 +1,4 @@
-package postgres
+package publication
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ql3/ql3/controlplane"
+	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/placement/matcher"
@@ -17,52 +19,8 @@ import (
 // ExecutorRemoteWorker is the only executor of the cluster profile.
 const ExecutorRemoteWorker = "remote_worker"
 
-// TaskRecord is a task at its head revision.
-type TaskRecord struct {
-	ID                  string           `json:"id"`
-	ProjectID           string           `json:"projectId"`
-	Name                string           `json:"name"`
-	Enabled             bool             `json:"enabled"`
-	Revision            int64            `json:"revision"`
-	Digest              canonjson.Digest `json:"digest"`
-	ExecutionRevisionID string           `json:"executionRevisionId"`
-	Spec                spec.Command     `json:"spec"`
-	CreatedAtMs         int64            `json:"createdAtMs"`
-	UpdatedAtMs         int64            `json:"updatedAtMs"`
-	// Triggers are the triggers created with the task (TaskInput.Triggers);
-	// empty otherwise (list them with ListTriggers).
-	Triggers []TriggerRecord `json:"triggers,omitempty"`
-	// DeletedAtMs is set on the record DeleteTask returns; deleted tasks
-	// are not found otherwise.
-	DeletedAtMs int64 `json:"deletedAtMs,omitempty"`
-}
-
 // MaxInlineTriggers bounds the triggers created with a task.
 const MaxInlineTriggers = 16
-
-// TaskInput creates (TaskID "") or updates a task. An update is a full
-// replacement of name and spec and needs ExpectedRevision, the head
-// revision it replaces.
-type TaskInput struct {
-	MutationID       string
-	ProjectID        string // create only
-	TaskID           string
-	ExpectedRevision int64
-	Name             string
-	Enabled          *bool // nil: true on create, unchanged on update
-	Spec             spec.Command
-	// Triggers (create only, at most MaxInlineTriggers) are created in the
-	// task's transaction, as on the edge: all of them or nothing. Their
-	// TaskID, TriggerID, ExpectedRevision and MutationID must be empty.
-	Triggers []TriggerInput
-}
-
-// TaskEnabledInput switches a task on or off without a new revision.
-type TaskEnabledInput struct {
-	MutationID string
-	TaskID     string
-	Enabled    bool
-}
 
 // compiledSpec is a validated spec ready to be stored.
 type compiledSpec struct {
@@ -111,28 +69,28 @@ type taskRequest struct {
 // PublishTask creates or updates a task (see the package notes on
 // publication). An update that changes neither name nor spec still
 // publishes a new revision: the caller asked for one.
-func (p *Publisher) PublishTask(ctx context.Context, in TaskInput) (TaskRecord, error) {
-	if err := checkPubName("name", in.Name); err != nil {
-		return TaskRecord{}, err
+func (p *Publisher) PublishTask(ctx context.Context, in controlplane.TaskInput) (controlplane.Task, error) {
+	if err := checkPubName("name", &in.Name); err != nil {
+		return controlplane.Task{}, err
 	}
 	cs, err := compileSpec(in.Spec)
 	if err != nil {
-		return TaskRecord{}, err
+		return controlplane.Task{}, err
 	}
 	req := taskRequest{Name: in.Name, Enabled: in.Enabled, SpecDigest: cs.digest}
 	if in.TaskID == "" {
 		projectID, err := parsePubID("projectId", in.ProjectID)
 		if err != nil {
-			return TaskRecord{}, err
+			return controlplane.Task{}, err
 		}
 		if in.ExpectedRevision != 0 {
-			return TaskRecord{}, errs.Invalidf("expectedRevision", "must be omitted when creating a task")
+			return controlplane.Task{}, errs.Invalidf("expectedRevision", "must be omitted when creating a task")
 		}
 		req.ProjectID = projectID.String()
 		if req.Triggers, err = p.inlineTriggers(in.Triggers); err != nil {
-			return TaskRecord{}, err
+			return controlplane.Task{}, err
 		}
-		return publish(ctx, p, in.MutationID, mutationTaskCreate, req, func(ctx context.Context, tx pgx.Tx) (TaskRecord, error) {
+		return publish(ctx, p, in.MutationID, mutationTaskCreate, req, func(ctx context.Context, tx pgx.Tx) (controlplane.Task, error) {
 			t, err := createTask(ctx, tx, projectID, in.Name, in.Enabled == nil || *in.Enabled, cs)
 			if err != nil {
 				return t, err
@@ -153,29 +111,29 @@ func (p *Publisher) PublishTask(ctx context.Context, in TaskInput) (TaskRecord, 
 	}
 	taskID, err := parsePubID("taskId", in.TaskID)
 	if err != nil {
-		return TaskRecord{}, err
+		return controlplane.Task{}, err
 	}
 	if len(in.Triggers) > 0 {
-		return TaskRecord{}, errs.Invalidf("triggers", "only when creating a task; publish triggers of an existing task one by one")
+		return controlplane.Task{}, errs.Invalidf("triggers", "only when creating a task; publish triggers of an existing task one by one")
 	}
 	if in.ExpectedRevision < 1 {
-		return TaskRecord{}, errs.Invalidf("expectedRevision", "required: the revision this update replaces (>= 1)")
+		return controlplane.Task{}, errs.Invalidf("expectedRevision", "required: the revision this update replaces (>= 1)")
 	}
 	req.TaskID, req.ExpectedRevision = taskID.String(), in.ExpectedRevision
 	if in.ProjectID != "" {
 		if _, err := parsePubID("projectId", in.ProjectID); err != nil {
-			return TaskRecord{}, err
+			return controlplane.Task{}, err
 		}
 		req.ProjectID = in.ProjectID
 	}
-	return publish(ctx, p, in.MutationID, mutationTaskUpdate, req, func(ctx context.Context, tx pgx.Tx) (TaskRecord, error) {
+	return publish(ctx, p, in.MutationID, mutationTaskUpdate, req, func(ctx context.Context, tx pgx.Tx) (controlplane.Task, error) {
 		return updateTask(ctx, tx, taskID, in, cs)
 	})
 }
 
 // inlineTriggers validates the triggers of a task create; errors name
 // triggers[i].<field>.
-func (p *Publisher) inlineTriggers(in []TriggerInput) ([]triggerRequest, error) {
+func (p *Publisher) inlineTriggers(in []controlplane.TriggerInput) ([]triggerRequest, error) {
 	if len(in) > MaxInlineTriggers {
 		return nil, errs.Invalidf("triggers", "at most %d, got %d", MaxInlineTriggers, len(in))
 	}
@@ -193,51 +151,51 @@ func (p *Publisher) inlineTriggers(in []TriggerInput) ([]triggerRequest, error) 
 	return out, nil
 }
 
-func createTask(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, name string, enabled bool, cs compiledSpec) (TaskRecord, error) {
+func createTask(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, name string, enabled bool, cs compiledSpec) (controlplane.Task, error) {
 	if _, err := lockPubProject(ctx, tx, projectID, true, "projectId"); err != nil {
-		return TaskRecord{}, err
+		return controlplane.Task{}, err
 	}
 	if err := checkTaskNameFree(ctx, tx, projectID, name, uuid.Nil); err != nil {
-		return TaskRecord{}, err
+		return controlplane.Task{}, err
 	}
-	taskID, err := newPubID()
+	taskID, err := controlplane.NewID()
 	if err != nil {
-		return TaskRecord{}, err
+		return controlplane.Task{}, err
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO ql3.tasks
 		(task_id, project_id, name, enabled, head_revision, created_at_ms, updated_at_ms)
 		VALUES ($1, $2, $3, $4, 1, `+dbNowMs+`, `+dbNowMs+`)`, taskID, projectID, name, enabled); err != nil {
-		return TaskRecord{}, err
+		return controlplane.Task{}, err
 	}
 	if _, err := insertTaskRevision(ctx, tx, projectID, taskID, 1, cs); err != nil {
-		return TaskRecord{}, err
+		return controlplane.Task{}, err
 	}
 	return readTask(ctx, tx, taskID)
 }
 
-func updateTask(ctx context.Context, tx pgx.Tx, taskID uuid.UUID, in TaskInput, cs compiledSpec) (TaskRecord, error) {
+func updateTask(ctx context.Context, tx pgx.Tx, taskID uuid.UUID, in controlplane.TaskInput, cs compiledSpec) (controlplane.Task, error) {
 	var projectID uuid.UUID
 	var head int64
 	var enabled bool
 	err := tx.QueryRow(ctx, `SELECT project_id, head_revision, enabled FROM ql3.tasks WHERE task_id = $1 AND deleted_at_ms IS NULL FOR UPDATE`, taskID).
 		Scan(&projectID, &head, &enabled)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return TaskRecord{}, errs.NotFoundf("no task %s", taskID)
+		return controlplane.Task{}, errs.NotFoundf("no task %s", taskID)
 	}
 	if err != nil {
-		return TaskRecord{}, err
+		return controlplane.Task{}, err
 	}
 	if in.ProjectID != "" && in.ProjectID != projectID.String() {
-		return TaskRecord{}, errs.Invalidf("projectId", "a task cannot move to another project")
+		return controlplane.Task{}, errs.Invalidf("projectId", "a task cannot move to another project")
 	}
 	if head != in.ExpectedRevision {
-		return TaskRecord{}, errs.E(errs.Conflict, "expectedRevision", "task %s is at revision %d, not %d", taskID, head, in.ExpectedRevision)
+		return controlplane.Task{}, errs.E(errs.Conflict, "expectedRevision", "task %s is at revision %d, not %d", taskID, head, in.ExpectedRevision)
 	}
 	if _, err := lockPubProject(ctx, tx, projectID, true, "projectId"); err != nil {
-		return TaskRecord{}, err
+		return controlplane.Task{}, err
 	}
 	if err := checkTaskNameFree(ctx, tx, projectID, in.Name, taskID); err != nil {
-		return TaskRecord{}, err
+		return controlplane.Task{}, err
 	}
 	if in.Enabled != nil {
 		enabled = *in.Enabled
@@ -245,21 +203,21 @@ func updateTask(ctx context.Context, tx pgx.Tx, taskID uuid.UUID, in TaskInput, 
 	rev := head + 1
 	er, err := insertTaskRevision(ctx, tx, projectID, taskID, rev, cs)
 	if err != nil {
-		return TaskRecord{}, err
+		return controlplane.Task{}, err
 	}
 	tag, err := tx.Exec(ctx, `UPDATE ql3.tasks SET name = $2, enabled = $3, head_revision = $4,
 		updated_at_ms = greatest(updated_at_ms, `+dbNowMs+`)
 		WHERE task_id = $1 AND head_revision = $5`, taskID, in.Name, enabled, rev, head)
 	if err != nil {
-		return TaskRecord{}, err
+		return controlplane.Task{}, err
 	}
 	if err := expectAffected(tag, "task %s changed concurrently", taskID); err != nil {
-		return TaskRecord{}, err
+		return controlplane.Task{}, err
 	}
 	// Every trigger follows the task: a new trigger revision pinned to the
 	// new execution revision, its schedule reset and its claim invalidated.
 	if err := repinTriggers(ctx, tx, taskID, rev, er, projectID); err != nil {
-		return TaskRecord{}, err
+		return controlplane.Task{}, err
 	}
 	return readTask(ctx, tx, taskID)
 }
@@ -268,37 +226,37 @@ func updateTask(ctx context.Context, tx pgx.Tx, taskID uuid.UUID, in TaskInput, 
 // claims on its schedules (a coordinator must re-check the task before it
 // admits anything); its triggers keep their own enabled flag and fire again
 // once the task is on. Setting the current value is a no-op.
-func (p *Publisher) SetTaskEnabled(ctx context.Context, in TaskEnabledInput) (TaskRecord, error) {
+func (p *Publisher) SetTaskEnabled(ctx context.Context, in controlplane.TaskEnabledInput) (controlplane.Task, error) {
 	taskID, err := parsePubID("taskId", in.TaskID)
 	if err != nil {
-		return TaskRecord{}, err
+		return controlplane.Task{}, err
 	}
 	req := struct {
 		TaskID  string `json:"taskId"`
 		Enabled bool   `json:"enabled"`
 	}{taskID.String(), in.Enabled}
-	return publish(ctx, p, in.MutationID, mutationTaskEnable, req, func(ctx context.Context, tx pgx.Tx) (TaskRecord, error) {
+	return publish(ctx, p, in.MutationID, mutationTaskEnable, req, func(ctx context.Context, tx pgx.Tx) (controlplane.Task, error) {
 		var projectID uuid.UUID
 		var enabled bool
 		err := tx.QueryRow(ctx, `SELECT project_id, enabled FROM ql3.tasks WHERE task_id = $1 AND deleted_at_ms IS NULL FOR UPDATE`, taskID).Scan(&projectID, &enabled)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return TaskRecord{}, errs.NotFoundf("no task %s", taskID)
+			return controlplane.Task{}, errs.NotFoundf("no task %s", taskID)
 		}
 		if err != nil {
-			return TaskRecord{}, err
+			return controlplane.Task{}, err
 		}
 		if enabled != in.Enabled {
 			if in.Enabled {
 				if _, err := lockPubProject(ctx, tx, projectID, true, "enabled"); err != nil {
-					return TaskRecord{}, err
+					return controlplane.Task{}, err
 				}
 			}
 			if _, err := tx.Exec(ctx, `UPDATE ql3.tasks SET enabled = $2, updated_at_ms = greatest(updated_at_ms, `+dbNowMs+`)
 				WHERE task_id = $1`, taskID, in.Enabled); err != nil {
-				return TaskRecord{}, err
+				return controlplane.Task{}, err
 			}
 			if _, err := tx.Exec(ctx, resetClaimsSQL+` WHERE trigger_id IN (SELECT trigger_id FROM ql3.triggers WHERE task_id = $1)`, taskID); err != nil {
-				return TaskRecord{}, err
+				return controlplane.Task{}, err
 			}
 		}
 		return readTask(ctx, tx, taskID)
@@ -330,7 +288,7 @@ func insertTaskRevision(ctx context.Context, tx pgx.Tx, projectID, taskID uuid.U
 		taskID, rev, projectID, string(cs.canonical), cs.digest[:]); err != nil {
 		return executionPin{}, err
 	}
-	erID, err := newPubID()
+	erID, err := controlplane.NewID()
 	if err != nil {
 		return executionPin{}, err
 	}
@@ -352,57 +310,57 @@ const taskSelect = `SELECT t.task_id::text, t.project_id::text, t.name, t.enable
 	FROM ql3.tasks t
 	JOIN ql3.execution_revisions e ON e.task_id = t.task_id AND e.task_revision = t.head_revision`
 
-func scanTask(row pgx.Row) (TaskRecord, error) {
-	var t TaskRecord
+func scanTask(row pgx.Row) (controlplane.Task, error) {
+	var t controlplane.Task
 	var digest []byte
 	var canonical string
 	if err := row.Scan(&t.ID, &t.ProjectID, &t.Name, &t.Enabled, &t.Revision, &digest, &t.ExecutionRevisionID,
 		&canonical, &t.CreatedAtMs, &t.UpdatedAtMs, &t.DeletedAtMs); err != nil {
-		return TaskRecord{}, err
+		return controlplane.Task{}, err
 	}
 	var err error
 	if t.Digest, err = fmtDigest(digest); err != nil {
-		return TaskRecord{}, err
+		return controlplane.Task{}, err
 	}
 	if t.Spec, err = spec.Decode([]byte(canonical)); err != nil {
-		return TaskRecord{}, errs.E(errs.Internal, "", "stored spec of task %s does not decode: %v", t.ID, err)
+		return controlplane.Task{}, errs.E(errs.Internal, "", "stored spec of task %s does not decode: %v", t.ID, err)
 	}
 	return t, nil
 }
 
-func readTask(ctx context.Context, q DB, taskID uuid.UUID) (TaskRecord, error) {
+func readTask(ctx context.Context, q postgres.DB, taskID uuid.UUID) (controlplane.Task, error) {
 	t, err := scanTask(q.QueryRow(ctx, taskSelect+` WHERE t.task_id = $1`, taskID))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return TaskRecord{}, errs.NotFoundf("no task %s", taskID)
+		return controlplane.Task{}, errs.NotFoundf("no task %s", taskID)
 	}
 	return t, err
 }
 
 // GetTask returns a task at its head revision.
-func (p *Publisher) GetTask(ctx context.Context, id string) (TaskRecord, error) {
+func (p *Publisher) GetTask(ctx context.Context, id string) (controlplane.Task, error) {
 	taskID, err := parsePubID("task", id)
 	if err != nil {
-		return TaskRecord{}, errs.NotFoundf("no task %.64q", id)
+		return controlplane.Task{}, errs.NotFoundf("no task %.64q", id)
 	}
 	t, err := readTask(ctx, p.db, taskID)
 	if err == nil && t.DeletedAtMs != 0 {
-		return TaskRecord{}, errs.NotFoundf("no task %s (deleted)", taskID)
+		return controlplane.Task{}, errs.NotFoundf("no task %s (deleted)", taskID)
 	}
 	return t, pubReadErr(err)
 }
 
 // ListTasks returns a project's tasks (all tasks when projectID is "") in id
 // order.
-func (p *Publisher) ListTasks(ctx context.Context, projectID string, page ListRequest) (ListPage[TaskRecord], error) {
-	limit, after, err := page.normalize()
+func (p *Publisher) ListTasks(ctx context.Context, projectID string, page controlplane.ListRequest) (controlplane.ListPage[controlplane.Task], error) {
+	limit, after, err := normalizeList(page)
 	if err != nil {
-		return ListPage[TaskRecord]{}, err
+		return controlplane.ListPage[controlplane.Task]{}, err
 	}
 	var proj *uuid.UUID
 	if projectID != "" {
 		id, err := parsePubID("project", projectID)
 		if err != nil {
-			return ListPage[TaskRecord]{}, err
+			return controlplane.ListPage[controlplane.Task]{}, err
 		}
 		proj = &id
 	}
@@ -411,11 +369,11 @@ func (p *Publisher) ListTasks(ctx context.Context, projectID string, page ListRe
 		  AND t.deleted_at_ms IS NULL
 		ORDER BY t.task_id LIMIT $3`, proj, after, limit+1)
 	if err != nil {
-		return ListPage[TaskRecord]{}, pubReadErr(err)
+		return controlplane.ListPage[controlplane.Task]{}, pubReadErr(err)
 	}
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (TaskRecord, error) { return scanTask(r) })
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (controlplane.Task, error) { return scanTask(r) })
 	if err != nil {
-		return ListPage[TaskRecord]{}, pubReadErr(err)
+		return controlplane.ListPage[controlplane.Task]{}, pubReadErr(err)
 	}
-	return listPageOf(items, limit, func(x TaskRecord) string { return x.ID }), nil
+	return listPageOf(items, limit, func(x controlplane.Task) string { return x.ID }), nil
 }

@@ -1,4 +1,4 @@
-package postgres
+package publication
 
 import (
 	"context"
@@ -11,33 +11,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ql3/ql3/core/canonjson"
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 )
 
-// Limits of every List method.
-const (
-	DefaultListLimit = 50
-	MaxListLimit     = 200
-)
-
-// ListRequest asks for one page: Limit 0 means DefaultListLimit; Cursor is
-// the NextCursor of the previous page ("" for the first).
-type ListRequest struct {
-	Limit  int
-	Cursor string
-}
-
-// ListPage is one page of a keyset-paginated list. NextCursor is "" on the last
-// page.
-type ListPage[T any] struct {
-	Items      []T
-	NextCursor string
-}
-
-// normalize checks the limit and decodes an id cursor.
-func (r ListRequest) normalize() (int, *uuid.UUID, error) {
-	limit, err := r.limit()
+// normalizeList checks the limit and decodes an id cursor.
+func normalizeList(r controlplane.ListRequest) (int, *uuid.UUID, error) {
+	limit, err := r.PageLimit()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -51,19 +31,9 @@ func (r ListRequest) normalize() (int, *uuid.UUID, error) {
 	return limit, &id, nil
 }
 
-func (r ListRequest) limit() (int, error) {
-	switch {
-	case r.Limit == 0:
-		return DefaultListLimit, nil
-	case r.Limit < 1 || r.Limit > MaxListLimit:
-		return 0, errs.Invalidf("limit", "must be 1..%d, got %d", MaxListLimit, r.Limit)
-	}
-	return r.Limit, nil
-}
-
 // listPageOf trims a limit+1 query result to a page and sets its cursor.
-func listPageOf[T any](items []T, limit int, key func(T) string) ListPage[T] {
-	p := ListPage[T]{Items: items}
+func listPageOf[T any](items []T, limit int, key func(T) string) controlplane.ListPage[T] {
+	p := controlplane.ListPage[T]{Items: items}
 	if len(items) > limit {
 		p.Items = items[:limit]
 		p.NextCursor = key(items[limit-1])
@@ -74,72 +44,6 @@ func listPageOf[T any](items []T, limit int, key func(T) string) ListPage[T] {
 	return p
 }
 
-// RunRecord is one occurrence, as read by the admin API.
-type RunRecord struct {
-	ID                  string           `json:"id"`
-	ProjectID           string           `json:"projectId"`
-	TaskID              string           `json:"taskId"`
-	TaskRevision        int64            `json:"taskRevision"`
-	ExecutionRevisionID string           `json:"executionRevisionId"`
-	ExecutionDigest     canonjson.Digest `json:"executionDigest"`
-	Origin              string           `json:"origin"`
-	TriggerID           string           `json:"triggerId,omitempty"`
-	TriggerRevision     int64            `json:"triggerRevision,omitempty"`
-	RerunOf             string           `json:"rerunOf,omitempty"`
-	IdempotencyKey      string           `json:"idempotencyKey"`
-	ScheduledForMs      int64            `json:"scheduledForMs"`
-	Priority            int              `json:"priority"`
-	Status              string           `json:"status"`
-	Version             int64            `json:"version"`
-	AttemptCount        int              `json:"attemptCount"`
-	MaxAttempts         int              `json:"maxAttempts"`
-	NotBeforeMs         int64            `json:"notBeforeMs,omitempty"`
-	CancelRequestedAtMs int64            `json:"cancelRequestedAtMs,omitempty"`
-	ErrorClass          string           `json:"errorClass,omitempty"`
-	ErrorMessage        string           `json:"errorMessage,omitempty"`
-	CreatedAtMs         int64            `json:"createdAtMs"`
-	UpdatedAtMs         int64            `json:"updatedAtMs"`
-	FinishedAtMs        int64            `json:"finishedAtMs,omitempty"`
-	// ExitCode is the latest Attempt's exit code (none before it exits,
-	// or when it was killed by a signal), in lists too.
-	ExitCode *int            `json:"exitCode,omitempty"`
-	Attempts []AttemptRecord `json:"attempts,omitempty"`
-}
-
-// AttemptRecord is one try of a Run.
-type AttemptRecord struct {
-	ID           string `json:"id"`
-	Number       int    `json:"number"`
-	Status       string `json:"status"`
-	WorkerID     string `json:"workerId,omitempty"`
-	SessionID    string `json:"sessionId,omitempty"`
-	ExitCode     *int   `json:"exitCode,omitempty"`
-	ErrorClass   string `json:"errorClass,omitempty"`
-	Message      string `json:"message,omitempty"`
-	CreatedAtMs  int64  `json:"createdAtMs"`
-	StartedAtMs  int64  `json:"startedAtMs,omitempty"`
-	FinishedAtMs int64  `json:"finishedAtMs,omitempty"`
-}
-
-// RunEventRecord is one entry of a Run's history.
-type RunEventRecord struct {
-	Seq     int64           `json:"seq"`
-	Type    string          `json:"type"`
-	Attempt int             `json:"attempt,omitempty"`
-	AtMs    int64           `json:"atMs"`
-	Payload json.RawMessage `json:"payload"`
-}
-
-// RunListFilter selects runs, newest first.
-type RunListFilter struct {
-	ProjectID string
-	TaskID    string
-	TriggerID string
-	Statuses  []string
-	Origin    string // cron | manual | rerun; "" → any
-	Page      ListRequest
-}
-
 const runSelect = `SELECT run_id::text, project_id::text, task_id::text, task_revision, execution_revision_id::text,
 	execution_digest, origin, coalesce(trigger_id::text, ''), coalesce(trigger_revision, 0), coalesce(rerun_of_run_id::text, ''),
 	idempotency_key, scheduled_for_ms, priority, status, version, attempt_count, retry_max_attempts, not_before_ms,
@@ -148,14 +52,14 @@ const runSelect = `SELECT run_id::text, project_id::text, task_id::text, task_re
 	(SELECT a.exit_code FROM ql3.attempts a WHERE a.run_id = ql3.runs.run_id ORDER BY a.attempt DESC LIMIT 1)
 	FROM ql3.runs`
 
-func scanRun(row pgx.Row) (RunRecord, error) {
-	var r RunRecord
+func scanRun(row pgx.Row) (controlplane.Run, error) {
+	var r controlplane.Run
 	var digest []byte
 	if err := row.Scan(&r.ID, &r.ProjectID, &r.TaskID, &r.TaskRevision, &r.ExecutionRevisionID, &digest, &r.Origin,
 		&r.TriggerID, &r.TriggerRevision, &r.RerunOf, &r.IdempotencyKey, &r.ScheduledForMs, &r.Priority, &r.Status,
 		&r.Version, &r.AttemptCount, &r.MaxAttempts, &r.NotBeforeMs, &r.CancelRequestedAtMs, &r.ErrorClass,
 		&r.ErrorMessage, &r.CreatedAtMs, &r.UpdatedAtMs, &r.FinishedAtMs, &r.ExitCode); err != nil {
-		return RunRecord{}, err
+		return controlplane.Run{}, err
 	}
 	var err error
 	r.ExecutionDigest, err = fmtDigest(digest)
@@ -164,7 +68,7 @@ func scanRun(row pgx.Row) (RunRecord, error) {
 
 // runCursor is the keyset position (created_at_ms, run_id) of the last run
 // of a page, encoded opaquely.
-func encodeRunCursor(r RunRecord) string {
+func encodeRunCursor(r controlplane.Run) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(r.CreatedAtMs, 10) + "/" + r.ID))
 }
 
@@ -196,10 +100,10 @@ var runStatuses = []string{"created", "queued", "dispatching", "running", "retry
 
 // ListRuns returns runs newest first, keyset-paginated on (created_at_ms,
 // run_id) so a page never repeats or skips a run while new ones arrive.
-func (p *Publisher) ListRuns(ctx context.Context, f RunListFilter) (ListPage[RunRecord], error) {
-	limit, err := f.Page.limit()
+func (p *Publisher) ListRuns(ctx context.Context, f controlplane.RunListFilter) (controlplane.ListPage[controlplane.Run], error) {
+	limit, err := f.Page.PageLimit()
 	if err != nil {
-		return ListPage[RunRecord]{}, err
+		return controlplane.ListPage[controlplane.Run]{}, err
 	}
 	var ids [3]*uuid.UUID
 	for i, v := range []struct{ field, val string }{{"project", f.ProjectID}, {"task", f.TaskID}, {"trigger", f.TriggerID}} {
@@ -208,13 +112,13 @@ func (p *Publisher) ListRuns(ctx context.Context, f RunListFilter) (ListPage[Run
 		}
 		id, err := parsePubID(v.field, v.val)
 		if err != nil {
-			return ListPage[RunRecord]{}, err
+			return controlplane.ListPage[controlplane.Run]{}, err
 		}
 		ids[i] = &id
 	}
 	for _, s := range f.Statuses {
 		if !containsPubString(runStatuses, s) {
-			return ListPage[RunRecord]{}, errs.Invalidf("status", "unknown run status %.32q", s)
+			return controlplane.ListPage[controlplane.Run]{}, errs.Invalidf("status", "unknown run status %.32q", s)
 		}
 	}
 	var afterMs *int64
@@ -222,7 +126,7 @@ func (p *Publisher) ListRuns(ctx context.Context, f RunListFilter) (ListPage[Run
 	if f.Page.Cursor != "" {
 		ms, id, err := decodeRunCursor(f.Page.Cursor)
 		if err != nil {
-			return ListPage[RunRecord]{}, err
+			return controlplane.ListPage[controlplane.Run]{}, err
 		}
 		afterMs, afterID = &ms, &id
 	}
@@ -232,7 +136,7 @@ func (p *Publisher) ListRuns(ctx context.Context, f RunListFilter) (ListPage[Run
 	case "cron", "manual", "rerun":
 		origin = &f.Origin
 	default:
-		return ListPage[RunRecord]{}, errs.Invalidf("origin", "must be cron, manual or rerun, got %.32q", f.Origin)
+		return controlplane.ListPage[controlplane.Run]{}, errs.Invalidf("origin", "must be cron, manual or rerun, got %.32q", f.Origin)
 	}
 	var statuses []string
 	if len(f.Statuses) > 0 {
@@ -248,11 +152,11 @@ func (p *Publisher) ListRuns(ctx context.Context, f RunListFilter) (ListPage[Run
 		ORDER BY created_at_ms DESC, run_id DESC LIMIT $7`,
 		ids[0], ids[1], ids[2], statuses, afterMs, afterID, limit+1, origin)
 	if err != nil {
-		return ListPage[RunRecord]{}, pubReadErr(err)
+		return controlplane.ListPage[controlplane.Run]{}, pubReadErr(err)
 	}
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RunRecord, error) { return scanRun(r) })
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (controlplane.Run, error) { return scanRun(r) })
 	if err != nil {
-		return ListPage[RunRecord]{}, pubReadErr(err)
+		return controlplane.ListPage[controlplane.Run]{}, pubReadErr(err)
 	}
 	return listPageOf(items, limit, encodeRunCursor), nil
 }
@@ -267,27 +171,27 @@ func containsPubString(list []string, s string) bool {
 }
 
 // GetRun returns a run with its attempts.
-func (p *Publisher) GetRun(ctx context.Context, id string) (RunRecord, error) {
+func (p *Publisher) GetRun(ctx context.Context, id string) (controlplane.Run, error) {
 	runID, err := parsePubID("run", id)
 	if err != nil {
-		return RunRecord{}, errs.NotFoundf("no run %.64q", id)
+		return controlplane.Run{}, errs.NotFoundf("no run %.64q", id)
 	}
 	r, err := scanRun(p.db.QueryRow(ctx, runSelect+` WHERE run_id = $1`, runID))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return RunRecord{}, errs.NotFoundf("no run %s", runID)
+		return controlplane.Run{}, errs.NotFoundf("no run %s", runID)
 	}
 	if err != nil {
-		return RunRecord{}, pubReadErr(err)
+		return controlplane.Run{}, pubReadErr(err)
 	}
 	rows, err := p.db.Query(ctx, `SELECT attempt_id::text, attempt, status, coalesce(worker_id::text, ''),
 		coalesce(session_id::text, ''), exit_code, coalesce(error_class, ''), coalesce(error_message, ''),
 		created_at_ms, coalesce(started_at_ms, 0), coalesce(finished_at_ms, 0)
 		FROM ql3.attempts WHERE run_id = $1 ORDER BY attempt`, runID)
 	if err != nil {
-		return RunRecord{}, pubReadErr(err)
+		return controlplane.Run{}, pubReadErr(err)
 	}
-	r.Attempts, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (AttemptRecord, error) {
-		var a AttemptRecord
+	r.Attempts, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (controlplane.Attempt, error) {
+		var a controlplane.Attempt
 		err := row.Scan(&a.ID, &a.Number, &a.Status, &a.WorkerID, &a.SessionID, &a.ExitCode, &a.ErrorClass,
 			&a.Message, &a.CreatedAtMs, &a.StartedAtMs, &a.FinishedAtMs)
 		return a, err
@@ -296,13 +200,13 @@ func (p *Publisher) GetRun(ctx context.Context, id string) (RunRecord, error) {
 }
 
 // ListRunEvents returns a run's events with seq > afterSeq in order, at
-// most limit (0: DefaultListLimit). A missing run is not_found.
-func (p *Publisher) ListRunEvents(ctx context.Context, id string, afterSeq int64, limit int) ([]RunEventRecord, error) {
+// most limit (0: controlplane.DefaultListLimit). A missing run is not_found.
+func (p *Publisher) ListRunEvents(ctx context.Context, id string, afterSeq int64, limit int) ([]controlplane.RunEvent, error) {
 	runID, err := parsePubID("run", id)
 	if err != nil {
 		return nil, errs.NotFoundf("no run %.64q", id)
 	}
-	if limit, err = (ListRequest{Limit: limit}).limit(); err != nil {
+	if limit, err = (controlplane.ListRequest{Limit: limit}).PageLimit(); err != nil {
 		return nil, err
 	}
 	var exists bool
@@ -317,8 +221,8 @@ func (p *Publisher) ListRunEvents(ctx context.Context, id string, afterSeq int64
 	if err != nil {
 		return nil, pubReadErr(err)
 	}
-	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (RunEventRecord, error) {
-		var e RunEventRecord
+	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (controlplane.RunEvent, error) {
+		var e controlplane.RunEvent
 		var payload string
 		err := row.Scan(&e.Seq, &e.Type, &e.Attempt, &e.AtMs, &payload)
 		e.Payload = json.RawMessage(payload)
@@ -328,7 +232,7 @@ func (p *Publisher) ListRunEvents(ctx context.Context, id string, afterSeq int64
 		return nil, pubReadErr(err)
 	}
 	if events == nil {
-		events = []RunEventRecord{}
+		events = []controlplane.RunEvent{}
 	}
 	return events, nil
 }

@@ -1,4 +1,4 @@
-package postgres
+package publication
 
 import (
 	"context"
@@ -7,24 +7,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ql3/ql3/controlplane"
+	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
 )
 
-// APIToken describes an admin API token; its text is returned once by
-// CreateAPIToken and never stored.
-type APIToken struct {
-	ID          string `json:"id"`
-	Name        string `json:"name"`
-	Status      string `json:"status"`
-	CreatedAtMs int64  `json:"createdAtMs"`
-	ExpiresAtMs int64  `json:"expiresAtMs,omitempty"`
-	RevokedAtMs int64  `json:"revokedAtMs,omitempty"`
-}
-
 const apiTokenColumns = `token_id, name, status, created_at_ms, coalesce(expires_at_ms, 0), coalesce(revoked_at_ms, 0)`
 
-func scanAPIToken(row pgx.Row) (APIToken, error) {
-	var t APIToken
+func scanAPIToken(row pgx.Row) (controlplane.APIToken, error) {
+	var t controlplane.APIToken
 	err := row.Scan(&t.ID, &t.Name, &t.Status, &t.CreatedAtMs, &t.ExpiresAtMs, &t.RevokedAtMs)
 	return t, err
 }
@@ -34,23 +25,23 @@ const MaxAPITokenTTLMs = 10 * 366 * 24 * 3600 * 1000
 
 // CreateAPIToken creates an admin API token named name, valid for ttlMs
 // (0: until revoked), and returns it with its text: show the text once.
-func (p *Publisher) CreateAPIToken(ctx context.Context, name string, ttlMs int64) (APIToken, string, error) {
-	if err := checkPubName("name", name); err != nil {
-		return APIToken{}, "", err
+func (p *Publisher) CreateAPIToken(ctx context.Context, name string, ttlMs int64) (controlplane.APIToken, string, error) {
+	if err := checkPubName("name", &name); err != nil {
+		return controlplane.APIToken{}, "", err
 	}
 	if ttlMs < 0 || ttlMs > MaxAPITokenTTLMs {
-		return APIToken{}, "", errs.Invalidf("ttlMs", "must be 0 (no expiry) or up to %d, got %d", int64(MaxAPITokenTTLMs), ttlMs)
+		return controlplane.APIToken{}, "", errs.Invalidf("ttlMs", "must be 0 (no expiry) or up to %d, got %d", int64(MaxAPITokenTTLMs), ttlMs)
 	}
-	token, id, digest, err := newAPIToken()
+	token, id, digest, err := postgres.NewAPIToken()
 	if err != nil {
-		return APIToken{}, "", err
+		return controlplane.APIToken{}, "", err
 	}
 	var ttl any
 	if ttlMs > 0 {
 		ttl = ttlMs
 	}
-	var out APIToken
-	err = InTx(ctx, p.db, TxOptions{TxOptions: Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
+	var out controlplane.APIToken
+	err = postgres.InTx(ctx, p.db, postgres.TxOptions{TxOptions: postgres.Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
 		out, err = scanAPIToken(tx.QueryRow(ctx, `INSERT INTO ql3.api_tokens (token_id, name, token_digest, status, created_at_ms, expires_at_ms)
 			VALUES ($1, $2, $3, 'active', `+dbNowMs+`, `+dbNowMs+` + $4::bigint) RETURNING `+apiTokenColumns, id, name, digest[:], ttl))
@@ -60,7 +51,7 @@ func (p *Publisher) CreateAPIToken(ctx context.Context, name string, ttlMs int64
 		return InsertAudit(ctx, tx, AuditTokenCreate, "api_token", out.ID, map[string]any{"name": out.Name, "expiresAtMs": out.ExpiresAtMs})
 	})
 	if err != nil {
-		return APIToken{}, "", pubReadErr(err)
+		return controlplane.APIToken{}, "", pubReadErr(err)
 	}
 	return out, token, nil
 }
@@ -68,35 +59,35 @@ func (p *Publisher) CreateAPIToken(ctx context.Context, name string, ttlMs int64
 // AuthenticateAPIToken returns the active, unexpired token whose text is
 // token. Every failure is the same unauthorized error, so a caller learns
 // nothing about which part was wrong.
-func (p *Publisher) AuthenticateAPIToken(ctx context.Context, token string) (APIToken, error) {
+func (p *Publisher) AuthenticateAPIToken(ctx context.Context, token string) (controlplane.APIToken, error) {
 	denied := errs.E(errs.Unauthorized, "Authorization", "invalid or revoked API token")
-	id, digest, err := ParseAPIToken(token)
+	id, digest, err := postgres.ParseAPIToken(token)
 	if err != nil {
-		return APIToken{}, denied
+		return controlplane.APIToken{}, denied
 	}
 	var stored []byte
 	var live bool
-	var t APIToken
+	var t controlplane.APIToken
 	err = p.db.QueryRow(ctx, `SELECT `+apiTokenColumns+`, token_digest,
 		status = 'active' AND (expires_at_ms IS NULL OR expires_at_ms > `+dbNowMs+`)
 		FROM ql3.api_tokens WHERE token_id = $1`, id).
 		Scan(&t.ID, &t.Name, &t.Status, &t.CreatedAtMs, &t.ExpiresAtMs, &t.RevokedAtMs, &stored, &live)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return APIToken{}, denied
+		return controlplane.APIToken{}, denied
 	}
 	if err != nil {
-		return APIToken{}, pubReadErr(err)
+		return controlplane.APIToken{}, pubReadErr(err)
 	}
 	if subtle.ConstantTimeCompare(stored, digest[:]) != 1 || !live {
-		return APIToken{}, denied
+		return controlplane.APIToken{}, denied
 	}
 	return t, nil
 }
 
 // RevokeAPIToken revokes a token by id; revoking twice is a no-op.
-func (p *Publisher) RevokeAPIToken(ctx context.Context, id string) (APIToken, error) {
-	var t APIToken
-	err := InTx(ctx, p.db, TxOptions{TxOptions: Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
+func (p *Publisher) RevokeAPIToken(ctx context.Context, id string) (controlplane.APIToken, error) {
+	var t controlplane.APIToken
+	err := postgres.InTx(ctx, p.db, postgres.TxOptions{TxOptions: postgres.Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
 		t, err = scanAPIToken(tx.QueryRow(ctx, `UPDATE ql3.api_tokens
 			SET status = 'revoked', revoked_at_ms = coalesce(revoked_at_ms, `+dbNowMs+`)
@@ -110,20 +101,20 @@ func (p *Publisher) RevokeAPIToken(ctx context.Context, id string) (APIToken, er
 		return InsertAudit(ctx, tx, AuditTokenRevoke, "api_token", t.ID, map[string]any{"name": t.Name})
 	})
 	if err != nil {
-		return APIToken{}, pubReadErr(err)
+		return controlplane.APIToken{}, pubReadErr(err)
 	}
 	return t, nil
 }
 
 // ListAPITokens returns every token, newest first (never their digests).
-func (p *Publisher) ListAPITokens(ctx context.Context) ([]APIToken, error) {
+func (p *Publisher) ListAPITokens(ctx context.Context) ([]controlplane.APIToken, error) {
 	rows, err := p.db.Query(ctx, `SELECT `+apiTokenColumns+` FROM ql3.api_tokens ORDER BY created_at_ms DESC, token_id LIMIT 1000`)
 	if err != nil {
 		return nil, pubReadErr(err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (APIToken, error) { return scanAPIToken(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (controlplane.APIToken, error) { return scanAPIToken(r) })
 	if out == nil {
-		out = []APIToken{}
+		out = []controlplane.APIToken{}
 	}
 	return out, pubReadErr(err)
 }

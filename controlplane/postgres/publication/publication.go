@@ -1,4 +1,4 @@
-package postgres
+package publication
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/names"
@@ -39,7 +40,7 @@ import (
 
 // PublisherDB is what a Publisher needs: *pgxpool.Pool satisfies it.
 type PublisherDB interface {
-	DB
+	postgres.DB
 	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
 }
 
@@ -134,7 +135,7 @@ func publish[T any](ctx context.Context, p *Publisher, mutationID, kind string, 
 	}
 	reqDigest := canonjson.Sum(publishDigestDomain, canon)
 	var out T
-	err = InTx(ctx, p.db, TxOptions{TxOptions: Serializable.TxOptions, MaxAttempts: p.maxAttempts},
+	err = postgres.InTx(ctx, p.db, postgres.TxOptions{TxOptions: postgres.Serializable.TxOptions, MaxAttempts: p.maxAttempts},
 		func(ctx context.Context, tx pgx.Tx) error {
 			if mutationID != "" {
 				replayed, err := replayMutation(ctx, tx, mutationID, kind, reqDigest, &out)
@@ -148,11 +149,10 @@ func publish[T any](ctx context.Context, p *Publisher, mutationID, kind string, 
 			}
 			// Its audit line commits or rolls back with the mutation; a
 			// replay above changed nothing and writes none.
-			subject, ok := any(res).(auditSubject)
+			sk, sid, details, ok := auditSubjectOf(res)
 			if !ok {
 				return errs.E(errs.Internal, "", "publication %s has no audit subject", kind)
 			}
-			sk, sid, details := subject.auditSubject()
 			if err := InsertAudit(ctx, tx, kind, sk, sid, details); err != nil {
 				return err
 			}
@@ -200,15 +200,6 @@ func replayMutation(ctx context.Context, tx pgx.Tx, mutationID, kind string, dig
 	return true, nil
 }
 
-// newPubID returns a fresh UUIDv7 (time-ordered, so indexes stay append-mostly).
-func newPubID() (uuid.UUID, error) {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.UUID{}, errs.E(errs.Internal, "", "generate id: %v", err)
-	}
-	return id, nil
-}
-
 // parsePubID parses a canonical UUID supplied as field; a malformed id is
 // invalid input.
 func parsePubID(field, s string) (uuid.UUID, error) {
@@ -222,21 +213,18 @@ func parsePubID(field, s string) (uuid.UUID, error) {
 	return id, nil
 }
 
-// checkPubName validates a display name (1..128 characters, no control
-// characters, and core/names: not id-shaped, something visible, no bidi
-// controls), naming field in the error.
-func checkPubName(field, name string) error {
-	n := 0
-	for _, c := range name {
-		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || c == '\uFFFD' {
-			return errs.Invalidf(field, "must not contain control characters or invalid UTF-8")
-		}
-		n++
+// checkPubName validates a display name by the one rule of every binary
+// (core/names.CheckDisplay: 1..128 characters after NFC, not bytes; no
+// control, bidi or invisible characters, no Latin/Greek/Cyrillic mix in a
+// word, not id-shaped) and sets it to its normalized form, which is what
+// is stored and compared.
+func checkPubName(field string, name *string) error {
+	n, err := names.CheckDisplay(field, *name)
+	if err != nil {
+		return err
 	}
-	if n < 1 || n > 128 {
-		return errs.Invalidf(field, "must be 1..128 characters, got %d", n)
-	}
-	return names.Check(field, name)
+	*name = n
+	return nil
 }
 
 // expectAffected turns a compare-and-set UPDATE that matched nothing into a
@@ -305,5 +293,12 @@ func pubReadErr(err error) error {
 	if err == nil || errors.As(err, &coded) {
 		return err
 	}
-	return Translate(err)
+	return postgres.Translate(err)
 }
+
+// dbNowMs is the database's clock in epoch milliseconds, as every
+// statement of the control plane reads it.
+const dbNowMs = postgres.DBNowMs
+
+// clip bounds a string for a column (the shared helper).
+func clip(s string, n int) string { return postgres.Clip(s, n) }

@@ -1,4 +1,4 @@
-package postgres_test
+package publication_test
 
 import (
 	"context"
@@ -7,17 +7,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/errs"
 )
 
 // allAudit walks every page of the audit list (small pages, to exercise
 // the keyset cursor) and returns the lines newest first.
-func allAudit(t *testing.T, pub *postgres.Publisher, f postgres.AuditFilter) []postgres.AuditRecord {
+func allAudit(t *testing.T, pub *publication.Publisher, f controlplane.AuditFilter) []controlplane.AuditRecord {
 	t.Helper()
-	var out []postgres.AuditRecord
+	var out []controlplane.AuditRecord
 	seen := map[string]bool{}
-	f.Page = postgres.ListRequest{Limit: 2}
+	f.Page = controlplane.ListRequest{Limit: 2}
 	for range 100 {
 		page, err := pub.ListAudit(context.Background(), f)
 		if err != nil {
@@ -46,7 +47,7 @@ func allAudit(t *testing.T, pub *postgres.Publisher, f postgres.AuditFilter) []p
 func TestAdminMutationsWriteOneAuditLine(t *testing.T) {
 	t.Parallel()
 	f := newPubFixture(t)
-	ctx := postgres.WithActor(context.Background(), postgres.Actor{Kind: "admin", ID: "0123456789abcdef", RemoteAddr: "192.0.2.9:41000"})
+	ctx := controlplane.WithActor(context.Background(), controlplane.Actor{Kind: "admin", ID: "0123456789abcdef", RemoteAddr: "192.0.2.9:41000"})
 	pub := f.pub
 	var secrets []string
 	must := func(err error) {
@@ -60,7 +61,7 @@ func TestAdminMutationsWriteOneAuditLine(t *testing.T) {
 	secrets = append(secrets, tokText, tokText[strings.LastIndex(tokText, "_")+1:])
 	_, err = pub.RevokeAPIToken(ctx, tok.ID)
 	must(err)
-	w, err := pub.RegisterWorker(ctx, postgres.WorkerInput{Name: "w1"})
+	w, err := pub.RegisterWorker(ctx, controlplane.WorkerInput{Name: "w1"})
 	must(err)
 	c1, c1Text, err := pub.IssueWorkerCredential(ctx, w.ID)
 	must(err)
@@ -69,37 +70,37 @@ func TestAdminMutationsWriteOneAuditLine(t *testing.T) {
 	_, err = pub.RevokeWorkerCredential(ctx, w.ID, c1.ID)
 	must(err)
 	secrets = append(secrets, c1Text, c2Text, c1Text[strings.LastIndex(c1Text, "_")+1:])
-	proj, err := pub.PublishProject(ctx, postgres.ProjectInput{Name: "p1", MutationID: "m-1"})
+	proj, err := pub.PublishProject(ctx, controlplane.ProjectInput{Name: "p1", MutationID: "m-1"})
 	must(err)
-	task, err := pub.PublishTask(ctx, postgres.TaskInput{ProjectID: proj.ID, Name: "t1", Spec: shellSpec("echo hi")})
+	task, err := pub.PublishTask(ctx, controlplane.TaskInput{ProjectID: proj.ID, Name: "t1", Spec: shellSpec("echo hi")})
 	must(err)
-	task, err = pub.PublishTask(ctx, postgres.TaskInput{TaskID: task.ID, ExpectedRevision: task.Revision, Name: "t1", Spec: shellSpec("echo ho")})
+	task, err = pub.PublishTask(ctx, controlplane.TaskInput{TaskID: task.ID, ExpectedRevision: task.Revision, Name: "t1", Spec: shellSpec("echo ho")})
 	must(err)
-	tr, err := pub.PublishTrigger(ctx, postgres.TriggerInput{TaskID: task.ID, Expression: "*/5 * * * *"})
+	tr, err := pub.PublishTrigger(ctx, controlplane.TriggerInput{TaskID: task.ID, Expression: "*/5 * * * *"})
 	must(err)
-	_, err = pub.PublishTrigger(ctx, postgres.TriggerInput{TriggerID: tr.ID, ExpectedRevision: tr.Revision, Expression: "*/7 * * * *"})
+	_, err = pub.PublishTrigger(ctx, controlplane.TriggerInput{TriggerID: tr.ID, ExpectedRevision: tr.Revision, Expression: "*/7 * * * *"})
 	must(err)
-	_, err = pub.SetTaskEnabled(ctx, postgres.TaskEnabledInput{TaskID: task.ID, Enabled: false})
+	_, err = pub.SetTaskEnabled(ctx, controlplane.TaskEnabledInput{TaskID: task.ID, Enabled: false})
 	must(err)
-	_, err = pub.ArchiveProject(ctx, postgres.ArchiveProjectInput{ProjectID: proj.ID, ExpectedVersion: proj.Version})
+	_, err = pub.ArchiveProject(ctx, controlplane.ArchiveProjectInput{ProjectID: proj.ID, ExpectedVersion: proj.Version})
 	must(err)
 
 	// Neither a failed mutation nor an identical replay writes a line.
-	if _, err := pub.PublishProject(ctx, postgres.ProjectInput{Name: "p1"}); errs.Code(err) != errs.Conflict {
+	if _, err := pub.PublishProject(ctx, controlplane.ProjectInput{Name: "p1"}); errs.Code(err) != errs.Conflict {
 		t.Fatalf("duplicate project: %v", err)
 	}
-	if _, err := pub.PublishProject(ctx, postgres.ProjectInput{Name: "p1", MutationID: "m-1"}); err != nil {
+	if _, err := pub.PublishProject(ctx, controlplane.ProjectInput{Name: "p1", MutationID: "m-1"}); err != nil {
 		t.Fatalf("replay: %v", err)
 	}
 	if _, err := pub.RevokeWorkerCredential(ctx, w.ID, "00000000-0000-7000-8000-000000000001"); errs.Code(err) != errs.NotFound {
 		t.Fatalf("revoke of a missing credential: %v", err)
 	}
 
-	lines := allAudit(t, pub, postgres.AuditFilter{})
+	lines := allAudit(t, pub, controlplane.AuditFilter{})
 	want := []struct{ action, subject string }{
-		{postgres.AuditTokenCreate, tok.ID}, {postgres.AuditTokenRevoke, tok.ID},
-		{postgres.AuditWorkerRegister, w.ID}, {postgres.AuditCredentialIssue, c1.ID},
-		{postgres.AuditCredentialRotate, c2.ID}, {postgres.AuditCredentialRevoke, c1.ID},
+		{publication.AuditTokenCreate, tok.ID}, {publication.AuditTokenRevoke, tok.ID},
+		{publication.AuditWorkerRegister, w.ID}, {publication.AuditCredentialIssue, c1.ID},
+		{publication.AuditCredentialRotate, c2.ID}, {publication.AuditCredentialRevoke, c1.ID},
 		{"project.create", proj.ID}, {"task.create", task.ID}, {"task.update", task.ID},
 		{"trigger.create", tr.ID}, {"trigger.update", tr.ID}, {"task.set_enabled", task.ID},
 		{"project.archive", proj.ID},
@@ -137,16 +138,16 @@ func TestAdminMutationsWriteOneAuditLine(t *testing.T) {
 			t.Fatal("an audit line holds a secret's digest")
 		}
 	}
-	if got := allAudit(t, pub, postgres.AuditFilter{Action: "task.update"}); len(got) != 1 || got[0].SubjectID != task.ID {
+	if got := allAudit(t, pub, controlplane.AuditFilter{Action: "task.update"}); len(got) != 1 || got[0].SubjectID != task.ID {
 		t.Errorf("filter by action: %+v", got)
 	}
-	if got := allAudit(t, pub, postgres.AuditFilter{SubjectID: c1.ID}); len(got) != 2 {
+	if got := allAudit(t, pub, controlplane.AuditFilter{SubjectID: c1.ID}); len(got) != 2 {
 		t.Errorf("filter by subject: %d lines", len(got))
 	}
-	if _, err := pub.ListAudit(context.Background(), postgres.AuditFilter{Page: postgres.ListRequest{Limit: postgres.MaxListLimit + 1}}); errs.Field(err) != "limit" {
+	if _, err := pub.ListAudit(context.Background(), controlplane.AuditFilter{Page: controlplane.ListRequest{Limit: controlplane.MaxListLimit + 1}}); errs.Field(err) != "limit" {
 		t.Errorf("unbounded page: %v", err)
 	}
-	if _, err := pub.ListAudit(context.Background(), postgres.AuditFilter{Page: postgres.ListRequest{Cursor: "nope"}}); errs.Field(err) != "cursor" {
+	if _, err := pub.ListAudit(context.Background(), controlplane.AuditFilter{Page: controlplane.ListRequest{Cursor: "nope"}}); errs.Field(err) != "cursor" {
 		t.Errorf("bad cursor: %v", err)
 	}
 }

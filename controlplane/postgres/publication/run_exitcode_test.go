@@ -1,4 +1,4 @@
-package postgres_test
+package publication_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane"
 )
 
 // TestRunExitCodeFromLatestAttempt (#27): a Run in a list and on its own
@@ -49,7 +49,7 @@ func TestRunExitCodeFromLatestAttempt(t *testing.T) {
 	}
 	retried := insertRun("retried", "failed", ptr(2), ptr(7)) // the latest attempt's 7, not the first's 2
 	waiting := insertRun("waiting", "queued", nil)
-	page, err := f.pub.ListRuns(ctx, postgres.RunListFilter{ProjectID: p.ID})
+	page, err := f.pub.ListRuns(ctx, controlplane.RunListFilter{ProjectID: p.ID})
 	if err != nil {
 		t.Fatal(err)
 	}

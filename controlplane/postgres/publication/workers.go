@@ -1,4 +1,4 @@
-package postgres
+package publication
 
 import (
 	"context"
@@ -7,52 +7,18 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ql3/ql3/controlplane"
+	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
 )
-
-// WorkerRecord is a registered worker.
-type WorkerRecord struct {
-	ID           string `json:"id"`
-	Name         string `json:"name"`
-	TLSIdentity  string `json:"tlsIdentity,omitempty"`
-	Status       string `json:"status"`
-	Version      int64  `json:"version"`
-	CreatedAtMs  int64  `json:"createdAtMs"`
-	UpdatedAtMs  int64  `json:"updatedAtMs"`
-	DisabledAtMs int64  `json:"disabledAtMs,omitempty"`
-}
-
-// WorkerInput registers a worker. TLSIdentity is the certificate identity
-// (e.g. its subject common name or URI SAN) the ingress binds to it.
-type WorkerInput struct {
-	Name        string
-	TLSIdentity string
-}
-
-// WorkerCredential describes a credential; the secret itself is returned
-// once, by IssueWorkerCredential and RotateWorkerCredentials, and never
-// stored.
-type WorkerCredential struct {
-	ID          string `json:"id"`
-	WorkerID    string `json:"workerId"`
-	Status      string `json:"status"`
-	CreatedAtMs int64  `json:"createdAtMs"`
-	ExpiresAtMs int64  `json:"expiresAtMs,omitempty"`
-	RevokedAtMs int64  `json:"revokedAtMs,omitempty"`
-	// Rotation (ADR 0010): the credential that supersedes this one, the
-	// latest time this one stays valid, and why it was revoked.
-	SupersededBy  string `json:"supersededBy,omitempty"`
-	RevokeAfterMs int64  `json:"revokeAfterMs,omitempty"`
-	RevokeReason  string `json:"revokeReason,omitempty"`
-}
 
 // MaxCredentialGraceMs bounds how long a rotated-out credential stays valid.
 const MaxCredentialGraceMs = 7 * 24 * 3600 * 1000
 
 const workerColumns = `worker_id::text, name, coalesce(tls_identity, ''), status, version, created_at_ms, updated_at_ms, coalesce(disabled_at_ms, 0)`
 
-func scanWorker(row pgx.Row) (WorkerRecord, error) {
-	var w WorkerRecord
+func scanWorker(row pgx.Row) (controlplane.Worker, error) {
+	var w controlplane.Worker
 	err := row.Scan(&w.ID, &w.Name, &w.TLSIdentity, &w.Status, &w.Version, &w.CreatedAtMs, &w.UpdatedAtMs, &w.DisabledAtMs)
 	return w, err
 }
@@ -60,8 +26,8 @@ func scanWorker(row pgx.Row) (WorkerRecord, error) {
 const credentialColumns = `credential_id::text, worker_id::text, status, created_at_ms, coalesce(expires_at_ms, 0), coalesce(revoked_at_ms, 0),
 	coalesce(superseded_by::text, ''), coalesce(revoke_after_ms, 0), coalesce(revoke_reason, '')`
 
-func scanCredential(row pgx.Row) (WorkerCredential, error) {
-	var c WorkerCredential
+func scanCredential(row pgx.Row) (controlplane.WorkerCredential, error) {
+	var c controlplane.WorkerCredential
 	err := row.Scan(&c.ID, &c.WorkerID, &c.Status, &c.CreatedAtMs, &c.ExpiresAtMs, &c.RevokedAtMs,
 		&c.SupersededBy, &c.RevokeAfterMs, &c.RevokeReason)
 	return c, err
@@ -69,15 +35,15 @@ func scanCredential(row pgx.Row) (WorkerCredential, error) {
 
 // RegisterWorker creates an active worker. Names and TLS identities are
 // unique.
-func (p *Publisher) RegisterWorker(ctx context.Context, in WorkerInput) (WorkerRecord, error) {
-	if err := checkPubName("name", in.Name); err != nil {
-		return WorkerRecord{}, err
+func (p *Publisher) RegisterWorker(ctx context.Context, in controlplane.WorkerInput) (controlplane.Worker, error) {
+	if err := checkPubName("name", &in.Name); err != nil {
+		return controlplane.Worker{}, err
 	}
 	if err := checkTLSIdentity(in.TLSIdentity); err != nil {
-		return WorkerRecord{}, err
+		return controlplane.Worker{}, err
 	}
-	var out WorkerRecord
-	err := InTx(ctx, p.db, TxOptions{TxOptions: Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
+	var out controlplane.Worker
+	err := postgres.InTx(ctx, p.db, postgres.TxOptions{TxOptions: postgres.Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
 		var nameTaken, identityTaken bool
 		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM ql3.workers WHERE name = $1),
 			EXISTS (SELECT 1 FROM ql3.workers WHERE tls_identity = $2)`, in.Name, in.TLSIdentity).Scan(&nameTaken, &identityTaken); err != nil {
@@ -89,7 +55,7 @@ func (p *Publisher) RegisterWorker(ctx context.Context, in WorkerInput) (WorkerR
 		case identityTaken:
 			return errs.E(errs.Conflict, "tlsIdentity", "another worker already has this TLS identity")
 		}
-		id, err := newPubID()
+		id, err := controlplane.NewID()
 		if err != nil {
 			return err
 		}
@@ -108,7 +74,7 @@ func (p *Publisher) RegisterWorker(ctx context.Context, in WorkerInput) (WorkerR
 }
 
 // GetWorker returns a worker by id or name.
-func (p *Publisher) GetWorker(ctx context.Context, ref string) (WorkerRecord, error) {
+func (p *Publisher) GetWorker(ctx context.Context, ref string) (controlplane.Worker, error) {
 	var row pgx.Row
 	if id, err := uuid.Parse(ref); err == nil && len(ref) == 36 {
 		row = p.db.QueryRow(ctx, `SELECT `+workerColumns+` FROM ql3.workers WHERE worker_id = $1 OR name = $2`, id, ref)
@@ -117,32 +83,32 @@ func (p *Publisher) GetWorker(ctx context.Context, ref string) (WorkerRecord, er
 	}
 	w, err := scanWorker(row)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return WorkerRecord{}, errs.NotFoundf("no worker with id or name %.130q", ref)
+		return controlplane.Worker{}, errs.NotFoundf("no worker with id or name %.130q", ref)
 	}
 	return w, pubReadErr(err)
 }
 
 // ListWorkers returns workers in id order.
-func (p *Publisher) ListWorkers(ctx context.Context, page ListRequest) (ListPage[WorkerRecord], error) {
-	limit, after, err := page.normalize()
+func (p *Publisher) ListWorkers(ctx context.Context, page controlplane.ListRequest) (controlplane.ListPage[controlplane.Worker], error) {
+	limit, after, err := normalizeList(page)
 	if err != nil {
-		return ListPage[WorkerRecord]{}, err
+		return controlplane.ListPage[controlplane.Worker]{}, err
 	}
 	rows, err := p.db.Query(ctx, `SELECT `+workerColumns+` FROM ql3.workers
 		WHERE ($1::uuid IS NULL OR worker_id > $1::uuid) ORDER BY worker_id LIMIT $2`, after, limit+1)
 	if err != nil {
-		return ListPage[WorkerRecord]{}, pubReadErr(err)
+		return controlplane.ListPage[controlplane.Worker]{}, pubReadErr(err)
 	}
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (WorkerRecord, error) { return scanWorker(r) })
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (controlplane.Worker, error) { return scanWorker(r) })
 	if err != nil {
-		return ListPage[WorkerRecord]{}, pubReadErr(err)
+		return controlplane.ListPage[controlplane.Worker]{}, pubReadErr(err)
 	}
-	return listPageOf(items, limit, func(x WorkerRecord) string { return x.ID }), nil
+	return listPageOf(items, limit, func(x controlplane.Worker) string { return x.ID }), nil
 }
 
 // IssueWorkerCredential adds an active credential to an active worker and
 // returns it with its text, which exists nowhere else: show it once.
-func (p *Publisher) IssueWorkerCredential(ctx context.Context, workerID string) (WorkerCredential, string, error) {
+func (p *Publisher) IssueWorkerCredential(ctx context.Context, workerID string) (controlplane.WorkerCredential, string, error) {
 	return p.issueCredential(ctx, workerID, -1)
 }
 
@@ -158,34 +124,34 @@ const DefaultCredentialGraceMs = 24 * 3600 * 1000
 // upper bound (nil: DefaultCredentialGraceMs). An explicit 0 revokes the
 // others at once, for a credential known to be compromised; it cuts off a
 // running worker until it has B.
-func (p *Publisher) RotateWorkerCredentials(ctx context.Context, workerID string, graceMs *int64) (WorkerCredential, string, error) {
+func (p *Publisher) RotateWorkerCredentials(ctx context.Context, workerID string, graceMs *int64) (controlplane.WorkerCredential, string, error) {
 	grace := int64(DefaultCredentialGraceMs)
 	if graceMs != nil {
 		grace = *graceMs
 	}
 	if grace < 0 || grace > MaxCredentialGraceMs {
-		return WorkerCredential{}, "", errs.Invalidf("graceMs", "must be 0..%d, got %d", MaxCredentialGraceMs, grace)
+		return controlplane.WorkerCredential{}, "", errs.Invalidf("graceMs", "must be 0..%d, got %d", MaxCredentialGraceMs, grace)
 	}
 	return p.issueCredential(ctx, workerID, grace)
 }
 
 // issueCredential issues one credential; graceMs < 0 leaves the others
 // alone, 0 revokes them, > 0 supersedes them with that upper bound.
-func (p *Publisher) issueCredential(ctx context.Context, workerRef string, graceMs int64) (WorkerCredential, string, error) {
+func (p *Publisher) issueCredential(ctx context.Context, workerRef string, graceMs int64) (controlplane.WorkerCredential, string, error) {
 	wid, err := parsePubID("worker", workerRef)
 	if err != nil {
-		return WorkerCredential{}, "", errs.NotFoundf("no worker %.64q", workerRef)
+		return controlplane.WorkerCredential{}, "", errs.NotFoundf("no worker %.64q", workerRef)
 	}
-	credID, err := newPubID()
+	credID, err := controlplane.NewID()
 	if err != nil {
-		return WorkerCredential{}, "", err
+		return controlplane.WorkerCredential{}, "", err
 	}
-	text, digest, err := newWorkerCredential(credID)
+	text, digest, err := postgres.NewWorkerCredential(credID)
 	if err != nil {
-		return WorkerCredential{}, "", err
+		return controlplane.WorkerCredential{}, "", err
 	}
-	var out WorkerCredential
-	err = InTx(ctx, p.db, TxOptions{TxOptions: Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
+	var out controlplane.WorkerCredential
+	err = postgres.InTx(ctx, p.db, postgres.TxOptions{TxOptions: postgres.Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
 		var status string
 		err := tx.QueryRow(ctx, `SELECT status FROM ql3.workers WHERE worker_id = $1 FOR UPDATE`, wid).Scan(&status)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -224,7 +190,7 @@ func (p *Publisher) issueCredential(ctx context.Context, workerRef string, grace
 		return InsertAudit(ctx, tx, AuditCredentialRotate, "worker_credential", out.ID, map[string]any{"workerId": out.WorkerID, "graceMs": graceMs})
 	})
 	if err != nil {
-		return WorkerCredential{}, "", err
+		return controlplane.WorkerCredential{}, "", err
 	}
 	return out, text, nil
 }
@@ -240,7 +206,7 @@ const MaxReconcilePage = 256
 // (SKIP LOCKED). It returns how many it revoked.
 func (p *Publisher) ReconcileCredentials(ctx context.Context) (int, error) {
 	n := 0
-	err := InTx(ctx, p.db, TxOptions{TxOptions: pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
+	err := postgres.InTx(ctx, p.db, postgres.TxOptions{TxOptions: pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
 		n = 0
 		rows, err := tx.Query(ctx, `WITH now AS MATERIALIZED (SELECT `+dbNowMs+` AS ms)
 			SELECT c.credential_id, c.worker_id,
@@ -269,7 +235,7 @@ func (p *Publisher) ReconcileCredentials(ctx context.Context) (int, error) {
 			return err
 		}
 		for _, d := range list {
-			auditID, err := newPubID()
+			auditID, err := controlplane.NewID()
 			if err != nil {
 				return err
 			}
@@ -291,17 +257,17 @@ func (p *Publisher) ReconcileCredentials(ctx context.Context) (int, error) {
 
 // RevokeWorkerCredential revokes one credential of a worker. Revoking a
 // revoked credential is a no-op.
-func (p *Publisher) RevokeWorkerCredential(ctx context.Context, workerRef, credentialRef string) (WorkerCredential, error) {
+func (p *Publisher) RevokeWorkerCredential(ctx context.Context, workerRef, credentialRef string) (controlplane.WorkerCredential, error) {
 	wid, err := parsePubID("worker", workerRef)
 	if err != nil {
-		return WorkerCredential{}, errs.NotFoundf("no worker %.64q", workerRef)
+		return controlplane.WorkerCredential{}, errs.NotFoundf("no worker %.64q", workerRef)
 	}
 	cid, err := parsePubID("credential", credentialRef)
 	if err != nil {
-		return WorkerCredential{}, errs.NotFoundf("no credential %.64q", credentialRef)
+		return controlplane.WorkerCredential{}, errs.NotFoundf("no credential %.64q", credentialRef)
 	}
-	var out WorkerCredential
-	err = InTx(ctx, p.db, TxOptions{TxOptions: Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
+	var out controlplane.WorkerCredential
+	err = postgres.InTx(ctx, p.db, postgres.TxOptions{TxOptions: postgres.Serializable.TxOptions, MaxAttempts: p.maxAttempts}, func(ctx context.Context, tx pgx.Tx) error {
 		var err error
 		out, err = scanCredential(tx.QueryRow(ctx, `UPDATE ql3.worker_credentials
 			SET status = 'revoked', revoked_at_ms = coalesce(revoked_at_ms, `+dbNowMs+`), revoke_reason = coalesce(revoke_reason, 'admin')
@@ -319,19 +285,19 @@ func (p *Publisher) RevokeWorkerCredential(ctx context.Context, workerRef, crede
 
 // ListWorkerCredentials returns a worker's credentials, newest first
 // (digests are never read back).
-func (p *Publisher) ListWorkerCredentials(ctx context.Context, workerRef string) ([]WorkerCredential, error) {
+func (p *Publisher) ListWorkerCredentials(ctx context.Context, workerRef string) ([]controlplane.WorkerCredential, error) {
 	w, err := p.GetWorker(ctx, workerRef)
 	if err != nil {
 		return nil, err
 	}
 	rows, err := p.db.Query(ctx, `SELECT `+credentialColumns+` FROM ql3.worker_credentials
-		WHERE worker_id = $1 ORDER BY created_at_ms DESC, credential_id DESC LIMIT $2`, w.ID, MaxListLimit)
+		WHERE worker_id = $1 ORDER BY created_at_ms DESC, credential_id DESC LIMIT $2`, w.ID, controlplane.MaxListLimit)
 	if err != nil {
 		return nil, pubReadErr(err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (WorkerCredential, error) { return scanCredential(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (controlplane.WorkerCredential, error) { return scanCredential(r) })
 	if out == nil {
-		out = []WorkerCredential{}
+		out = []controlplane.WorkerCredential{}
 	}
 	return out, pubReadErr(err)
 }

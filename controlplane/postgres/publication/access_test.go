@@ -1,4 +1,4 @@
-package postgres_test
+package publication_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
 )
@@ -52,11 +53,11 @@ func TestWorkerCredentials(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newPubFixture(t)
-	w, err := f.pub.RegisterWorker(ctx, postgres.WorkerInput{Name: "router-1", TLSIdentity: "spiffe://ql3/worker/router-1"})
+	w, err := f.pub.RegisterWorker(ctx, controlplane.WorkerInput{Name: "router-1", TLSIdentity: "spiffe://ql3/worker/router-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.pub.RegisterWorker(ctx, postgres.WorkerInput{Name: "router-1"}); errs.Code(err) != errs.Conflict || errs.Field(err) != "name" {
+	if _, err := f.pub.RegisterWorker(ctx, controlplane.WorkerInput{Name: "router-1"}); errs.Code(err) != errs.Conflict || errs.Field(err) != "name" {
 		t.Fatalf("duplicate worker name: %v", err)
 	}
 	first, text1, err := f.pub.IssueWorkerCredential(ctx, w.ID)
@@ -148,7 +149,7 @@ func TestListRunsKeyset(t *testing.T) {
 		if pages > n {
 			t.Fatal("pagination does not end")
 		}
-		page, err := f.pub.ListRuns(ctx, postgres.RunListFilter{ProjectID: p.ID, Statuses: []string{"queued"}, Page: postgres.ListRequest{Limit: 3, Cursor: cursor}})
+		page, err := f.pub.ListRuns(ctx, controlplane.RunListFilter{ProjectID: p.ID, Statuses: []string{"queued"}, Page: controlplane.ListRequest{Limit: 3, Cursor: cursor}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,10 +171,10 @@ func TestListRunsKeyset(t *testing.T) {
 	if err != nil || len(evs) != 1 || evs[0].Type != "run.queued" {
 		t.Fatalf("events after 1: %+v, %v", evs, err)
 	}
-	for name, filter := range map[string]postgres.RunListFilter{
+	for name, filter := range map[string]controlplane.RunListFilter{
 		"bad status": {Statuses: []string{"exploded"}},
-		"bad cursor": {Page: postgres.ListRequest{Cursor: "!!"}},
-		"bad limit":  {Page: postgres.ListRequest{Limit: 1000}},
+		"bad cursor": {Page: controlplane.ListRequest{Cursor: "!!"}},
+		"bad limit":  {Page: controlplane.ListRequest{Limit: 1000}},
 	} {
 		if _, err := f.pub.ListRuns(ctx, filter); errs.Code(err) != errs.Invalid {
 			t.Errorf("%s: %v, want invalid", name, err)

@@ -1,4 +1,4 @@
-package postgres_test
+package publication_test
 
 import (
 	"context"
@@ -10,8 +10,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/placement"
 	"github.com/ql3/ql3/core/spec"
@@ -20,7 +22,7 @@ import (
 // pubFixture is one test database with an admin publisher, a runtime pool
 // and a superuser connection for inspection.
 type pubFixture struct {
-	pub     *postgres.Publisher
+	pub     *publication.Publisher
 	admin   *pgxpool.Pool
 	runtime *pgxpool.Pool
 	db      *pgtest.DB
@@ -30,7 +32,7 @@ func newPubFixture(t *testing.T) pubFixture {
 	t.Helper()
 	db := pgtest.NewDB(t)
 	admin := db.Pool(t, postgres.RoleAdmin)
-	return pubFixture{pub: postgres.NewPublisher(admin, postgres.PublisherOptions{}), admin: admin,
+	return pubFixture{pub: publication.NewPublisher(admin, publication.PublisherOptions{}), admin: admin,
 		runtime: db.Pool(t, postgres.RoleRuntime), db: db}
 }
 
@@ -40,27 +42,27 @@ func shellSpec(script string) spec.Command {
 
 func ptr[T any](v T) *T { return &v }
 
-func mustProject(t *testing.T, f pubFixture, name string) postgres.ProjectRecord {
+func mustProject(t *testing.T, f pubFixture, name string) controlplane.Project {
 	t.Helper()
-	p, err := f.pub.PublishProject(context.Background(), postgres.ProjectInput{Name: name})
+	p, err := f.pub.PublishProject(context.Background(), controlplane.ProjectInput{Name: name})
 	if err != nil {
 		t.Fatalf("publish project: %v", err)
 	}
 	return p
 }
 
-func mustTask(t *testing.T, f pubFixture, projectID, name string) postgres.TaskRecord {
+func mustTask(t *testing.T, f pubFixture, projectID, name string) controlplane.Task {
 	t.Helper()
-	task, err := f.pub.PublishTask(context.Background(), postgres.TaskInput{ProjectID: projectID, Name: name, Spec: shellSpec("echo " + name)})
+	task, err := f.pub.PublishTask(context.Background(), controlplane.TaskInput{ProjectID: projectID, Name: name, Spec: shellSpec("echo " + name)})
 	if err != nil {
 		t.Fatalf("publish task: %v", err)
 	}
 	return task
 }
 
-func mustTrigger(t *testing.T, f pubFixture, taskID string) postgres.TriggerRecord {
+func mustTrigger(t *testing.T, f pubFixture, taskID string) controlplane.Trigger {
 	t.Helper()
-	tr, err := f.pub.PublishTrigger(context.Background(), postgres.TriggerInput{TaskID: taskID, Expression: "*/5 * * * *", TimeZone: "Europe/Berlin"})
+	tr, err := f.pub.PublishTrigger(context.Background(), controlplane.TriggerInput{TaskID: taskID, Expression: "*/5 * * * *", TimeZone: "Europe/Berlin"})
 	if err != nil {
 		t.Fatalf("publish trigger: %v", err)
 	}
@@ -118,7 +120,7 @@ func TestPublishInvalidatesOutstandingClaim(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			_, err = f.pub.PublishTrigger(ctx, postgres.TriggerInput{TriggerID: tr.ID, ExpectedRevision: cur.Revision,
+			_, err = f.pub.PublishTrigger(ctx, controlplane.TriggerInput{TriggerID: tr.ID, ExpectedRevision: cur.Revision,
 				Expression: "0 3 * * *", TimeZone: "UTC", Misfire: "fire_once"})
 			return err
 		},
@@ -127,12 +129,12 @@ func TestPublishInvalidatesOutstandingClaim(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			_, err = f.pub.PublishTask(ctx, postgres.TaskInput{TaskID: task.ID, ExpectedRevision: cur.Revision,
+			_, err = f.pub.PublishTask(ctx, controlplane.TaskInput{TaskID: task.ID, ExpectedRevision: cur.Revision,
 				Name: cur.Name, Spec: shellSpec("echo v" + fmt.Sprint(cur.Revision+1))})
 			return err
 		},
 		"task disable": func() error {
-			_, err := f.pub.SetTaskEnabled(ctx, postgres.TaskEnabledInput{TaskID: task.ID, Enabled: false})
+			_, err := f.pub.SetTaskEnabled(ctx, controlplane.TaskEnabledInput{TaskID: task.ID, Enabled: false})
 			return err
 		},
 	}
@@ -212,7 +214,7 @@ func TestConcurrentPublishExactlyOneWins(t *testing.T) {
 		return wins, codes
 	}
 	wins, codes := run(func(i int) error {
-		_, err := f.pub.PublishTask(ctx, postgres.TaskInput{TaskID: task.ID, ExpectedRevision: 1, Name: "contended",
+		_, err := f.pub.PublishTask(ctx, controlplane.TaskInput{TaskID: task.ID, ExpectedRevision: 1, Name: "contended",
 			Spec: shellSpec(fmt.Sprintf("echo racer %d", i))})
 		return err
 	})
@@ -228,7 +230,7 @@ func TestConcurrentPublishExactlyOneWins(t *testing.T) {
 		t.Fatal(err)
 	}
 	wins, codes = run(func(i int) error {
-		_, err := f.pub.PublishTrigger(ctx, postgres.TriggerInput{TriggerID: tr.ID, ExpectedRevision: trNow.Revision,
+		_, err := f.pub.PublishTrigger(ctx, controlplane.TriggerInput{TriggerID: tr.ID, ExpectedRevision: trNow.Revision,
 			Expression: fmt.Sprintf("%d * * * *", i), TimeZone: "UTC"})
 		return err
 	})
@@ -248,20 +250,20 @@ func TestMutationIDReplay(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newPubFixture(t)
-	p, err := f.pub.PublishProject(ctx, postgres.ProjectInput{MutationID: "proj-1", Name: "replay"})
+	p, err := f.pub.PublishProject(ctx, controlplane.ProjectInput{MutationID: "proj-1", Name: "replay"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := f.pub.PublishProject(ctx, postgres.ProjectInput{MutationID: "proj-1", Name: "replay"})
+	again, err := f.pub.PublishProject(ctx, controlplane.ProjectInput{MutationID: "proj-1", Name: "replay"})
 	if err != nil || again != p {
 		t.Fatalf("project replay = %+v, %v; want the original %+v", again, err, p)
 	}
 
 	// The first use races with its own retries: all of them get one and the
 	// same result, and one task exists.
-	in := postgres.TaskInput{MutationID: "create-report-1", ProjectID: p.ID, Name: "report", Spec: shellSpec("make report")}
+	in := controlplane.TaskInput{MutationID: "create-report-1", ProjectID: p.ID, Name: "report", Spec: shellSpec("make report")}
 	var wg sync.WaitGroup
-	replays := make([]postgres.TaskRecord, 4)
+	replays := make([]controlplane.Task, 4)
 	replayErrs := make([]error, 4)
 	for i := range replays {
 		wg.Add(1)
@@ -281,7 +283,7 @@ func TestMutationIDReplay(t *testing.T) {
 		t.Fatalf("replay = %+v, %v; want the original %+v", r, err, first)
 	}
 	// The task moves on; replaying the create still returns revision 1.
-	upd := postgres.TaskInput{MutationID: "update-report-1", TaskID: first.ID, ExpectedRevision: 1, Name: "report", Spec: shellSpec("make report2")}
+	upd := controlplane.TaskInput{MutationID: "update-report-1", TaskID: first.ID, ExpectedRevision: 1, Name: "report", Spec: shellSpec("make report2")}
 	second, err := f.pub.PublishTask(ctx, upd)
 	if err != nil || second.Revision != 2 {
 		t.Fatalf("update: %+v, %v", second, err)
@@ -308,7 +310,7 @@ func TestMutationIDReplay(t *testing.T) {
 			return err
 		},
 		"same id, different kind": func() error {
-			_, err := f.pub.PublishTrigger(ctx, postgres.TriggerInput{MutationID: in.MutationID, TaskID: first.ID, Expression: "@daily"})
+			_, err := f.pub.PublishTrigger(ctx, controlplane.TriggerInput{MutationID: in.MutationID, TaskID: first.ID, Expression: "@daily"})
 			return err
 		},
 		"same id, different expectedRevision": func() error {
@@ -323,7 +325,7 @@ func TestMutationIDReplay(t *testing.T) {
 			t.Errorf("%s: got %v (code %s field %q), want conflict on mutationId", name, err, errs.Code(err), errs.Field(err))
 		}
 	}
-	if _, err := f.pub.PublishTask(ctx, postgres.TaskInput{MutationID: "bad id!", ProjectID: p.ID, Name: "x", Spec: shellSpec("true")}); errs.Field(err) != "mutationId" {
+	if _, err := f.pub.PublishTask(ctx, controlplane.TaskInput{MutationID: "bad id!", ProjectID: p.ID, Name: "x", Spec: shellSpec("true")}); errs.Field(err) != "mutationId" {
 		t.Errorf("malformed mutationId: %v", err)
 	}
 }
@@ -335,14 +337,14 @@ func TestPublishRejectsBadInputNamingTheField(t *testing.T) {
 	p := mustProject(t, f, "validation")
 	task := mustTask(t, f, p.ID, "ok")
 
-	withSpec := func(mut func(*spec.Command)) postgres.TaskInput {
+	withSpec := func(mut func(*spec.Command)) controlplane.TaskInput {
 		c := shellSpec("true")
 		mut(&c)
-		return postgres.TaskInput{ProjectID: p.ID, Name: "bad", Spec: c}
+		return controlplane.TaskInput{ProjectID: p.ID, Name: "bad", Spec: c}
 	}
 	taskCases := []struct {
 		name  string
-		in    postgres.TaskInput
+		in    controlplane.TaskInput
 		code  string
 		field string
 	}{
@@ -354,12 +356,12 @@ func TestPublishRejectsBadInputNamingTheField(t *testing.T) {
 		{"bad semver range", withSpec(func(c *spec.Command) {
 			c.Placement = &placement.Requirements{Required: placement.Required{Runtimes: map[string]string{"python": ">=>3"}}}
 		}), errs.Invalid, "spec.placement.required.runtimes.python"},
-		{"empty name", postgres.TaskInput{ProjectID: p.ID, Name: "", Spec: shellSpec("true")}, errs.Invalid, "name"},
-		{"bad project id", postgres.TaskInput{ProjectID: "nope", Name: "x", Spec: shellSpec("true")}, errs.Invalid, "projectId"},
-		{"unknown project", postgres.TaskInput{ProjectID: uuid.Must(uuid.NewV7()).String(), Name: "x", Spec: shellSpec("true")}, errs.NotFound, ""},
-		{"duplicate name", postgres.TaskInput{ProjectID: p.ID, Name: "ok", Spec: shellSpec("true")}, errs.Conflict, "name"},
-		{"update without expectedRevision", postgres.TaskInput{TaskID: task.ID, Name: "ok", Spec: shellSpec("true")}, errs.Invalid, "expectedRevision"},
-		{"stale expectedRevision", postgres.TaskInput{TaskID: task.ID, ExpectedRevision: 7, Name: "ok", Spec: shellSpec("true")}, errs.Conflict, "expectedRevision"},
+		{"empty name", controlplane.TaskInput{ProjectID: p.ID, Name: "", Spec: shellSpec("true")}, errs.Invalid, "name"},
+		{"bad project id", controlplane.TaskInput{ProjectID: "nope", Name: "x", Spec: shellSpec("true")}, errs.Invalid, "projectId"},
+		{"unknown project", controlplane.TaskInput{ProjectID: uuid.Must(uuid.NewV7()).String(), Name: "x", Spec: shellSpec("true")}, errs.NotFound, ""},
+		{"duplicate name", controlplane.TaskInput{ProjectID: p.ID, Name: "ok", Spec: shellSpec("true")}, errs.Conflict, "name"},
+		{"update without expectedRevision", controlplane.TaskInput{TaskID: task.ID, Name: "ok", Spec: shellSpec("true")}, errs.Invalid, "expectedRevision"},
+		{"stale expectedRevision", controlplane.TaskInput{TaskID: task.ID, ExpectedRevision: 7, Name: "ok", Spec: shellSpec("true")}, errs.Conflict, "expectedRevision"},
 	}
 	for _, tc := range taskCases {
 		_, err := f.pub.PublishTask(ctx, tc.in)
@@ -374,17 +376,17 @@ func TestPublishRejectsBadInputNamingTheField(t *testing.T) {
 
 	trigCases := []struct {
 		name  string
-		in    postgres.TriggerInput
+		in    controlplane.TriggerInput
 		field string
 	}{
-		{"bad expression", postgres.TriggerInput{TaskID: task.ID, Expression: "61 * * * *"}, "expression"},
-		{"every", postgres.TriggerInput{TaskID: task.ID, Expression: "@every 5m"}, "expression"},
-		{"empty expression", postgres.TriggerInput{TaskID: task.ID}, "expression"},
-		{"unknown zone", postgres.TriggerInput{TaskID: task.ID, Expression: "@daily", TimeZone: "Mars/Olympus"}, "timeZone"},
-		{"Local zone", postgres.TriggerInput{TaskID: task.ID, Expression: "@daily", TimeZone: "Local"}, "timeZone"},
-		{"bad policy", postgres.TriggerInput{TaskID: task.ID, Expression: "@daily", Misfire: "replay_all"}, "misfire"},
-		{"grace too long", postgres.TriggerInput{TaskID: task.ID, Expression: "@daily", GraceMs: ptr(int64(300_001))}, "graceMs"},
-		{"bad task id", postgres.TriggerInput{TaskID: "x", Expression: "@daily"}, "taskId"},
+		{"bad expression", controlplane.TriggerInput{TaskID: task.ID, Expression: "61 * * * *"}, "expression"},
+		{"every", controlplane.TriggerInput{TaskID: task.ID, Expression: "@every 5m"}, "expression"},
+		{"empty expression", controlplane.TriggerInput{TaskID: task.ID}, "expression"},
+		{"unknown zone", controlplane.TriggerInput{TaskID: task.ID, Expression: "@daily", TimeZone: "Mars/Olympus"}, "timeZone"},
+		{"Local zone", controlplane.TriggerInput{TaskID: task.ID, Expression: "@daily", TimeZone: "Local"}, "timeZone"},
+		{"bad policy", controlplane.TriggerInput{TaskID: task.ID, Expression: "@daily", Misfire: "replay_all"}, "misfire"},
+		{"grace too long", controlplane.TriggerInput{TaskID: task.ID, Expression: "@daily", GraceMs: ptr(int64(300_001))}, "graceMs"},
+		{"bad task id", controlplane.TriggerInput{TaskID: "x", Expression: "@daily"}, "taskId"},
 	}
 	for _, tc := range trigCases {
 		_, err := f.pub.PublishTrigger(ctx, tc.in)
@@ -407,26 +409,26 @@ func TestArchivedProjectAndDisabledTaskRefuseEnabledTriggers(t *testing.T) {
 	tr := mustTrigger(t, f, task.ID)
 	fh := claim(t, f, tr.ID)
 
-	if _, err := f.pub.ArchiveProject(ctx, postgres.ArchiveProjectInput{ProjectID: p.ID, ExpectedVersion: p.Version + 5}); errs.Code(err) != errs.Conflict {
+	if _, err := f.pub.ArchiveProject(ctx, controlplane.ArchiveProjectInput{ProjectID: p.ID, ExpectedVersion: p.Version + 5}); errs.Code(err) != errs.Conflict {
 		t.Fatalf("archive with a stale version: %v, want conflict", err)
 	}
-	archived, err := f.pub.ArchiveProject(ctx, postgres.ArchiveProjectInput{ProjectID: p.ID, ExpectedVersion: p.Version})
-	if err != nil || archived.Status != postgres.ProjectArchived || archived.ArchivedAtMs == 0 {
+	archived, err := f.pub.ArchiveProject(ctx, controlplane.ArchiveProjectInput{ProjectID: p.ID, ExpectedVersion: p.Version})
+	if err != nil || archived.Status != publication.ProjectArchived || archived.ArchivedAtMs == 0 {
 		t.Fatalf("archive: %+v, %v", archived, err)
 	}
 	if n := admitWithFence(t, f, tr.ID, fh); n != 0 {
 		t.Fatalf("archiving left an outstanding claim able to commit (%d rows)", n)
 	}
-	if _, err := f.pub.PublishTask(ctx, postgres.TaskInput{ProjectID: p.ID, Name: "new", Spec: shellSpec("true")}); errs.Code(err) != errs.Conflict || errs.Field(err) != "projectId" {
+	if _, err := f.pub.PublishTask(ctx, controlplane.TaskInput{ProjectID: p.ID, Name: "new", Spec: shellSpec("true")}); errs.Code(err) != errs.Conflict || errs.Field(err) != "projectId" {
 		t.Errorf("task in an archived project: %v, want conflict on projectId", err)
 	}
-	if _, err := f.pub.PublishTrigger(ctx, postgres.TriggerInput{TaskID: task.ID, Expression: "@hourly"}); errs.Code(err) != errs.Conflict || errs.Field(err) != "enabled" {
+	if _, err := f.pub.PublishTrigger(ctx, controlplane.TriggerInput{TaskID: task.ID, Expression: "@hourly"}); errs.Code(err) != errs.Conflict || errs.Field(err) != "enabled" {
 		t.Errorf("enabled trigger in an archived project: %v, want conflict on enabled", err)
 	}
-	if _, err := f.pub.PublishTrigger(ctx, postgres.TriggerInput{TriggerID: tr.ID, ExpectedRevision: tr.Revision, Expression: "@hourly"}); errs.Code(err) != errs.Conflict {
+	if _, err := f.pub.PublishTrigger(ctx, controlplane.TriggerInput{TriggerID: tr.ID, ExpectedRevision: tr.Revision, Expression: "@hourly"}); errs.Code(err) != errs.Conflict {
 		t.Errorf("re-enabling a trigger in an archived project: %v, want conflict", err)
 	}
-	off, err := f.pub.PublishTrigger(ctx, postgres.TriggerInput{TriggerID: tr.ID, ExpectedRevision: tr.Revision, Expression: "@hourly", Enabled: ptr(false)})
+	off, err := f.pub.PublishTrigger(ctx, controlplane.TriggerInput{TriggerID: tr.ID, ExpectedRevision: tr.Revision, Expression: "@hourly", Enabled: ptr(false)})
 	if err != nil || off.Enabled {
 		t.Errorf("disabling a trigger of an archived project must work: %+v, %v", off, err)
 	}
@@ -434,13 +436,13 @@ func TestArchivedProjectAndDisabledTaskRefuseEnabledTriggers(t *testing.T) {
 	// A disabled task in an active project.
 	p2 := mustProject(t, f, "current")
 	task2 := mustTask(t, f, p2.ID, "paused")
-	if _, err := f.pub.SetTaskEnabled(ctx, postgres.TaskEnabledInput{TaskID: task2.ID, Enabled: false}); err != nil {
+	if _, err := f.pub.SetTaskEnabled(ctx, controlplane.TaskEnabledInput{TaskID: task2.ID, Enabled: false}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.pub.PublishTrigger(ctx, postgres.TriggerInput{TaskID: task2.ID, Expression: "@hourly"}); errs.Code(err) != errs.Conflict || errs.Field(err) != "enabled" {
+	if _, err := f.pub.PublishTrigger(ctx, controlplane.TriggerInput{TaskID: task2.ID, Expression: "@hourly"}); errs.Code(err) != errs.Conflict || errs.Field(err) != "enabled" {
 		t.Errorf("enabled trigger on a disabled task: %v, want conflict on enabled", err)
 	}
-	if tr2, err := f.pub.PublishTrigger(ctx, postgres.TriggerInput{TaskID: task2.ID, Expression: "@hourly", Enabled: ptr(false)}); err != nil || tr2.Enabled {
+	if tr2, err := f.pub.PublishTrigger(ctx, controlplane.TriggerInput{TaskID: task2.ID, Expression: "@hourly", Enabled: ptr(false)}); err != nil || tr2.Enabled {
 		t.Errorf("disabled trigger on a disabled task: %+v, %v", tr2, err)
 	}
 }

@@ -1,4 +1,4 @@
-package postgres
+package publication
 
 import (
 	"context"
@@ -9,62 +9,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ql3/ql3/core/canonjson"
+	"github.com/ql3/ql3/controlplane"
+	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/cron"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/schedule"
 )
-
-// TriggerRecord is a cron trigger at its head revision, with its schedule row.
-type TriggerRecord struct {
-	ID                  string                 `json:"id"`
-	ProjectID           string                 `json:"projectId"`
-	TaskID              string                 `json:"taskId"`
-	Name                string                 `json:"name"`
-	Revision            int64                  `json:"revision"`
-	TaskRevision        int64                  `json:"taskRevision"`
-	ExecutionRevisionID string                 `json:"executionRevisionId"`
-	ExecutionDigest     canonjson.Digest       `json:"executionDigest"`
-	Expression          string                 `json:"expression"`
-	TimeZone            string                 `json:"timeZone"`
-	Misfire             schedule.MisfirePolicy `json:"misfire"`
-	GraceMs             int64                  `json:"graceMs"`
-	Enabled             bool                   `json:"enabled"`
-	ActivatedAtMs       int64                  `json:"activatedAtMs"`
-	CreatedAtMs         int64                  `json:"createdAtMs"`
-	UpdatedAtMs         int64                  `json:"updatedAtMs"`
-	Schedule            ScheduleRecord         `json:"schedule"`
-	// DeletedAtMs is set on the record DeleteTrigger returns; deleted
-	// triggers are not found otherwise.
-	DeletedAtMs int64 `json:"deletedAtMs,omitempty"`
-}
-
-// ScheduleRecord is the trigger's schedule row as the admin sees it. The
-// claim token is never exposed; Claimed says whether a coordinator holds it.
-type ScheduleRecord struct {
-	TriggerRevision   int64 `json:"triggerRevision"`
-	NextFireAtMs      int64 `json:"nextFireAtMs,omitempty"` // 0 until a coordinator initialised the cursor
-	LastScheduledAtMs int64 `json:"lastScheduledAtMs,omitempty"`
-	StateVersion      int64 `json:"stateVersion"`
-	ClaimVersion      int64 `json:"claimVersion"`
-	Claimed           bool  `json:"claimed"`
-	UpdatedAtMs       int64 `json:"updatedAtMs"`
-}
-
-// TriggerInput creates (TriggerID "") or updates a trigger: a full
-// replacement of its settings, pinned to the task's head revision.
-type TriggerInput struct {
-	MutationID       string
-	TaskID           string // required on create; on update "" or the trigger's task
-	TriggerID        string
-	ExpectedRevision int64
-	Name             string // "" on create: the trigger id; on update: unchanged
-	Expression       string
-	TimeZone         string                 // IANA name; "" means UTC
-	Misfire          schedule.MisfirePolicy // "" means skip
-	GraceMs          *int64                 // nil means the publisher's default
-	Enabled          *bool                  // nil means true
-}
 
 type triggerRequest struct {
 	TaskID           string `json:"taskId,omitempty"`
@@ -80,7 +30,7 @@ type triggerRequest struct {
 
 // normalizeTrigger validates in (zone, expression in that zone, policy,
 // grace, name) and fills its defaults.
-func (p *Publisher) normalizeTrigger(in TriggerInput) (triggerRequest, error) {
+func (p *Publisher) normalizeTrigger(in controlplane.TriggerInput) (triggerRequest, error) {
 	r := triggerRequest{Name: in.Name, Expression: in.Expression, TimeZone: in.TimeZone,
 		Misfire: string(in.Misfire), GraceMs: p.defaultGraceMs, Enabled: in.Enabled == nil || *in.Enabled}
 	if r.TimeZone == "" {
@@ -114,7 +64,7 @@ func (p *Publisher) normalizeTrigger(in TriggerInput) (triggerRequest, error) {
 		return r, errs.Invalidf("graceMs", "must be 0..%d, got %d", schedule.MaxGraceMs, r.GraceMs)
 	}
 	if r.Name != "" {
-		if err := checkPubName("name", r.Name); err != nil {
+		if err := checkPubName("name", &r.Name); err != nil {
 			return r, err
 		}
 	}
@@ -126,35 +76,35 @@ func (p *Publisher) normalizeTrigger(in TriggerInput) (triggerRequest, error) {
 // with the cursor and the claim cleared and state_version and claim_version
 // bumped, so any claim taken before can never commit. An enabled trigger
 // needs an active project and an enabled task.
-func (p *Publisher) PublishTrigger(ctx context.Context, in TriggerInput) (TriggerRecord, error) {
+func (p *Publisher) PublishTrigger(ctx context.Context, in controlplane.TriggerInput) (controlplane.Trigger, error) {
 	req, err := p.normalizeTrigger(in)
 	if err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	var taskID uuid.UUID
 	if in.TaskID != "" || in.TriggerID == "" {
 		if taskID, err = parsePubID("taskId", in.TaskID); err != nil {
-			return TriggerRecord{}, err
+			return controlplane.Trigger{}, err
 		}
 		req.TaskID = taskID.String()
 	}
 	if in.TriggerID == "" {
 		if in.ExpectedRevision != 0 {
-			return TriggerRecord{}, errs.Invalidf("expectedRevision", "must be omitted when creating a trigger")
+			return controlplane.Trigger{}, errs.Invalidf("expectedRevision", "must be omitted when creating a trigger")
 		}
-		return publish(ctx, p, in.MutationID, mutationTriggerCreate, req, func(ctx context.Context, tx pgx.Tx) (TriggerRecord, error) {
+		return publish(ctx, p, in.MutationID, mutationTriggerCreate, req, func(ctx context.Context, tx pgx.Tx) (controlplane.Trigger, error) {
 			return createTrigger(ctx, tx, taskID, req, p.allowDupes)
 		})
 	}
 	triggerID, err := parsePubID("triggerId", in.TriggerID)
 	if err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	if in.ExpectedRevision < 1 {
-		return TriggerRecord{}, errs.Invalidf("expectedRevision", "required: the revision this update replaces (>= 1)")
+		return controlplane.Trigger{}, errs.Invalidf("expectedRevision", "required: the revision this update replaces (>= 1)")
 	}
 	req.TriggerID, req.ExpectedRevision = triggerID.String(), in.ExpectedRevision
-	return publish(ctx, p, in.MutationID, mutationTriggerUpdate, req, func(ctx context.Context, tx pgx.Tx) (TriggerRecord, error) {
+	return publish(ctx, p, in.MutationID, mutationTriggerUpdate, req, func(ctx context.Context, tx pgx.Tx) (controlplane.Trigger, error) {
 		return updateTrigger(ctx, tx, triggerID, taskID, req, p.allowDupes)
 	})
 }
@@ -197,86 +147,86 @@ func checkEnableAllowed(ctx context.Context, tx pgx.Tx, h taskHead, taskID uuid.
 	return nil
 }
 
-func createTrigger(ctx context.Context, tx pgx.Tx, taskID uuid.UUID, req triggerRequest, allowDupes bool) (TriggerRecord, error) {
+func createTrigger(ctx context.Context, tx pgx.Tx, taskID uuid.UUID, req triggerRequest, allowDupes bool) (controlplane.Trigger, error) {
 	h, err := lockTaskHead(ctx, tx, taskID)
 	if err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	if err := checkEnableAllowed(ctx, tx, h, taskID, req.Enabled); err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
-	id, err := newPubID()
+	id, err := controlplane.NewID()
 	if err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	if req.Name == "" {
 		req.Name = id.String()
 	}
 	if err := checkTriggerNameFree(ctx, tx, h.projectID, req.Name, uuid.Nil); err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	if !allowDupes {
 		if err := checkTriggerNotDuplicate(ctx, tx, taskID, req, uuid.Nil); err != nil {
-			return TriggerRecord{}, err
+			return controlplane.Trigger{}, err
 		}
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO ql3.triggers (trigger_id, project_id, task_id, name, head_revision, created_at_ms, updated_at_ms)
 		VALUES ($1, $2, $3, $4, 1, `+dbNowMs+`, `+dbNowMs+`)`, id, h.projectID, taskID, req.Name); err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	if err := writeTriggerRevision(ctx, tx, id, 1, taskID, h, req); err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	return readTrigger(ctx, tx, id)
 }
 
-func updateTrigger(ctx context.Context, tx pgx.Tx, triggerID, wantTask uuid.UUID, req triggerRequest, allowDupes bool) (TriggerRecord, error) {
+func updateTrigger(ctx context.Context, tx pgx.Tx, triggerID, wantTask uuid.UUID, req triggerRequest, allowDupes bool) (controlplane.Trigger, error) {
 	var taskID uuid.UUID
 	var head int64
 	var name string
 	err := tx.QueryRow(ctx, `SELECT task_id, head_revision, name FROM ql3.triggers WHERE trigger_id = $1 AND deleted_at_ms IS NULL FOR UPDATE`, triggerID).
 		Scan(&taskID, &head, &name)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return TriggerRecord{}, errs.NotFoundf("no trigger %s", triggerID)
+		return controlplane.Trigger{}, errs.NotFoundf("no trigger %s", triggerID)
 	}
 	if err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	if wantTask != uuid.Nil && wantTask != taskID {
-		return TriggerRecord{}, errs.NotFoundf("task %s has no trigger %s", wantTask, triggerID)
+		return controlplane.Trigger{}, errs.NotFoundf("task %s has no trigger %s", wantTask, triggerID)
 	}
 	if head != req.ExpectedRevision {
-		return TriggerRecord{}, errs.E(errs.Conflict, "expectedRevision", "trigger %s is at revision %d, not %d", triggerID, head, req.ExpectedRevision)
+		return controlplane.Trigger{}, errs.E(errs.Conflict, "expectedRevision", "trigger %s is at revision %d, not %d", triggerID, head, req.ExpectedRevision)
 	}
 	h, err := lockTaskHead(ctx, tx, taskID)
 	if err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	if err := checkEnableAllowed(ctx, tx, h, taskID, req.Enabled); err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	if req.Name == "" {
 		req.Name = name
 	}
 	if err := checkTriggerNameFree(ctx, tx, h.projectID, req.Name, triggerID); err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	if !allowDupes {
 		if err := checkTriggerNotDuplicate(ctx, tx, taskID, req, triggerID); err != nil {
-			return TriggerRecord{}, err
+			return controlplane.Trigger{}, err
 		}
 	}
 	tag, err := tx.Exec(ctx, `UPDATE ql3.triggers SET name = $2, head_revision = $3,
 		updated_at_ms = greatest(updated_at_ms, `+dbNowMs+`) WHERE trigger_id = $1 AND head_revision = $4`,
 		triggerID, req.Name, head+1, head)
 	if err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	if err := expectAffected(tag, "trigger %s changed concurrently", triggerID); err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	if err := writeTriggerRevision(ctx, tx, triggerID, head+1, taskID, h, req); err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	return readTrigger(ctx, tx, triggerID)
 }
@@ -389,61 +339,61 @@ const triggerSelect = `SELECT tr.trigger_id::text, tr.project_id::text, tr.task_
 	JOIN ql3.trigger_revisions r ON r.trigger_id = tr.trigger_id AND r.revision = tr.head_revision
 	JOIN ql3.trigger_schedules s ON s.trigger_id = tr.trigger_id`
 
-func scanTrigger(row pgx.Row) (TriggerRecord, error) {
-	var t TriggerRecord
+func scanTrigger(row pgx.Row) (controlplane.Trigger, error) {
+	var t controlplane.Trigger
 	var digest []byte
 	s := &t.Schedule
 	if err := row.Scan(&t.ID, &t.ProjectID, &t.TaskID, &t.Name, &t.Revision, &t.TaskRevision, &t.ExecutionRevisionID,
 		&digest, &t.Expression, &t.TimeZone, &t.Misfire, &t.GraceMs, &t.Enabled, &t.ActivatedAtMs, &t.CreatedAtMs,
 		&t.UpdatedAtMs, &s.TriggerRevision, &s.NextFireAtMs, &s.LastScheduledAtMs, &s.StateVersion, &s.ClaimVersion,
 		&s.Claimed, &s.UpdatedAtMs, &t.DeletedAtMs); err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	var err error
 	t.ExecutionDigest, err = fmtDigest(digest)
 	return t, err
 }
 
-func readTrigger(ctx context.Context, q DB, id uuid.UUID) (TriggerRecord, error) {
+func readTrigger(ctx context.Context, q postgres.DB, id uuid.UUID) (controlplane.Trigger, error) {
 	t, err := scanTrigger(q.QueryRow(ctx, triggerSelect+` WHERE tr.trigger_id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return TriggerRecord{}, errs.NotFoundf("no trigger %s", id)
+		return controlplane.Trigger{}, errs.NotFoundf("no trigger %s", id)
 	}
 	return t, err
 }
 
 // GetTrigger returns a trigger at its head revision with its schedule.
-func (p *Publisher) GetTrigger(ctx context.Context, id string) (TriggerRecord, error) {
+func (p *Publisher) GetTrigger(ctx context.Context, id string) (controlplane.Trigger, error) {
 	triggerID, err := parsePubID("trigger", id)
 	if err != nil {
-		return TriggerRecord{}, errs.NotFoundf("no trigger %.64q", id)
+		return controlplane.Trigger{}, errs.NotFoundf("no trigger %.64q", id)
 	}
 	t, err := readTrigger(ctx, p.db, triggerID)
 	if err == nil && t.DeletedAtMs != 0 {
-		return TriggerRecord{}, errs.NotFoundf("no trigger %s (deleted)", triggerID)
+		return controlplane.Trigger{}, errs.NotFoundf("no trigger %s (deleted)", triggerID)
 	}
 	return t, pubReadErr(err)
 }
 
 // ListTriggers returns the triggers of a task in id order.
-func (p *Publisher) ListTriggers(ctx context.Context, taskID string, page ListRequest) (ListPage[TriggerRecord], error) {
-	limit, after, err := page.normalize()
+func (p *Publisher) ListTriggers(ctx context.Context, taskID string, page controlplane.ListRequest) (controlplane.ListPage[controlplane.Trigger], error) {
+	limit, after, err := normalizeList(page)
 	if err != nil {
-		return ListPage[TriggerRecord]{}, err
+		return controlplane.ListPage[controlplane.Trigger]{}, err
 	}
 	tid, err := parsePubID("task", taskID)
 	if err != nil {
-		return ListPage[TriggerRecord]{}, errs.NotFoundf("no task %.64q", taskID)
+		return controlplane.ListPage[controlplane.Trigger]{}, errs.NotFoundf("no task %.64q", taskID)
 	}
 	rows, err := p.db.Query(ctx, triggerSelect+` WHERE tr.task_id = $1 AND ($2::uuid IS NULL OR tr.trigger_id > $2::uuid)
 		AND tr.deleted_at_ms IS NULL
 		ORDER BY tr.trigger_id LIMIT $3`, tid, after, limit+1)
 	if err != nil {
-		return ListPage[TriggerRecord]{}, pubReadErr(err)
+		return controlplane.ListPage[controlplane.Trigger]{}, pubReadErr(err)
 	}
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (TriggerRecord, error) { return scanTrigger(r) })
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (controlplane.Trigger, error) { return scanTrigger(r) })
 	if err != nil {
-		return ListPage[TriggerRecord]{}, pubReadErr(err)
+		return controlplane.ListPage[controlplane.Trigger]{}, pubReadErr(err)
 	}
-	return listPageOf(items, limit, func(x TriggerRecord) string { return x.ID }), nil
+	return listPageOf(items, limit, func(x controlplane.Trigger) string { return x.ID }), nil
 }

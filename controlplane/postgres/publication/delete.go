@@ -1,4 +1,4 @@
-package postgres
+package publication
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
 )
 
@@ -19,81 +20,73 @@ import (
 // cancelled by the lifecycle sweep (reason task_deleted); running ones
 // finish.
 
-// DeleteInput names what to delete. TaskID is required for a trigger too
-// (a trigger under another task is not found).
-type DeleteInput struct {
-	MutationID string
-	TaskID     string
-	TriggerID  string
-}
-
 const (
 	mutationTaskDelete    = "task.delete"
 	mutationTriggerDelete = "trigger.delete"
 )
 
 // DeleteTask deletes a task and its triggers.
-func (p *Publisher) DeleteTask(ctx context.Context, in DeleteInput) (TaskRecord, error) {
+func (p *Publisher) DeleteTask(ctx context.Context, in controlplane.DeleteInput) (controlplane.Task, error) {
 	taskID, err := parsePubID("task", in.TaskID)
 	if err != nil {
-		return TaskRecord{}, errs.NotFoundf("no task %.64q", in.TaskID)
+		return controlplane.Task{}, errs.NotFoundf("no task %.64q", in.TaskID)
 	}
 	req := struct {
 		TaskID string `json:"taskId"`
 	}{taskID.String()}
-	return publish(ctx, p, in.MutationID, mutationTaskDelete, req, func(ctx context.Context, tx pgx.Tx) (TaskRecord, error) {
+	return publish(ctx, p, in.MutationID, mutationTaskDelete, req, func(ctx context.Context, tx pgx.Tx) (controlplane.Task, error) {
 		var projectID uuid.UUID
 		err := tx.QueryRow(ctx, `SELECT project_id FROM ql3.tasks WHERE task_id = $1 AND deleted_at_ms IS NULL FOR UPDATE`,
 			taskID).Scan(&projectID)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return TaskRecord{}, errs.NotFoundf("no task %s", taskID)
+			return controlplane.Task{}, errs.NotFoundf("no task %s", taskID)
 		}
 		if err != nil {
-			return TaskRecord{}, err
+			return controlplane.Task{}, err
 		}
 		rows, err := tx.Query(ctx, `SELECT trigger_id FROM ql3.triggers WHERE task_id = $1 AND deleted_at_ms IS NULL
 			ORDER BY trigger_id`, taskID)
 		if err != nil {
-			return TaskRecord{}, err
+			return controlplane.Task{}, err
 		}
 		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 		if err != nil {
-			return TaskRecord{}, err
+			return controlplane.Task{}, err
 		}
 		for _, id := range ids {
 			if _, err := deleteTrigger(ctx, tx, id, taskID); err != nil {
-				return TaskRecord{}, err
+				return controlplane.Task{}, err
 			}
 		}
 		if _, err := tx.Exec(ctx, `UPDATE ql3.tasks SET enabled = false, deleted_at_ms = greatest(`+dbNowMs+`, created_at_ms),
 			updated_at_ms = greatest(updated_at_ms, `+dbNowMs+`) WHERE task_id = $1`, taskID); err != nil {
-			return TaskRecord{}, err
+			return controlplane.Task{}, err
 		}
 		return readTask(ctx, tx, taskID)
 	})
 }
 
 // DeleteTrigger deletes one trigger of a task.
-func (p *Publisher) DeleteTrigger(ctx context.Context, in DeleteInput) (TriggerRecord, error) {
+func (p *Publisher) DeleteTrigger(ctx context.Context, in controlplane.DeleteInput) (controlplane.Trigger, error) {
 	taskID, err := parsePubID("task", in.TaskID)
 	if err != nil {
-		return TriggerRecord{}, errs.NotFoundf("no task %.64q", in.TaskID)
+		return controlplane.Trigger{}, errs.NotFoundf("no task %.64q", in.TaskID)
 	}
 	triggerID, err := parsePubID("trigger", in.TriggerID)
 	if err != nil {
-		return TriggerRecord{}, errs.NotFoundf("no trigger %.64q", in.TriggerID)
+		return controlplane.Trigger{}, errs.NotFoundf("no trigger %.64q", in.TriggerID)
 	}
 	req := struct {
 		TaskID    string `json:"taskId"`
 		TriggerID string `json:"triggerId"`
 	}{taskID.String(), triggerID.String()}
-	return publish(ctx, p, in.MutationID, mutationTriggerDelete, req, func(ctx context.Context, tx pgx.Tx) (TriggerRecord, error) {
+	return publish(ctx, p, in.MutationID, mutationTriggerDelete, req, func(ctx context.Context, tx pgx.Tx) (controlplane.Trigger, error) {
 		return deleteTrigger(ctx, tx, triggerID, taskID)
 	})
 }
 
 // deleteTrigger writes the disabled head revision and the mark.
-func deleteTrigger(ctx context.Context, tx pgx.Tx, triggerID, wantTask uuid.UUID) (TriggerRecord, error) {
+func deleteTrigger(ctx context.Context, tx pgx.Tx, triggerID, wantTask uuid.UUID) (controlplane.Trigger, error) {
 	var taskID uuid.UUID
 	var head int64
 	var r triggerRequest
@@ -102,27 +95,27 @@ func deleteTrigger(ctx context.Context, tx pgx.Tx, triggerID, wantTask uuid.UUID
 		WHERE tr.trigger_id = $1 AND tr.deleted_at_ms IS NULL FOR UPDATE OF tr`, triggerID).
 		Scan(&taskID, &head, &r.Expression, &r.TimeZone, &r.Misfire, &r.GraceMs)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && taskID != wantTask) {
-		return TriggerRecord{}, errs.NotFoundf("task %s has no trigger %s", wantTask, triggerID)
+		return controlplane.Trigger{}, errs.NotFoundf("task %s has no trigger %s", wantTask, triggerID)
 	}
 	if err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	h, err := lockTaskHead(ctx, tx, taskID)
 	if err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	tag, err := tx.Exec(ctx, `UPDATE ql3.triggers SET head_revision = $2, deleted_at_ms = greatest(`+dbNowMs+`, created_at_ms),
 		updated_at_ms = greatest(updated_at_ms, `+dbNowMs+`) WHERE trigger_id = $1 AND head_revision = $3`,
 		triggerID, head+1, head)
 	if err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	if err := expectAffected(tag, "trigger %s changed concurrently", triggerID); err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	r.Enabled = false
 	if err := writeTriggerRevision(ctx, tx, triggerID, head+1, taskID, h, r); err != nil {
-		return TriggerRecord{}, err
+		return controlplane.Trigger{}, err
 	}
 	return readTrigger(ctx, tx, triggerID)
 }
