@@ -65,8 +65,10 @@ var wireCases = []wireCase{
 			return map[string]any{"chat_id": "-100777", "text": join(t, c), "disable_web_page_preview": true}
 		}},
 	{name: "bark", doc: "https://github.com/Finb/bark-server/blob/master/docs/API_V2.md",
-		settings: func(s string) channel.Settings { return channel.Settings{Kind: channel.Bark, Server: s, Token: "barkDeviceKey"} },
-		path:     "/push",
+		settings: func(s string) channel.Settings {
+			return channel.Settings{Kind: channel.Bark, Server: s, Token: "barkDeviceKey"}
+		},
+		path: "/push",
 		body: func(_ got, t, c string, _ int64) any {
 			return map[string]any{"device_key": "barkDeviceKey", "title": t, "body": c, "group": "ql3"}
 		}},
@@ -77,8 +79,10 @@ var wireCases = []wireCase{
 		path: "/SCT12345abc.send",
 		body: func(_ got, t, c string, _ int64) any { return url.Values{"title": {t}, "desp": {c}} }},
 	{name: "pushplus", doc: "https://www.pushplus.plus/doc/guide/api.html",
-		settings: func(s string) channel.Settings { return channel.Settings{Kind: channel.PushPlus, Server: s, Token: "ppToken"} },
-		path:     "/send",
+		settings: func(s string) channel.Settings {
+			return channel.Settings{Kind: channel.PushPlus, Server: s, Token: "ppToken"}
+		},
+		path: "/send",
 		body: func(_ got, t, c string, _ int64) any {
 			return map[string]any{"token": "ppToken", "title": t, "content": c, "template": "txt"}
 		}},
@@ -96,9 +100,11 @@ var wireCases = []wireCase{
 			return map[string]any{"msgtype": "text", "text": map[string]any{"content": join(t, c)}}
 		}},
 	{name: "wecom", doc: "https://developer.work.weixin.qq.com/document/path/91770",
-		settings: func(s string) channel.Settings { return channel.Settings{Kind: channel.WeCom, Server: s, Token: "wecomKey"} },
-		path:     "/cgi-bin/webhook/send",
-		query:    func(int64) url.Values { return url.Values{"key": {"wecomKey"}} },
+		settings: func(s string) channel.Settings {
+			return channel.Settings{Kind: channel.WeCom, Server: s, Token: "wecomKey"}
+		},
+		path:  "/cgi-bin/webhook/send",
+		query: func(int64) url.Values { return url.Values{"key": {"wecomKey"}} },
 		body: func(_ got, t, c string, _ int64) any {
 			return map[string]any{"msgtype": "text", "text": map[string]any{"content": join(t, c)}}
 		}},
@@ -114,8 +120,10 @@ var wireCases = []wireCase{
 				"sign": base64.StdEncoding.EncodeToString(h.Sum(nil))}
 		}},
 	{name: "gotify", doc: "https://gotify.net/api-docs#/message/createMessage",
-		settings: func(s string) channel.Settings { return channel.Settings{Kind: channel.Gotify, Server: s, Token: "gotifyApp"} },
-		path:     "/message",
+		settings: func(s string) channel.Settings {
+			return channel.Settings{Kind: channel.Gotify, Server: s, Token: "gotifyApp"}
+		},
+		path: "/message",
 		header: func(got, string, string, int64) map[string]string {
 			return map[string]string{"X-Gotify-Key": "gotifyApp", "Content-Type": "application/json"}
 		},
@@ -132,8 +140,10 @@ var wireCases = []wireCase{
 		},
 		body: func(_ got, _, c string, _ int64) any { return c }},
 	{name: "pushdeer", doc: "https://github.com/easychen/pushdeer (API: /message/push)", form: true,
-		settings: func(s string) channel.Settings { return channel.Settings{Kind: channel.PushDeer, Server: s, Token: "PDU1key"} },
-		path:     "/message/push",
+		settings: func(s string) channel.Settings {
+			return channel.Settings{Kind: channel.PushDeer, Server: s, Token: "PDU1key"}
+		},
+		path: "/message/push",
 		body: func(_ got, t, c string, _ int64) any {
 			return url.Values{"pushkey": {"PDU1key"}, "text": {t}, "desp": {c}, "type": {"markdown"}}
 		}},
