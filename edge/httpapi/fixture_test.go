@@ -20,10 +20,10 @@ import (
 // fixture is an API server over a real SQLite store and log store in a
 // temporary directory, with a fake clock.
 type fixture struct {
-	t     testing.TB
-	srv   *httptest.Server
-	store *sqlite.Store
-	logs  *logstore.Store
+	t      testing.TB
+	srv    *httptest.Server
+	store  *sqlite.Store
+	logs   *logstore.Store
 	clock  *clock.Fake
 	token  string
 	notify *NotifyConfig
@@ -52,7 +52,7 @@ func newFixtureWith(t testing.TB, wrap func(http.Handler) http.Handler) *fixture
 		t.Fatal(err)
 	}
 	rotate := unlockEnvs(t, dir, store) // envs_test.go
-	nc := notifyFor(t, store, clk) // notify_test.go
+	nc := notifyFor(t, store, clk)      // notify_test.go
 	api := New(Config{UI: panel.UI{}, Store: store, Logs: logs, Clock: clk, Auth: Auth{Digest: DigestToken(token)}, Version: "test",
 		Envs: store, RotateEnvKey: rotate, Notify: nc})
 	var h http.Handler = api
