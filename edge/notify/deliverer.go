@@ -97,6 +97,7 @@ func (d *Deliverer) nowMs() int64 { return d.cfg.Clock.Now().UnixMilli() }
 // Run steps until ctx ends, sleeping until the next event, the next due
 // row or a kick. Errors are logged and retried after a short pause.
 func (d *Deliverer) Run(ctx context.Context) error {
+	defer d.cfg.Sender.CloseIdle()
 	for {
 		woken := d.cfg.Feed.EventsAppended()
 		wait := time.Minute

@@ -37,6 +37,19 @@ type Sender struct {
 	proxied map[string]*http.Transport // by proxy URL
 }
 
+// CloseIdle closes the idle connections of every transport (at stop, so
+// no keep-alive goroutine outlives the deliverer).
+func (s *Sender) CloseIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Transport != nil {
+		s.Transport.CloseIdleConnections()
+	}
+	for _, t := range s.proxied {
+		t.CloseIdleConnections()
+	}
+}
+
 // SendError is a failed attempt: the HTTP status (0 when there was no
 // answer) and a short reason free of credentials.
 type SendError struct {
