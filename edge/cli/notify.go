@@ -51,9 +51,9 @@ func notifyRule(ctx context.Context, e Env, args []string) error {
 // channelFlags are the settings a channel takes on the command line.
 type channelFlags struct {
 	name, kind, server, chatID, topic, proxy, smtpHost, username, from, secrets string
-	smtpPort                                                                   int
-	to                                                                         stringList
-	disabled                                                                   bool
+	smtpPort                                                                    int
+	to                                                                          stringList
+	disabled                                                                    bool
 }
 
 func (c *channelFlags) register(fs *flag.FlagSet) {
@@ -418,4 +418,3 @@ func notifyDeliveries(ctx context.Context, e Env, args []string) error {
 	}
 	return nil
 }
-
