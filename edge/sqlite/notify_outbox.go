@@ -48,8 +48,9 @@ ON CONFLICT (rule_id, task_id) DO UPDATE SET window_start_ms = excluded.window_s
 }
 
 // Enqueue implements notify.Store: the rows, the coalescing windows and
-// the cursor move commit together (FULL: the rows are the only record of
-// a notification once the cursor is past its event).
+// the cursor move commit together. NORMAL durability is enough: a commit
+// lost to a power cut loses the rows and the cursor move together, and the
+// next start derives the same rows (same idempotency keys) again.
 func (s *Store) Enqueue(ctx context.Context, consumer string, from, to int64, rows []nt.NewDelivery, states map[nt.CoalesceKey]cn.CoalesceState) error {
 	if err := edge.CheckConsumerName(consumer); err != nil {
 		return err
@@ -58,7 +59,7 @@ func (s *Store) Enqueue(ctx context.Context, consumer string, from, to int64, ro
 		return errs.Invalidf("to", "must be >= from (%d) >= 0, got %d", from, to)
 	}
 	now := s.clock.Now().UnixMilli()
-	return s.writeDurable(ctx, func(tx *wtx, _ *signals) error {
+	return s.write(ctx, func(tx *wtx, _ *signals) error {
 		var res sql.Result
 		var err error
 		if from == 0 {
@@ -170,9 +171,10 @@ func (s *Store) HeldDue(ctx context.Context, nowMs int64, limit int) ([]nt.Deliv
 	return s.listDeliveries(ctx, `status = 'held' AND next_at_ms <= ? ORDER BY rule_id, channel_id, id LIMIT ?`, nowMs, limit)
 }
 
-// Digest implements notify.Store.
+// Digest implements notify.Store (NORMAL: a lost commit leaves the held
+// rows held, and the next step makes the same digest).
 func (s *Store) Digest(ctx context.Context, digest nt.NewDelivery, held []int64) error {
-	return s.writeDurable(ctx, func(tx *wtx, _ *signals) error {
+	return s.write(ctx, func(tx *wtx, _ *signals) error {
 		id, err := addDelivery(ctx, tx, digest)
 		if err != nil {
 			return err
@@ -195,7 +197,8 @@ func (s *Store) NextDueMs(ctx context.Context) (int64, bool, error) {
 }
 
 // Record implements notify.Store: the attempt joins the log and the row
-// moves on, in one transaction.
+// moves on, in one transaction. NORMAL: a lost commit means one more
+// attempt with the same idempotency key (at least once).
 func (s *Store) Record(ctx context.Context, id int64, o nt.Outcome) error {
 	a := o.Attempt
 	a.Error = truncateUTF8(a.Error, 512)
