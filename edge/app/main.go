@@ -319,7 +319,8 @@ func (m *Main) sweepRetention(ctx context.Context) {
 		} else if pruned > 0 {
 			m.log.Info("run retention", "removedRuns", pruned)
 		}
-		m.pruneAudit(ctx, now) // envkey.go
+		m.pruneAudit(ctx, now)     // envkey.go
+		m.pruneNotify(ctx, cutoff) // notify.go
 		t := m.Clock.NewTimer(logSweepInterval)
 		select {
 		case <-ctx.Done():

@@ -71,3 +71,23 @@ func (n *notifyParts) api(store notify.Store) *httpapi.NotifyConfig {
 
 // run delivers until ctx ends.
 func (n *notifyParts) run(ctx context.Context) error { return n.deliverer.Run(ctx) }
+
+// pruneNotify removes finished deliveries older than the run retention,
+// in bounded batches (called by the hourly retention sweep).
+func (m *Main) pruneNotify(ctx context.Context, cutoffMs int64) {
+	total := 0
+	for range maxPruneBatchesPerSweep {
+		n, err := m.store.PruneDeliveries(ctx, cutoffMs, edge.MaxPruneBatch)
+		if err != nil {
+			m.log.Warn("notification retention sweep failed", "err", err)
+			return
+		}
+		total += n
+		if n < edge.MaxPruneBatch {
+			break
+		}
+	}
+	if total > 0 {
+		m.log.Info("notification retention", "removedDeliveries", total)
+	}
+}

@@ -302,3 +302,25 @@ func TestNoCredentialInTheDatabaseOrTheLog(t *testing.T) {
 		}
 	}
 }
+
+func TestPruneKeepsWhatIsNotFinished(t *testing.T) {
+	e := newEnv(t)
+	ts, _ := receiver(t, 200)
+	webhookRule(e, ts, cn.Rule{})
+	e.finish(run.AttemptFailed)
+	e.step()
+	e.finish(run.AttemptFailed)
+	if err := e.d.Step(e.ctx); err != nil { // both derived; the second one delivered too
+		t.Fatal(err)
+	}
+	ts.Close()
+	e.finish(run.AttemptFailed)
+	e.step() // the third stays pending (receiver down)
+	n, err := e.store.PruneDeliveries(e.ctx, e.clk.Now().UnixMilli()+1, 500)
+	if err != nil || n != 2 {
+		t.Fatalf("pruned %d (%v), want the 2 delivered", n, err)
+	}
+	if d := e.deliveries(notify.DeliveryFilter{}); len(d) != 1 || d[0].Status != notify.StatusPending {
+		t.Fatalf("left %+v", d)
+	}
+}

@@ -294,3 +294,23 @@ func (s *Store) GetDelivery(ctx context.Context, id int64) (nt.Delivery, error) 
 	d.AttemptLog, err = s.attemptLog(ctx, id)
 	return d, err
 }
+
+// PruneDeliveries deletes up to limit (≤ edge.MaxPruneBatch) finished
+// deliveries (delivered, failed, dropped, digested) that finished before
+// beforeMs, with their attempts, oldest first, and returns how many.
+func (s *Store) PruneDeliveries(ctx context.Context, beforeMs int64, limit int) (int, error) {
+	if limit < 1 || limit > edge.MaxPruneBatch {
+		return 0, errs.Invalidf("limit", "must be 1..%d, got %d", edge.MaxPruneBatch, limit)
+	}
+	var n int64
+	err := s.write(ctx, func(tx *wtx, _ *signals) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM notify_outbox WHERE id IN (SELECT id FROM notify_outbox
+    WHERE status IN ('delivered', 'failed', 'dropped', 'digested') AND finished_at_ms < ? ORDER BY id LIMIT ?)`, beforeMs, limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
