@@ -252,3 +252,24 @@ func TestProviderErrorCodeIsAFailure(t *testing.T) {
 		t.Fatalf("%+v", d)
 	}
 }
+
+// A channel's http:// proxy carries its requests (Telegram behind a proxy
+// is the common case).
+func TestChannelProxy(t *testing.T) {
+	e := newEnv(t)
+	var seen []string
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		seen = append(seen, r.Method+" "+r.URL.String())
+		w.Write([]byte(`{"ok":true}`))
+	}))
+	defer proxy.Close()
+	ch := e.channel("tg", channel.Settings{Kind: channel.Telegram, Server: "http://telegram.invalid", Token: "1:t", ChatID: "7", Proxy: proxy.URL})
+	d, err := e.d.SendTest(e.ctx, ch.ID, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Status != notify.StatusDelivered || len(seen) != 1 || seen[0] != "POST http://telegram.invalid/bot1:t/sendMessage" {
+		t.Fatalf("delivery %s, proxy saw %q", d.Status, seen)
+	}
+}

@@ -51,6 +51,9 @@ func CheckSettings(s channel.Settings) error {
 	if err := s.Validate(); err != nil {
 		return errs.Prefix("settings", err)
 	}
+	if s.Kind == channel.Email && s.Proxy != "" {
+		return errs.Invalidf("settings.proxy", "email is sent directly over SMTP; a proxy is not supported for it")
+	}
 	if strings.HasPrefix(s.Proxy, "socks5:") {
 		return errs.Invalidf("settings.proxy", "socks5 proxies are not supported by ql3-edge yet; use an http:// or https:// proxy")
 	}

@@ -62,3 +62,22 @@ func TestPublicViewHasNoCredential(t *testing.T) {
 		t.Fatalf("%+v", p)
 	}
 }
+
+func TestCheckSettingsRefusesProxiesItCannotUse(t *testing.T) {
+	for _, tc := range []struct {
+		s    channel.Settings
+		want string
+	}{
+		{channel.Settings{Kind: channel.Telegram, Token: "t", ChatID: "1", Proxy: "socks5://127.0.0.1:1080"}, "socks5 proxies are not supported"},
+		{channel.Settings{Kind: channel.Email, SMTPHost: "h", SMTPPort: 25, From: "a@b", To: []string{"c@d"}, Proxy: "http://p:1"}, "a proxy is not supported"},
+		{channel.Settings{Kind: channel.Telegram, ChatID: "1"}, "settings.token"},
+	} {
+		err := CheckSettings(tc.s)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.s, err, tc.want)
+		}
+	}
+	if err := CheckSettings(channel.Settings{Kind: channel.Telegram, Token: "t", ChatID: "1", Proxy: "http://proxy:3128"}); err != nil {
+		t.Errorf("an http proxy: %v", err)
+	}
+}
