@@ -324,3 +324,35 @@ func TestPruneKeepsWhatIsNotFinished(t *testing.T) {
 		t.Fatalf("left %+v", d)
 	}
 }
+
+// Two deliverers on one feed cursor: the outbox rows and the cursor move
+// commit together under compare-and-set, so a second consumer that read
+// the same events writes nothing twice (it gets a conflict, then finds
+// the cursor moved on).
+func TestTwoConsumersNeverDeriveTwice(t *testing.T) {
+	e := newEnv(t)
+	ts, h := receiver(t, 200)
+	webhookRule(e, ts, cn.Rule{})
+	e.finish(run.AttemptFailed)
+	other := e.deliverer(&notify.Sender{})
+	from, err := e.store.ConsumerPosition(e.ctx, notify.ConsumerName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := e.store.Events(e.ctx, from, 100)
+	if err != nil || len(evs) == 0 {
+		t.Fatal(err)
+	}
+	e.step() // the first consumer derives and delivers
+	// The second one read the same events before; its write must fail.
+	row := notify.NewDelivery{Key: "dup", ChannelID: "x", Kind: "failed", Title: "t", Content: "c", Status: notify.StatusPending}
+	if err := e.store.Enqueue(e.ctx, notify.ConsumerName, from, evs[len(evs)-1].Position, []notify.NewDelivery{row}, nil); err == nil {
+		t.Fatal("a stale consumer moved the cursor")
+	}
+	if err := other.Step(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.deliveries(notify.DeliveryFilter{})); n != 1 || len(h.all()) != 1 {
+		t.Fatalf("%d rows, %d sent: want 1 and 1", n, len(h.all()))
+	}
+}
