@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/ql3/ql3/core/errs"
@@ -49,6 +50,8 @@ type Deliverer struct {
 	log     *slog.Logger
 	kick    chan struct{}
 	scripts scriptState // sendNotify calls per Run (script.go)
+
+	flushAtMs atomic.Int64 // earliest end of a coalescing window holding outcomes (0: none)
 }
 
 // New checks cfg.
@@ -107,8 +110,13 @@ func (d *Deliverer) Run(ctx context.Context) error {
 			}
 			d.log.Warn("notifications: step failed", "err", err)
 			wait = 5 * time.Second
-		} else if at, ok, err := d.cfg.Store.NextDueMs(ctx); err == nil && ok {
-			wait = min(wait, max(time.Duration(at-d.nowMs())*time.Millisecond, 0))
+		} else {
+			if at, ok, err := d.cfg.Store.NextDueMs(ctx); err == nil && ok {
+				wait = min(wait, max(time.Duration(at-d.nowMs())*time.Millisecond, 0))
+			}
+			if at := d.flushAtMs.Load(); at > 0 {
+				wait = min(wait, max(time.Duration(at-d.nowMs())*time.Millisecond, 0))
+			}
 		}
 		t := d.cfg.Clock.NewTimer(wait)
 		select {
@@ -313,7 +321,11 @@ func (d *Deliverer) flushCoalesced(ctx context.Context) error {
 		return err
 	}
 	now := d.nowMs()
-	var rules map[string]Rule
+	var (
+		rules   map[string]Rule
+		flushAt int64
+	)
+	defer func() { d.flushAtMs.Store(flushAt) }()
 	for key, st := range states {
 		if st.Held == 0 {
 			continue
@@ -334,6 +346,9 @@ func (d *Deliverer) flushCoalesced(ctx context.Context) error {
 		}
 		n, next := r.Coalesce.Flush(st, now)
 		if n == 0 {
+			if end := st.WindowStartMs + r.Coalesce.WindowMs; end > now && (flushAt == 0 || end < flushAt) {
+				flushAt = end // the loop wakes for this summary
+			}
 			continue
 		}
 		name := key.TaskID

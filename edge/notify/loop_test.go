@@ -2,6 +2,7 @@ package notify_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,4 +53,26 @@ func waitFor(t *testing.T, e *env, cond func() bool) {
 			t.Fatal("condition not reached")
 		}
 	}
+}
+
+// The loop wakes for the end of a coalescing window that held outcomes
+// back and sends the summary then, without another event.
+func TestRunSendsTheCoalescingSummaryAtTheWindowEnd(t *testing.T) {
+	e := newEnv(t)
+	ts, h := receiver(t, 200)
+	webhookRule(e, ts, cn.Rule{Coalesce: cn.Coalesce{Max: 1, WindowMs: 10_000}})
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.d.Run(ctx) }()
+	e.finish(run.AttemptFailed)
+	e.finish(run.AttemptFailed)
+	waitFor(t, e, func() bool { return len(e.deliveries(notify.DeliveryFilter{})) == 1 && len(h.all()) == 1 })
+	waitFor(t, e, func() bool { return e.clk.Waiters() > 0 })
+	e.clk.Advance(10 * time.Second)
+	waitFor(t, e, func() bool { return len(h.all()) == 2 })
+	if b := string(h.all()[1].Body); !strings.Contains(b, "1 more notification(s) held back") {
+		t.Fatalf("summary %s", b)
+	}
+	cancel()
+	<-done
 }
