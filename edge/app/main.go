@@ -171,6 +171,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 			testSleep(until)
 		}
 	}
+	// Notifications (notify.go): the deliverer follows the run-event feed;
+	// each attempt gets sendNotify's URL and its Run's token.
+	notifier, err := m.newNotify()
+	if err != nil {
+		return err
+	}
 	m.engine, err = startEngine(runCtx, engineConfig{
 		Store: m.store, Logs: m.logs, Clock: m.Clock, Logger: m.log,
 		WorkRoot:       filepath.Join(cfg.DataDir, WorkDirName),
@@ -179,10 +185,12 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		KillGrace:      time.Duration(cfg.KillGraceMs) * time.Millisecond,
 		DrainGrace:     time.Duration(cfg.DrainGraceMs) * time.Millisecond,
 		Hooks:          hooks,
+		AttemptEnv:     notifier.attemptEnv(),
 	})
 	if err != nil {
 		return err
 	}
+	m.engine.loop(runCtx, "notify", notifier.run)
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
@@ -205,6 +213,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		UI:             panel.UI{},
 		Envs:           m.store,
 		RotateEnvKey:   envKeyRotation(m.store, cfg.EnvKeyFilePath()),
+		Notify:         notifier.api(m.store),
 	})
 	m.server = &http.Server{
 		Handler:           api,
@@ -310,7 +319,8 @@ func (m *Main) sweepRetention(ctx context.Context) {
 		} else if pruned > 0 {
 			m.log.Info("run retention", "removedRuns", pruned)
 		}
-		m.pruneAudit(ctx, now) // envkey.go
+		m.pruneAudit(ctx, now)     // envkey.go
+		m.pruneNotify(ctx, cutoff) // notify.go
 		t := m.Clock.NewTimer(logSweepInterval)
 		select {
 		case <-ctx.Done():

@@ -89,6 +89,7 @@ func commands() []command {
 		{"run", "run a task now; list, show or cancel runs", runCmd},
 		{"logs", "print (or follow with -f) the output of a run", logsCmd},
 		{"env", "the env store: list, add, edit, rm, enable, disable, import, export", envCmd},
+		{"notify", "notifications: channel, rule, test, deliveries", notifyCmd},
 		{"version", "print the version", versionCmd},
 	}
 }

@@ -20,12 +20,13 @@ import (
 // fixture is an API server over a real SQLite store and log store in a
 // temporary directory, with a fake clock.
 type fixture struct {
-	t     testing.TB
-	srv   *httptest.Server
-	store *sqlite.Store
-	logs  *logstore.Store
-	clock *clock.Fake
-	token string
+	t      testing.TB
+	srv    *httptest.Server
+	store  *sqlite.Store
+	logs   *logstore.Store
+	clock  *clock.Fake
+	token  string
+	notify *NotifyConfig
 }
 
 var fixtureStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -51,15 +52,16 @@ func newFixtureWith(t testing.TB, wrap func(http.Handler) http.Handler) *fixture
 		t.Fatal(err)
 	}
 	rotate := unlockEnvs(t, dir, store) // envs_test.go
+	nc := notifyFor(t, store, clk)      // notify_test.go
 	api := New(Config{UI: panel.UI{}, Store: store, Logs: logs, Clock: clk, Auth: Auth{Digest: DigestToken(token)}, Version: "test",
-		Envs: store, RotateEnvKey: rotate})
+		Envs: store, RotateEnvKey: rotate, Notify: nc})
 	var h http.Handler = api
 	if wrap != nil {
 		h = wrap(api)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &fixture{t: t, srv: srv, store: store, logs: logs, clock: clk, token: token}
+	return &fixture{t: t, srv: srv, store: store, logs: logs, clock: clk, token: token, notify: nc}
 }
 
 type response struct {

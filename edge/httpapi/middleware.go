@@ -8,6 +8,7 @@ import (
 
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/metrics"
+	"github.com/ql3/ql3/edge/notify"
 	"github.com/ql3/ql3/httpkit"
 )
 
@@ -83,9 +84,10 @@ func (s *Server) requestPolicy(r *http.Request) error {
 
 // isOpenPath lists what needs no credential: health probes, the UI's open
 // files (they hold no data; the API calls they make do) and the session
-// endpoints (sign-in checks the token itself).
+// endpoints (sign-in checks the token itself), and sendNotify (a Run's token).
 func (s *Server) isOpenPath(p string) bool {
-	return p == "/healthz" || p == "/readyz" || p == httpkit.SessionPath || (s.ui != nil && s.ui.Open(p))
+	return p == "/healthz" || p == "/readyz" || p == httpkit.SessionPath || (s.ui != nil && s.ui.Open(p)) ||
+		p == notify.SendPath // checks a Run's notify token itself (notify.go)
 }
 
 func (s *Server) now() time.Time { return s.clock() }

@@ -81,6 +81,8 @@ type Config struct {
 	Envs edge.EnvStore
 	// RotateEnvKey re-wraps the env data key under a new key file.
 	RotateEnvKey RotateKeyFunc
+	// Notify serves /api/v1/notify (notify.go); nil answers 503.
+	Notify *NotifyConfig
 }
 
 // Server is the HTTP handler of the API.
@@ -107,6 +109,7 @@ type Server struct {
 
 	envs      edge.EnvStore
 	rotateKey RotateKeyFunc
+	notify    *NotifyConfig
 }
 
 // New returns the API handler.
@@ -116,7 +119,7 @@ func New(cfg Config) *Server {
 		maxBody: cfg.MaxBodyBytes, version: cfg.Version, ready: cfg.Ready, grace: cfg.DefaultGraceMs,
 		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), containment: cfg.Containment,
 		onReq: cfg.OnRequest, ui: cfg.UI,
-		envs: cfg.Envs, rotateKey: cfg.RotateEnvKey,
+		envs: cfg.Envs, rotateKey: cfg.RotateEnvKey, notify: cfg.Notify,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -173,6 +176,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	mux.HandleFunc("POST /api/v1/runs/{run}/cancel", s.cancelRun)
 	mux.HandleFunc("GET /api/v1/runs/{run}/attempts/{n}/log", s.readLog)
 	s.envRoutes(mux)
+	s.notifyRoutes(mux)
 
 	// Everything else under the API is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

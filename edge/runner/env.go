@@ -60,6 +60,7 @@ var _ EnvSource = edge.EnvStore(nil)
 type attemptEnv struct {
 	vars    map[string]string
 	matcher *mask.Matcher
+	extra   map[string]string // QL3_* variables of the AttemptEnv hook (notifyenv.go)
 }
 
 // resolveEnv reads the store and composes the attempt's environment from
@@ -69,7 +70,7 @@ type attemptEnv struct {
 func (r *Runner) resolveEnv(ctx context.Context, c edge.Claim) (attemptEnv, error) {
 	cmd := c.Revision.Spec
 	if r.cfg.Envs == nil {
-		return attemptEnv{vars: cmd.Environment}, nil
+		return attemptEnv{vars: cmd.Environment, extra: r.attemptExtraEnv(c)}, nil
 	}
 	snap, err := r.envSnapshot(ctx)
 	if err != nil {
@@ -79,7 +80,7 @@ func (r *Runner) resolveEnv(ctx context.Context, c edge.Claim) (attemptEnv, erro
 	if err != nil {
 		return attemptEnv{}, err
 	}
-	return attemptEnv{vars: composed, matcher: snap.matcher}, nil
+	return attemptEnv{vars: composed, matcher: snap.matcher, extra: r.attemptExtraEnv(c)}, nil
 }
 
 // envErrorClass says how an attempt whose environment could not be built

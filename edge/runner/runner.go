@@ -98,6 +98,8 @@ type Config struct {
 	// DrainGrace is how long running attempts may finish after Run's
 	// context ends before they are stopped; 0 stops them at once.
 	DrainGrace time.Duration
+	// AttemptEnv adds QL3_ variables to each attempt (notifyenv.go).
+	AttemptEnv AttemptEnvFunc
 }
 
 // Runner executes queued runs. Create with New, call Recover once, then Run.
@@ -344,6 +346,7 @@ func (r *Runner) launch(ctx context.Context, slot *executor.Slot, due edge.Run, 
 	out := newMaskedOutput(w, ae.matcher)
 	req := buildRequest(claim, out)
 	req.Spec.Env = ae.vars
+	req.ExtraEnv = ae.extra
 	h, err := r.exec.Start(slot, req)
 	if err != nil {
 		msg := "could not start: " + err.Error()

@@ -118,6 +118,11 @@ type Request struct {
 	TaskName     string
 	ScheduledFor time.Time
 	Spec         Spec
+	// ExtraEnv are QL3_* variables the binary adds for this attempt (the
+	// edge: sendNotify's QL3_NOTIFY_URL and the Run's QL3_NOTIFY_TOKEN);
+	// applied with the other QL3_* variables, after the spec's environment.
+	// Every name must start with QL3_ and must not be one of those above.
+	ExtraEnv map[string]string
 	// Output receives stdout and stderr merged, in the order the attempt
 	// wrote them (one pipe for both), from one goroutine, in chunks of at
 	// most 32 KiB. Its Write must not block for long; errors are ignored
@@ -328,6 +333,12 @@ func (e *Executor) environment(req Request) ([]string, error) {
 	}
 	if !req.ScheduledFor.IsZero() {
 		env["QL3_SCHEDULED_FOR"] = req.ScheduledFor.UTC().Format(time.RFC3339)
+	}
+	for k, v := range req.ExtraEnv {
+		if _, set := env[k]; set || !strings.HasPrefix(k, "QL3_") || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return nil, errs.Invalidf("extraEnv."+k, "must be a QL3_ name the executor does not set itself, its value without NUL")
+		}
+		env[k] = v
 	}
 	out := make([]string, 0, len(env))
 	for k, v := range env {
