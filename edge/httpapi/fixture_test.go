@@ -52,7 +52,7 @@ func newFixtureWith(t testing.TB, wrap func(http.Handler) http.Handler) *fixture
 	}
 	rotate := unlockEnvs(t, dir, store) // envs_test.go
 	api := New(Config{UI: panel.UI{}, Store: store, Logs: logs, Clock: clk, Auth: Auth{Digest: DigestToken(token)}, Version: "test",
-		Envs: store, RotateEnvKey: rotate})
+		Envs: store, RotateEnvKey: rotate, Access: store})
 	var h http.Handler = api
 	if wrap != nil {
 		h = wrap(api)

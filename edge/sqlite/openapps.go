@@ -243,7 +243,9 @@ func (s *Store) CreateAPIToken(ctx context.Context, t edge.APIToken, digest []by
 	if err != nil {
 		return t, err
 	}
-	t.ID = newID()
+	if t.ID == "" {
+		t.ID = newID()
+	}
 	t.CreatedAtMs = s.clock.Now().UnixMilli()
 	err = s.writeDurable(ctx, func(tx *wtx, _ *signals) error {
 		var n int
