@@ -205,6 +205,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		UI:             panel.UI{},
 		Envs:           m.store,
 		RotateEnvKey:   envKeyRotation(m.store, cfg.EnvKeyFilePath()),
+		Access:         m.store,
+		OpenTimeZone:   cfg.OpenTimeZone,
 	})
 	m.server = &http.Server{
 		Handler:           api,
