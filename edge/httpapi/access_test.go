@@ -171,3 +171,17 @@ func TestPasswordAndTOTPSignIn(t *testing.T) {
 		t.Fatalf("users: %+v", users)
 	}
 }
+
+func TestAccountSessionEndsWithTheAccount(t *testing.T) {
+	f := newFixture(t)
+	f.call("POST", "/api/v1/users", `{"username":"bob","password":"correct horse"}`)
+	r := f.send("POST", PasswordSignInPath, `{"username":"bob","password":"correct horse"}`)
+	cookie := strings.Split(r.header.Get("Set-Cookie"), ";")[0]
+	if r := f.send("GET", "/api/v1/tasks", "", "Cookie", cookie); r.status != 200 {
+		t.Fatalf("session: %d", r.status)
+	}
+	f.call("DELETE", "/api/v1/users/bob", "")
+	if r := f.send("GET", "/api/v1/tasks", "", "Cookie", cookie); r.status != 401 {
+		t.Fatalf("session of a deleted account: %d", r.status)
+	}
+}
