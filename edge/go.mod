@@ -34,7 +34,6 @@ require (
 	github.com/gorilla/mux v1.8.0 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
-	golang.org/x/crypto v0.59.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
 )
 
@@ -58,5 +57,8 @@ require github.com/ql3/ql3/panel v0.0.0
 replace github.com/ql3/ql3/panel => ../panel
 
 require github.com/ql3/ql3/httpkit v0.0.0
+
+// argon2id password hashing of accounts (ADR 0049).
+require golang.org/x/crypto v0.59.0
 
 replace github.com/ql3/ql3/httpkit => ../httpkit
