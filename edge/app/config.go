@@ -50,6 +50,7 @@ type Config struct {
 	LogLevel          string `json:"logLevel,omitempty"`          // QL3_LOG_LEVEL: debug|info|warn|error
 	LogFormat         string `json:"logFormat,omitempty"`         // QL3_LOG_FORMAT: text|json
 	EnvKeyFile        string `json:"envKeyFile,omitempty"`        // QL3_ENV_KEY_FILE: the env store's key file (envkey.go)
+	OpenTimeZone      string `json:"openTimeZone,omitempty"`      // QL3_OPEN_TIME_ZONE: zone of triggers the Open API creates (ADR 0048)
 
 	// Client.
 	Addr      string `json:"addr,omitempty"`      // QL3_ADDR: server to talk to
@@ -141,6 +142,7 @@ func (c *Config) overlay(o Config) {
 	setS(&c.LogLevel, o.LogLevel)
 	setS(&c.LogFormat, o.LogFormat)
 	setS(&c.EnvKeyFile, o.EnvKeyFile)
+	setS(&c.OpenTimeZone, o.OpenTimeZone)
 	setS(&c.Addr, o.Addr)
 	setS(&c.TokenFile, o.TokenFile)
 }
@@ -151,6 +153,7 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 		"QL3_LISTEN": &c.Listen, "QL3_DATA_DIR": &c.DataDir, "QL3_LOG_LEVEL": &c.LogLevel, "QL3_LOG_FORMAT": &c.LogFormat,
 		"QL3_ADDR": &c.Addr, "QL3_TOKEN_FILE": &c.TokenFile,
 		"QL3_TLS_CERT": &c.TLSCert, "QL3_TLS_KEY": &c.TLSKey, "QL3_ENV_KEY_FILE": &c.EnvKeyFile,
+		"QL3_OPEN_TIME_ZONE": &c.OpenTimeZone,
 	}
 	for k, dst := range str {
 		if v := getenv(k); v != "" {
@@ -198,6 +201,8 @@ func (c Config) ValidateServer() error {
 		return errs.Invalidf("dataDir", "must not be empty")
 	case (c.TLSCert == "") != (c.TLSKey == ""):
 		return errs.Invalidf("tlsKey", "--tls-cert and --tls-key go together")
+	case c.OpenTimeZone != "" && !validZone(c.OpenTimeZone):
+		return errs.Invalidf("openTimeZone", "%.64q is not an IANA time zone (e.g. Asia/Shanghai)", c.OpenTimeZone)
 	case c.MisfireGraceMs < 0 || c.MisfireGraceMs > MaxMisfireGraceMs:
 		return errs.Invalidf("misfireGraceMs", "must be 0..%d, got %d", MaxMisfireGraceMs, c.MisfireGraceMs)
 	case c.MaxConcurrency < 1 || c.MaxConcurrency > MaxMaxConcurrency:
@@ -220,4 +225,9 @@ func (c Config) ValidateServer() error {
 		return err
 	}
 	return nil
+}
+
+func validZone(name string) bool {
+	_, err := time.LoadLocation(name)
+	return err == nil && name != "Local"
 }

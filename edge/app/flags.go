@@ -30,6 +30,7 @@ Precedence, lowest first: defaults, the file, QL3_* variables, flags.
   "logLevel"           string  debug, info, warn, error                 $QL3_LOG_LEVEL  (info)
   "logFormat"          string  text or json                             $QL3_LOG_FORMAT (text)
   "envKeyFile"         string  env store key file (0600; keep a backup) $QL3_ENV_KEY_FILE (<dataDir>/env.key)
+  "openTimeZone"       string  zone of triggers the QingLong Open API creates $QL3_OPEN_TIME_ZONE (UTC)
   "addr"               string  CLI: server address or https:// URL      $QL3_ADDR       (127.0.0.1:5700)
   "tokenFile"          string  CLI: admin token file                    $QL3_TOKEN_FILE (<dataDir>/admin.token)
 `
@@ -56,6 +57,7 @@ func (m *Main) ParseFlags(args []string) error {
 		logRetention = fs.Duration("log-retention", 0, "remove finished runs and their logs older than this (default 168h)")
 		logLevel     = fs.String("log-level", "", "debug, info (default), warn or error")
 		logFormat    = fs.String("log-format", "", "text (default) or json: one slog record per line on stderr")
+		openZone     = fs.String("open-time-zone", "", "IANA zone of triggers created through the QingLong Open API, whose schedules carry none (default $QL3_OPEN_TIME_ZONE, then UTC)")
 		envKeyFile   = fs.String("env-key-file", "", "key file of the env store's encryption (default $QL3_ENV_KEY_FILE, then <data dir>/env.key; created 0600 on first start)")
 	)
 	fs.Usage = func() {
@@ -98,6 +100,8 @@ func (m *Main) ParseFlags(args []string) error {
 		switch f.Name {
 		case "env-key-file":
 			cfg.EnvKeyFile = *envKeyFile
+		case "open-time-zone":
+			cfg.OpenTimeZone = *openZone
 		case "listen":
 			cfg.Listen = *listen
 		case "data-dir":

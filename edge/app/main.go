@@ -214,6 +214,8 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Envs:           m.store,
 		RotateEnvKey:   envKeyRotation(m.store, cfg.EnvKeyFilePath()),
 		Notify:         notifier.api(m.store),
+		Access:         m.store,
+		OpenTimeZone:   cfg.OpenTimeZone,
 	})
 	m.server = &http.Server{
 		Handler:           api,

@@ -90,6 +90,9 @@ func commands() []command {
 		{"logs", "print (or follow with -f) the output of a run", logsCmd},
 		{"env", "the env store: list, add, edit, rm, enable, disable, import, export", envCmd},
 		{"notify", "notifications: channel, rule, test, deliveries", notifyCmd},
+		{"token", "scoped API tokens: list, create, revoke", tokenCmd},
+		{"app", "QingLong Open API apps: list, create, rm", appCmd},
+		{"user", "panel accounts: list, add, passwd, rm, second factor, sign-in log", userCmd},
 		{"version", "print the version", versionCmd},
 	}
 }

@@ -75,9 +75,17 @@ func isLowerHex(s string) bool {
 //
 // With Disabled set (only allowed on a loopback listener, see app), every
 // request is allowed.
+//
+// A token that is not the admin token may be a scoped API token (ADR
+// 0049): live, unexpired and allowed for this request by its scopes
+// (core/access), else 401 (unknown, revoked, expired) or 403 (outside its
+// scopes).
 type Auth struct {
 	Digest   TokenDigest
 	Disabled bool
+	// scoped looks up a scoped token by digest (set by New when the
+	// server has an access store).
+	scoped func(r *http.Request, d TokenDigest) error
 }
 
 func (a Auth) check(r *http.Request) error {
@@ -96,6 +104,9 @@ func (a Auth) check(r *http.Request) error {
 		}
 		d := DigestToken(tok)
 		if subtle.ConstantTimeCompare(d[:], a.Digest[:]) != 1 {
+			if a.scoped != nil {
+				return a.scoped(r, d)
+			}
 			return errs.E(errs.Unauthorized, "Authorization", "invalid token")
 		}
 		return nil

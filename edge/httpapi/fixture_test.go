@@ -54,7 +54,7 @@ func newFixtureWith(t testing.TB, wrap func(http.Handler) http.Handler) *fixture
 	rotate := unlockEnvs(t, dir, store) // envs_test.go
 	nc := notifyFor(t, store, clk)      // notify_test.go
 	api := New(Config{UI: panel.UI{}, Store: store, Logs: logs, Clock: clk, Auth: Auth{Digest: DigestToken(token)}, Version: "test",
-		Envs: store, RotateEnvKey: rotate, Notify: nc})
+		Envs: store, RotateEnvKey: rotate, Notify: nc, Access: store})
 	var h http.Handler = api
 	if wrap != nil {
 		h = wrap(api)

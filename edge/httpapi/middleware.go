@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/ql3/ql3/core/errs"
@@ -84,9 +85,12 @@ func (s *Server) requestPolicy(r *http.Request) error {
 
 // isOpenPath lists what needs no credential: health probes, the UI's open
 // files (they hold no data; the API calls they make do) and the session
-// endpoints (sign-in checks the token itself), and sendNotify (a Run's token).
+// endpoints (sign-in checks the token or the password itself) and the
+// Open API (it checks its app tokens itself, ADR 0048), and sendNotify (a
+// Run's token).
 func (s *Server) isOpenPath(p string) bool {
-	return p == "/healthz" || p == "/readyz" || p == httpkit.SessionPath || (s.ui != nil && s.ui.Open(p)) ||
+	return p == "/healthz" || p == "/readyz" || p == httpkit.SessionPath || p == PasswordSignInPath ||
+		strings.HasPrefix(p, "/open/") || (s.ui != nil && s.ui.Open(p)) ||
 		p == notify.SendPath // checks a Run's notify token itself (notify.go)
 }
 

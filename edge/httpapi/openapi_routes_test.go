@@ -113,14 +113,14 @@ func edgeRoutes() []openapi.Route {
 			Params: append(run, openapi.Param{Name: "n", In: "path", Type: "integer", Required: true, Description: "attempt number"},
 				openapi.Query("offset", "integer", "first byte"), openapi.Query("limit", "integer", "bytes"), openapi.Query("follow", "boolean", "stream until the attempt ends")),
 			Responses: withErrors(map[int]openapi.Response{200: {Description: "output bytes (X-Log-Size, X-Log-Truncated headers)", ContentType: "text/plain"}}, 404)},
-	}, append(envRoutes(), notifyRoutes()...)...) // openapi_envs_test.go, openapi_notify_test.go
+	}, append(append(envRoutes(), notifyRoutes()...), accessRoutes()...)...) // openapi_envs_test.go, openapi_notify_test.go, openapi_access_test.go
 }
 
 func edgeGenerator() *openapi.Generator {
 	return &openapi.Generator{
 		Title:       "ql3-edge API",
 		Version:     "v1",
-		Description: "The single-node scheduler's JSON API. Errors are {code, message, field}. Everything needs Authorization: Bearer <admin token> or the panel's session cookie, except the health probes and, from a loopback peer, /metrics, this document and the schedule preview (ADR 0039). Env values are never listed: reveal and an export with values return them, audited (ADR 0038).",
+		Description: "The single-node scheduler's JSON API. Errors are {code, message, field}. Everything needs Authorization: Bearer <admin token>, a scoped API token whose scopes allow the request (ADR 0049), or the panel's session cookie, except the health probes and, from a loopback peer, /metrics, this document and the schedule preview (ADR 0039). Env values are never listed: reveal and an export with values return them, audited (ADR 0038).",
 		Substitute:  map[reflect.Type]reflect.Type{reflect.TypeOf(json.RawMessage(nil)): reflect.TypeOf(spec.Command{})},
 		Enums: map[string][]string{
 			"Run.status":      {"created", "queued", "dispatching", "running", "retry_wait", "lost", "succeeded", "failed", "cancelled", "timed_out"},

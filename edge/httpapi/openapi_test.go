@@ -89,6 +89,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	f.call("DELETE", "/api/v1/tasks/hello", "")
 	f.envExamples()    // envs_test.go
 	f.notifyExamples() // notify_test.go
+	f.accessExamples() // openapi_access_test.go
 
 	doc.Validate(t, rec)
 }

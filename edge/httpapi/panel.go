@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"net/http"
+	"strings"
 
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/httpkit"
@@ -38,8 +39,18 @@ func (s *Server) sessionAllows(r *http.Request) bool {
 	if r.Header.Get("Authorization") != "" {
 		return false
 	}
-	if _, ok := s.sessions.Lookup(r); !ok {
+	v, ok := s.sessions.Lookup(r)
+	if !ok {
 		return false
+	}
+	// An account's session ends with the account (ADR 0049).
+	if name, isUser := strings.CutPrefix(v, "user:"); isUser {
+		if s.access == nil {
+			return false
+		}
+		if _, err := s.access.GetUser(r.Context(), name); err != nil {
+			return false
+		}
 	}
 	return httpkit.CookieMayAuthorize(r)
 }

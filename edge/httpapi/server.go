@@ -30,6 +30,9 @@
 //	POST   /api/v1/runs/{run}/cancel
 //	GET    /api/v1/runs/{run}/attempts/{n}/log          (?offset=&limit=&follow=1) raw bytes
 //	…      /api/v1/envs…, /api/v1/audit                 the env store (envs.go)
+//	…      /api/v1/tokens…, /api/v1/apps…, /api/v1/users…, /api/v1/signins,
+//	       POST /api/v1/session/password                scoped tokens, Open API apps, accounts (access.go)
+//	…      /open/…                                      the QingLong-compatible Open API (open.go)
 //
 // {task} is a task id or the name of a live task. Errors are JSON
 // {code, message, field} (see ErrorBody) with the status from Status.
@@ -83,6 +86,13 @@ type Config struct {
 	RotateEnvKey RotateKeyFunc
 	// Notify serves /api/v1/notify (notify.go); nil answers 503.
 	Notify *NotifyConfig
+	// Access keeps Open API apps, scoped API tokens and accounts (ADR
+	// 0048, 0049); nil answers their routes with 503 and accepts only the
+	// admin token.
+	Access edge.AccessStore
+	// OpenTimeZone is the IANA zone of triggers the Open API creates
+	// (QingLong schedules have none); "" means UTC.
+	OpenTimeZone string
 }
 
 // Server is the HTTP handler of the API.
@@ -110,6 +120,12 @@ type Server struct {
 	envs      edge.EnvStore
 	rotateKey RotateKeyFunc
 	notify    *NotifyConfig
+
+	access      edge.AccessStore
+	openZone    string
+	openLimit   *failLimiter // failed GET /open/auth/token per peer
+	signinLimit *failLimiter // failed password sign-ins per peer
+	signinMu    chan struct{}
 }
 
 // New returns the API handler.
@@ -120,6 +136,7 @@ func New(cfg Config) *Server {
 		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), containment: cfg.Containment,
 		onReq: cfg.OnRequest, ui: cfg.UI,
 		envs: cfg.Envs, rotateKey: cfg.RotateEnvKey, notify: cfg.Notify,
+		access: cfg.Access, openZone: cfg.OpenTimeZone,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -133,6 +150,7 @@ func New(cfg Config) *Server {
 	if s.sessions == nil {
 		s.sessions = httpkit.NewSessions(0, 0, s.clock)
 	}
+	s.initAccess()
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
@@ -177,6 +195,8 @@ func (s *Server) routes(mux httpkit.Mux) {
 	mux.HandleFunc("GET /api/v1/runs/{run}/attempts/{n}/log", s.readLog)
 	s.envRoutes(mux)
 	s.notifyRoutes(mux)
+	s.accessRoutes(mux)
+	s.openRoutes(mux)
 
 	// Everything else under the API is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

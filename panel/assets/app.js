@@ -52,7 +52,7 @@
     if (r.status === 204) return null;
     let b = {};
     try { b = await r.json(); } catch (e) { b = { message: "HTTP " + r.status }; }
-    if (r.status === 401 && path !== "/api/v1/session") { showSignIn("Your session ended; sign in again."); throw new APIError(401, b); }
+    if (r.status === 401 && !path.startsWith("/api/v1/session")) { showSignIn("Your session ended; sign in again."); throw new APIError(401, b); }
     if (!r.ok) throw new APIError(r.status, b);
     return b;
   }
@@ -74,8 +74,33 @@
     h("label", { for: "token", text: "Admin token" }), tok, err,
     h("p", { class: "muted", text: "The token is exchanged for a session cookie the page cannot read; it is not stored in the browser." }),
     h("button", { class: "primary", type: "submit", id: "signin-submit", text: "Sign in" }));
-    render(S.gen, form);
+    render(S.gen, form, S.control ? null : passwordSignIn());
     tok.focus();
+  }
+  // passwordSignIn is the account form (ql3-edge, ADR 0049): username and
+  // password, then the one-time code when the server asks for it (401 on
+  // field "code"). A lock's message says until when.
+  function passwordSignIn() {
+    const t = window.ql3Panel && window.ql3Panel.t || ((key, english) => english);
+    const err = h("div", { class: "ferr", "data-err": "password", id: "pw-err", role: "alert" });
+    const user = h("input", { type: "text", id: "pw-user", name: "username", autocomplete: "username", required: true });
+    const pass = h("input", { type: "password", id: "pw-pass", name: "password", autocomplete: "current-password", required: true });
+    const code = h("input", { type: "text", id: "pw-code", name: "code", inputmode: "numeric", autocomplete: "one-time-code", maxlength: "6" });
+    const codeRow = h("div", { id: "pw-code-row", hidden: true }, h("label", { for: "pw-code", text: t("signin.code", "One-time code") }), code);
+    return h("form", { id: "signin-password", onsubmit: async (ev) => {
+      ev.preventDefault(); err.textContent = "";
+      try {
+        await api("POST", "/api/v1/session/password", { username: user.value, password: pass.value, code: code.value });
+        pass.value = ""; code.value = ""; await boot();
+      } catch (e) {
+        if (e.field === "code" && codeRow.hidden) { codeRow.hidden = false; code.focus(); return; }
+        err.textContent = e.message; code.value = "";
+      }
+    } },
+    h("h2", { text: t("signin.account", "Or sign in with an account") }),
+    h("label", { for: "pw-user", text: t("signin.username", "Username") }), user,
+    h("label", { for: "pw-pass", text: t("signin.password", "Password") }), pass, codeRow, err,
+    h("button", { class: "primary", type: "submit", id: "pw-submit", text: t("signin.submit", "Sign in") }));
   }
   async function signOut() {
     clearTimers();

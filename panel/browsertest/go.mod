@@ -4,6 +4,9 @@ go 1.26.0
 
 require github.com/chromedp/chromedp v0.23.0
 
+// core/totp: the browser test computes one-time codes as an authenticator app would.
+require github.com/ql3/ql3/core v0.0.0
+
 require (
 	github.com/Masterminds/semver/v3 v3.5.0 // indirect
 	github.com/chromedp/cdproto v0.159.0 // indirect
@@ -13,7 +16,6 @@ require (
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
-	github.com/ql3/ql3/core v0.0.0 // indirect
 	github.com/ql3/ql3/migrations v0.0.0 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
