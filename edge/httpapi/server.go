@@ -11,7 +11,7 @@
 //	POST   /api/v1/session                             sign in {token} → HttpOnly session cookie
 //	DELETE /api/v1/session                             sign out
 //	GET    /api/v1/schedule/preview                    (?expression=&timeZone=&count=&afterMs=)
-//	GET    /api/v1/tasks                                list (?limit=&cursor=&deleted=1)
+//	GET    /api/v1/tasks                                list (?q=&label=&enabled=&limit=&cursor=&deleted=1; rows with triggers and last run)
 //	POST   /api/v1/tasks                                create (spec + optional triggers)
 //	GET    /api/v1/tasks/{task}                         one task with its triggers
 //	PUT    /api/v1/tasks/{task}                         update (expectedRevision) → new revision
@@ -30,6 +30,8 @@
 //	POST   /api/v1/runs/{run}/cancel
 //	GET    /api/v1/runs/{run}/attempts/{n}/log          (?offset=&limit=&follow=1) raw bytes
 //	…      /api/v1/envs…, /api/v1/audit                 the env store (envs.go)
+//	GET    /api/v1/overview                             counts by status, failures of 24 h, next fires (find.go)
+//	GET    /api/v1/views, POST, DELETE …/{view}          saved task filters (find.go)
 //
 // {task} is a task id or the name of a live task. Errors are JSON
 // {code, message, field} (see ErrorBody) with the status from Status.
@@ -173,6 +175,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	mux.HandleFunc("POST /api/v1/runs/{run}/cancel", s.cancelRun)
 	mux.HandleFunc("GET /api/v1/runs/{run}/attempts/{n}/log", s.readLog)
 	s.envRoutes(mux)
+	s.findRoutes(mux)
 
 	// Everything else under the API is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

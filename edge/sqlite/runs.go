@@ -13,8 +13,11 @@ import (
 
 // GetRun implements edge.RunStore.
 func (s *Store) GetRun(ctx context.Context, runID string) (edge.Run, error) {
-	r, err := loadRun(ctx, s.reader, runID)
-	return r.Run, err
+	r, err := scanNamedRun(s.reader.QueryRowContext(ctx, selectRunNamed+` WHERE r.id = ?`, runID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return edge.Run{}, errs.NotFoundf("run %s not found", runID)
+	}
+	return r, translate(err)
 }
 
 // maxStatusFilters bounds RunFilter.Statuses.
@@ -65,7 +68,7 @@ func (s *Store) ListRuns(ctx context.Context, f edge.RunFilter) (edge.RunPage, e
 		where = append(where, "(r.created_at_ms, r.id) < (?, ?)")
 		args = append(args, c.AtMs, c.ID)
 	}
-	q := selectRun
+	q := selectRunNamed
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -78,11 +81,11 @@ func (s *Store) ListRuns(ctx context.Context, f edge.RunFilter) (edge.RunPage, e
 	defer rows.Close()
 	var page edge.RunPage
 	for rows.Next() {
-		r, err := scanRun(rows)
+		r, err := scanNamedRun(rows)
 		if err != nil {
 			return edge.RunPage{}, translate(err)
 		}
-		page.Runs = append(page.Runs, r.Run)
+		page.Runs = append(page.Runs, r)
 	}
 	if err := rows.Err(); err != nil {
 		return edge.RunPage{}, translate(err)

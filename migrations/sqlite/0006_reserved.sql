@@ -1,0 +1,3 @@
+-- Placeholder: version 6 belongs to another change of this release and
+-- replaces this file when the branches meet.
+SELECT 1;
