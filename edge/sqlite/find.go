@@ -205,18 +205,19 @@ func (s *Store) DeleteView(ctx context.Context, id string) error {
 
 // The overview's statements. Active statuses come from runs_status_keyset
 // (one range per status, index only), finished ones from
-// runs_finished_status (a range of the last 24 hours, index only), the
-// failures from the same index newest first, the fires from
-// trigger_schedules_due.
+// runs_status_finished (the last 24 hours of each status, index only), the
+// failures from the same index (the window of three statuses, sorted:
+// a few hundred rows at most), the fires from trigger_schedules_due.
 const (
 	qOverviewTasks = `SELECT COUNT(*), IFNULL(SUM(enabled), 0) FROM tasks
     WHERE project_id = ? AND deleted_at_ms IS NULL`
 	qOverviewActive = `SELECT status, COUNT(*) FROM runs
     WHERE status IN ('created', 'queued', 'dispatching', 'running', 'retry_wait') GROUP BY status`
 	qOverviewRecent = `SELECT status, COUNT(*) FROM runs
-    WHERE finished_at_ms > 0 AND finished_at_ms >= ? GROUP BY status`
-	qOverviewFailures = selectRunNamed + ` WHERE r.finished_at_ms > 0 AND r.finished_at_ms >= ?
-    AND r.status IN ('failed', 'timed_out', 'lost') ORDER BY r.finished_at_ms DESC LIMIT ?`
+    WHERE status IN ('succeeded', 'failed', 'cancelled', 'timed_out', 'lost')
+    AND finished_at_ms > 0 AND finished_at_ms >= ? GROUP BY status`
+	qOverviewFailures = selectRunNamed + ` WHERE r.status IN ('failed', 'timed_out', 'lost')
+    AND r.finished_at_ms > 0 AND r.finished_at_ms >= ? ORDER BY r.finished_at_ms DESC LIMIT ?`
 	qOverviewFires = `SELECT tr.task_id, t.name, s.trigger_id, r.expression, r.time_zone, s.next_fire_at_ms
 FROM trigger_schedules s
 JOIN triggers tr ON tr.id = s.trigger_id

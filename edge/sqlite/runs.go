@@ -30,50 +30,10 @@ func (s *Store) ListRuns(ctx context.Context, f edge.RunFilter) (edge.RunPage, e
 	if err != nil {
 		return edge.RunPage{}, err
 	}
-	var (
-		where []string
-		args  []any
-	)
-	if f.TaskID != "" {
-		where = append(where, "r.task_id = ?")
-		args = append(args, f.TaskID)
+	q, args, err := runsQuery(f, limit)
+	if err != nil {
+		return edge.RunPage{}, err
 	}
-	if f.TriggerID != "" {
-		where = append(where, "r.trigger_id = ?")
-		args = append(args, f.TriggerID)
-	}
-	if f.Origin != "" {
-		where = append(where, "r.origin = ?")
-		args = append(args, string(f.Origin))
-	}
-	if len(f.Statuses) > maxStatusFilters {
-		return edge.RunPage{}, errs.Invalidf("status", "at most %d statuses, got %d", maxStatusFilters, len(f.Statuses))
-	}
-	if len(f.Statuses) > 0 {
-		marks := make([]string, len(f.Statuses))
-		for i, st := range f.Statuses {
-			if !st.Valid() {
-				return edge.RunPage{}, errs.Invalidf("status", "unknown run status %q", string(st))
-			}
-			marks[i] = "?"
-			args = append(args, string(st))
-		}
-		where = append(where, "r.status IN ("+strings.Join(marks, ", ")+")")
-	}
-	if f.Cursor != "" {
-		c, err := decodeCursor(f.Cursor)
-		if err != nil {
-			return edge.RunPage{}, err
-		}
-		where = append(where, "(r.created_at_ms, r.id) < (?, ?)")
-		args = append(args, c.AtMs, c.ID)
-	}
-	q := selectRunNamed
-	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
-	}
-	q += " ORDER BY r.created_at_ms DESC, r.id DESC LIMIT ?"
-	args = append(args, limit+1)
 	rows, err := s.reader.QueryContext(ctx, q, args...)
 	if err != nil {
 		return edge.RunPage{}, translate(err)
@@ -96,6 +56,56 @@ func (s *Store) ListRuns(ctx context.Context, f edge.RunFilter) (edge.RunPage, e
 		page.NextCursor = encodeCursor(cursor{AtMs: last.CreatedAtMs, ID: last.ID})
 	}
 	return page, nil
+}
+
+// runsQuery builds ListRuns' statement (TestFindQueryPlans reads its
+// plan): the runs of a page with their tasks' names.
+func runsQuery(f edge.RunFilter, limit int) (string, []any, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if f.TaskID != "" {
+		where = append(where, "r.task_id = ?")
+		args = append(args, f.TaskID)
+	}
+	if f.TriggerID != "" {
+		where = append(where, "r.trigger_id = ?")
+		args = append(args, f.TriggerID)
+	}
+	if f.Origin != "" {
+		where = append(where, "r.origin = ?")
+		args = append(args, string(f.Origin))
+	}
+	if len(f.Statuses) > maxStatusFilters {
+		return "", nil, errs.Invalidf("status", "at most %d statuses, got %d", maxStatusFilters, len(f.Statuses))
+	}
+	if len(f.Statuses) > 0 {
+		marks := make([]string, len(f.Statuses))
+		for i, st := range f.Statuses {
+			if !st.Valid() {
+				return "", nil, errs.Invalidf("status", "unknown run status %q", string(st))
+			}
+			marks[i] = "?"
+			args = append(args, string(st))
+		}
+		where = append(where, "r.status IN ("+strings.Join(marks, ", ")+")")
+	}
+	if f.Cursor != "" {
+		c, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return "", nil, err
+		}
+		where = append(where, "(r.created_at_ms, r.id) < (?, ?)")
+		args = append(args, c.AtMs, c.ID)
+	}
+	q := selectRunNamed
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY r.created_at_ms DESC, r.id DESC LIMIT ?"
+	args = append(args, limit+1)
+	return q, args, nil
 }
 
 // ListAttempts implements edge.RunStore.

@@ -257,17 +257,18 @@ func getTaskRevision(ctx context.Context, q queryer, taskID string, revision int
 	return tr, nil
 }
 
-// ListTasks implements edge.TaskStore: oldest first, keyset on
-// (created_at_ms, id), filtered by search text, label and enabled; Total
-// counts what the filter selects (ADR 0050).
-func (s *Store) ListTasks(ctx context.Context, f edge.TaskFilter) (edge.TaskPage, error) {
-	limit, err := pageLimit(f.Limit)
-	if err != nil {
-		return edge.TaskPage{}, err
-	}
+// listQuery is a list's statements: the page and the count.
+type listQuery struct {
+	list, count         string
+	listArgs, countArgs []any
+}
+
+// tasksQuery builds ListTasks' statements (TestFindQueryPlans reads
+// their plans).
+func tasksQuery(f edge.TaskFilter, limit int) (listQuery, error) {
 	search, err := edge.CheckSearch("q", f.Search)
 	if err != nil {
-		return edge.TaskPage{}, err
+		return listQuery{}, err
 	}
 	where := ` WHERE t.project_id = ?`
 	args := []any{edge.DefaultProjectID}
@@ -286,21 +287,37 @@ func (s *Store) ListTasks(ctx context.Context, f edge.TaskFilter) (edge.TaskPage
 		where += ` AND t.enabled = ?`
 		args = append(args, boolInt(*f.Enabled))
 	}
-	var page edge.TaskPage
-	if err := s.reader.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks t`+where, args...).Scan(&page.Total); err != nil {
-		return edge.TaskPage{}, translate(err)
-	}
-	q := selectTask + where
+	lq := listQuery{count: `SELECT COUNT(*) FROM tasks t` + where, countArgs: slices.Clone(args), list: selectTask + where}
 	if f.Cursor != "" {
 		c, err := decodeCursor(f.Cursor)
 		if err != nil {
-			return edge.TaskPage{}, err
+			return listQuery{}, err
 		}
-		q += ` AND (t.created_at_ms, t.id) > (?, ?)`
+		lq.list += ` AND (t.created_at_ms, t.id) > (?, ?)`
 		args = append(args, c.AtMs, c.ID)
 	}
-	q += ` ORDER BY t.created_at_ms, t.id LIMIT ?`
-	args = append(args, limit+1)
+	lq.list += ` ORDER BY t.created_at_ms, t.id LIMIT ?`
+	lq.listArgs = append(args, limit+1)
+	return lq, nil
+}
+
+// ListTasks implements edge.TaskStore: oldest first, keyset on
+// (created_at_ms, id), filtered by search text, label and enabled; Total
+// counts what the filter selects (ADR 0050).
+func (s *Store) ListTasks(ctx context.Context, f edge.TaskFilter) (edge.TaskPage, error) {
+	limit, err := pageLimit(f.Limit)
+	if err != nil {
+		return edge.TaskPage{}, err
+	}
+	tq, err := tasksQuery(f, limit)
+	if err != nil {
+		return edge.TaskPage{}, err
+	}
+	var page edge.TaskPage
+	if err := s.reader.QueryRowContext(ctx, tq.count, tq.countArgs...).Scan(&page.Total); err != nil {
+		return edge.TaskPage{}, translate(err)
+	}
+	q, args := tq.list, tq.listArgs
 	rows, err := s.reader.QueryContext(ctx, q, args...)
 	if err != nil {
 		return edge.TaskPage{}, translate(err)

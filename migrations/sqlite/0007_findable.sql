@@ -36,9 +36,12 @@ CREATE TABLE task_views (
     created_at_ms INTEGER NOT NULL
 ) STRICT;
 
+-- The task list's page: live tasks of a project in creation order, read
+-- in index order and stopped after a page (without it SQLite sorted every
+-- task of the project for each page).
+CREATE INDEX tasks_live_keyset ON tasks (project_id, created_at_ms, id) WHERE deleted_at_ms IS NULL;
+
 -- The overview counts the runs that finished in the last 24 hours by
--- status from this index alone (no table row read). It has the prefix
--- and the condition of runs_finished, which retention used; one index
--- is kept.
-CREATE INDEX runs_finished_status ON runs (finished_at_ms, status) WHERE finished_at_ms > 0;
-DROP INDEX runs_finished;
+-- status, and finds the newest failures, from this index alone: a range
+-- of the window per status, already grouped.
+CREATE INDEX runs_status_finished ON runs (status, finished_at_ms) WHERE finished_at_ms > 0;
