@@ -215,9 +215,9 @@ const (
     WHERE status IN ('created', 'queued', 'dispatching', 'running', 'retry_wait') GROUP BY status`
 	qOverviewRecent = `SELECT status, COUNT(*) FROM runs
     WHERE status IN ('succeeded', 'failed', 'cancelled', 'timed_out', 'lost')
-    AND finished_at_ms > 0 AND finished_at_ms >= ? GROUP BY status`
+    AND finished_at_ms >= ? GROUP BY status`
 	qOverviewFailures = selectRunNamed + ` WHERE r.status IN ('failed', 'timed_out', 'lost')
-    AND r.finished_at_ms > 0 AND r.finished_at_ms >= ? ORDER BY r.finished_at_ms DESC LIMIT ?`
+    AND r.finished_at_ms >= ? ORDER BY r.finished_at_ms DESC LIMIT ?`
 	qOverviewFires = `SELECT tr.task_id, t.name, s.trigger_id, r.expression, r.time_zone, s.next_fire_at_ms
 FROM trigger_schedules s
 JOIN triggers tr ON tr.id = s.trigger_id
@@ -230,7 +230,9 @@ ORDER BY s.next_fire_at_ms LIMIT ?`
 // Overview implements edge.FindStore. Its reads run in one read
 // transaction, so the counts agree with each other.
 func (s *Store) Overview(ctx context.Context, nowMs int64) (edge.Overview, error) {
-	o := edge.Overview{NowMs: nowMs, SinceMs: nowMs - edge.OverviewWindowMs, Active: map[string]int64{}, Recent: map[string]int64{}}
+	// The window starts after 0: a run that has not finished has
+	// finished_at_ms 0 and must not count.
+	o := edge.Overview{NowMs: nowMs, SinceMs: max(1, nowMs-edge.OverviewWindowMs), Active: map[string]int64{}, Recent: map[string]int64{}}
 	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return edge.Overview{}, translate(err)

@@ -36,12 +36,17 @@ CREATE TABLE task_views (
     created_at_ms INTEGER NOT NULL
 ) STRICT;
 
--- The task list's page: live tasks of a project in creation order, read
+-- The task list's page: the tasks of a project in creation order, read
 -- in index order and stopped after a page (without it SQLite sorted every
--- task of the project for each page).
-CREATE INDEX tasks_live_keyset ON tasks (project_id, created_at_ms, id) WHERE deleted_at_ms IS NULL;
+-- task of the project for each page). It carries deleted_at_ms, enabled
+-- and search_text, so a search or a count reads the index alone, never the
+-- table (a partial index would not: SQLite reads the table to check the
+-- index's own condition).
+CREATE INDEX tasks_find ON tasks (project_id, created_at_ms, id, deleted_at_ms, enabled, search_text);
 
 -- The overview counts the runs that finished in the last 24 hours by
 -- status, and finds the newest failures, from this index alone: a range
 -- of the window per status, already grouped.
-CREATE INDEX runs_status_finished ON runs (status, finished_at_ms) WHERE finished_at_ms > 0;
+-- Not partial: the window's lower bound is a parameter, and SQLite uses a
+-- partial index only where it can prove the index's condition.
+CREATE INDEX runs_status_finished ON runs (status, finished_at_ms);

@@ -53,6 +53,32 @@
       h("h2", { text: t("overview.next", "Next fires") }), fireTable);
   }
 
+  // views is the task list's bar of saved filters (QingLong's views): one
+  // link each, a delete button, and "save" for the filter on screen.
+  function views(params) {
+    const bar = h("div", { class: "bar views", id: "views" });
+    const cur = { q: params.get("q") || "", label: params.get("label") || "", enabled: params.get("enabled") || "" };
+    const act = (fn) => async () => {
+      try { await fn(); } catch (e) { if (e.status !== 401) alert(e.message); return; }
+      P.route();
+    };
+    (async () => {
+      const vs = await api("GET", "/api/v1/views");
+      const items = vs.items.map((v) => h("span", { class: "view", "data-view": v.name },
+        h("a", { class: "button", href: "#/tasks" + q({ q: v.filter.q, label: v.filter.label, enabled: v.filter.enabled }), text: v.name }),
+        h("button", { type: "button", class: "danger delete-view", "aria-label": fill(t("views.delete", "Delete view {name}"), { name: v.name }), text: "×",
+          onclick: act(async () => { if (confirm(fill(t("views.delete", "Delete view {name}"), { name: v.name }) + "?")) await api("DELETE", "/api/v1/views/" + encodeURIComponent(v.id)); }) })));
+      const save = cur.q || cur.label || cur.enabled ? h("button", { type: "button", id: "save-view", text: t("views.save", "Save as view"),
+        onclick: act(async () => {
+          const name = prompt(t("views.name", "Name of the view"));
+          if (name) await api("POST", "/api/v1/views", { name, filter: { q: cur.q, label: cur.label, enabled: cur.enabled } });
+        }) }) : null;
+      bar.replaceChildren(...[items.length ? h("span", { class: "muted", text: t("views.title", "Views:") }) : null, ...items, save].filter(Boolean));
+    })().catch((e) => { if (e.status !== 401) bar.textContent = e.message; });
+    return bar;
+  }
+  if (P.ext) P.ext.views = views;
+
   // The page's strings in English and Chinese.
   if (P.addMessages) P.addMessages({
     "en": {
@@ -73,7 +99,11 @@
       "overview.title": "Overview",
       "overview.when": "When",
       "overview.workers": "Workers",
-      "overview.workersOnline": "{online} of {total} online"
+      "overview.workersOnline": "{online} of {total} online",
+      "views.delete": "Delete view {name}",
+      "views.name": "Name of the view",
+      "views.save": "Save as view",
+      "views.title": "Views:"
     },
     "zh-CN": {
       "overview.active": "当前",
@@ -93,7 +123,11 @@
       "overview.title": "概览",
       "overview.when": "时间",
       "overview.workers": "工作节点",
-      "overview.workersOnline": "{total} 个中 {online} 个在线"
+      "overview.workersOnline": "{total} 个中 {online} 个在线",
+      "views.delete": "删除视图 {name}",
+      "views.name": "视图名称",
+      "views.save": "保存为视图",
+      "views.title": "视图："
     }
   });
   // The edge answers GET /api/v1/overview; the control plane's comes with
