@@ -313,16 +313,18 @@ func (s *Store) ListTasks(ctx context.Context, f edge.TaskFilter) (edge.TaskPage
 	if err != nil {
 		return edge.TaskPage{}, err
 	}
-	var page edge.TaskPage
-	if err := s.reader.QueryRowContext(ctx, tq.count, tq.countArgs...).Scan(&page.Total); err != nil {
+	// One read transaction: the page and the count agree.
+	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
 		return edge.TaskPage{}, translate(err)
 	}
-	q, args := tq.list, tq.listArgs
-	rows, err := s.reader.QueryContext(ctx, q, args...)
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, tq.list, tq.listArgs...)
 	if err != nil {
 		return edge.TaskPage{}, translate(err)
 	}
 	defer rows.Close()
+	var page edge.TaskPage
 	for rows.Next() {
 		t, err := scanTask(rows)
 		if err != nil {
@@ -331,6 +333,14 @@ func (s *Store) ListTasks(ctx context.Context, f edge.TaskFilter) (edge.TaskPage
 		page.Tasks = append(page.Tasks, t)
 	}
 	if err := rows.Err(); err != nil {
+		return edge.TaskPage{}, translate(err)
+	}
+	rows.Close()
+	// A first page that holds every match is its own count: a rare search
+	// scans the index once, not twice.
+	if f.Cursor == "" && len(page.Tasks) <= limit {
+		page.Total = int64(len(page.Tasks))
+	} else if err := tx.QueryRowContext(ctx, tq.count, tq.countArgs...).Scan(&page.Total); err != nil {
 		return edge.TaskPage{}, translate(err)
 	}
 	if len(page.Tasks) > limit {
