@@ -131,7 +131,7 @@
       const as = r.attempts || [];
       att.replaceChildren(as.length ? h("table", { class: "cards" }, head("#", t("runs.status", "Status"), t("run.started", "Started"), t("run.finished", "Finished"), t("runs.exit", "Exit"), t("run.errorClass", "Error class"), t("run.message", "Message")),
         h("tbody", {}, as.map((a) => h("tr", {}, td("#", String(a.number)), td(t("runs.status", "Status"), status(a.status)), td(t("run.started", "Started"), when(a.startedAtMs)), td(t("run.finished", "Finished"), when(a.finishedAtMs)),
-          td(t("runs.exit", "Exit"), exitText(a.exitCode)), td(t("run.errorClass", "Error class"), a.errorClass ? t("error." + a.errorClass, a.errorClass) : "—"), td(t("run.message", "Message"), a.message || ""))))) : h("p", { class: "muted", text: t("run.noAttempt", "No attempt yet.") }));
+          td(t("runs.exit", "Exit"), exitText(a.exitCode)), td(t("run.errorClass", "Error class"), a.errorClass ? t("error." + a.errorClass, a.errorClass) : "—"), td(t("run.message", "Message"), a.message ? h("span", { class: "mono", text: a.message }) : ""))))) : h("p", { class: "muted", text: t("run.noAttempt", "No attempt yet.") }));
       const evs = await api("GET", "/api/v1/runs/" + encodeURIComponent(id) + "/events?limit=200");
       const items = evs.items || evs;
       ev.replaceChildren(h("ol", {}, items.map((e) => h("li", {}, h("span", { class: "mono", text: when(e.atMs) }), " ", h("strong", { text: t("event." + e.type, e.type) }), " ", h("span", { class: "muted mono", text: e.payload && Object.keys(e.payload).length ? JSON.stringify(e.payload) : "" })))));
