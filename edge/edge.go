@@ -41,6 +41,7 @@ type Task struct {
 	ProjectID   string
 	Name        string
 	Enabled     bool
+	Labels      []string         // CheckLabels; not part of the revision
 	Revision    int64            // current (newest) revision number, 1-based
 	Spec        spec.Command     // spec of the current revision
 	Digest      canonjson.Digest // content digest of the current revision
@@ -68,6 +69,7 @@ type NewTask struct {
 	Name    string // edge.CheckTaskName: 1..128 characters, readable; unique among live tasks
 	Spec    spec.Command
 	Enabled bool
+	Labels  []string // CheckLabels
 	// Triggers are created with the task in the same transaction, so a
 	// task never exists without the triggers its request asked for.
 	Triggers []TriggerInput
@@ -79,19 +81,28 @@ type NewTask struct {
 type TaskUpdate struct {
 	Name string
 	Spec spec.Command
+	// Labels, when not nil, replace the task's labels in the same
+	// transaction (labels alone publish no revision).
+	Labels *[]string
 }
 
-// TaskFilter selects tasks for ListTasks, oldest first.
+// TaskFilter selects tasks for ListTasks, oldest first. Empty fields do
+// not filter.
 type TaskFilter struct {
 	IncludeDeleted bool
-	Limit          int
-	Cursor         string // NextCursor of the previous page; "" for the first
+	// Search is a substring of the name, the command or a label (CheckSearch).
+	Search  string
+	Label   string // exactly this label
+	Enabled *bool
+	Limit   int
+	Cursor  string // NextCursor of the previous page; "" for the first
 }
 
 // TaskPage is one page of ListTasks.
 type TaskPage struct {
 	Tasks      []Task
 	NextCursor string // "" when there is no further page
+	Total      int64  // tasks the filter selects, over all pages
 }
 
 // Trigger is a cron trigger bound to a task, at its current revision, with
@@ -158,6 +169,7 @@ type Run struct {
 	ID                  string
 	ProjectID           string
 	TaskID              string
+	TaskName            string // the task's current name (read with the run)
 	TaskRevision        int64
 	Origin              RunOrigin
 	TriggerID           string // "" for manual runs
@@ -452,5 +464,6 @@ type Store interface {
 	ScheduleStore
 	Signals
 	EventFeed
+	FindStore
 	Close() error
 }

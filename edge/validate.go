@@ -48,6 +48,7 @@ type ValidTask struct {
 	Name     string
 	Spec     CompiledSpec
 	Enabled  bool
+	Labels   []string
 	Triggers []TriggerInput
 }
 
@@ -62,6 +63,10 @@ func CheckNewTask(in NewTask) (ValidTask, error) {
 		return ValidTask{}, err
 	}
 	cs, err := CompileSpec(in.Spec)
+	if err != nil {
+		return ValidTask{}, err
+	}
+	labels, err := CheckLabels(in.Labels)
 	if err != nil {
 		return ValidTask{}, err
 	}
@@ -81,7 +86,7 @@ func CheckNewTask(in NewTask) (ValidTask, error) {
 		}
 		seen[key] = i
 	}
-	return ValidTask{Name: name, Spec: cs, Enabled: in.Enabled, Triggers: triggers}, nil
+	return ValidTask{Name: name, Spec: cs, Enabled: in.Enabled, Labels: labels, Triggers: triggers}, nil
 }
 
 // CheckTaskUpdate validates an UpdateTask: the name (returned normalized)

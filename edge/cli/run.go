@@ -142,7 +142,6 @@ func runList(ctx context.Context, env Env, args []string) error {
 	if cf.json {
 		return printJSON(env.Stdout, page)
 	}
-	names := taskNames(ctx, c)
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTASK\tSTATUS\tORIGIN\tSCHEDULED FOR\tATTEMPTS\tEXIT\tREASON")
 	for _, r := range page.Items {
@@ -150,9 +149,9 @@ func runList(ctx context.Context, env Env, args []string) error {
 		if reason == "" {
 			reason = r.ErrorClass
 		}
-		task := r.TaskID
-		if name, ok := names[r.TaskID]; ok {
-			task = name
+		task := r.TaskName // every row carries its task's name (ADR 0050)
+		if task == "" {
+			task = r.TaskID
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", r.ID, task, r.Status, r.Origin,
 			fmtTime(r.ScheduledForMs), r.AttemptCount, r.MaxAttempts, fmtExit(r.ExitCode), reason)
@@ -268,19 +267,4 @@ func runCancel(ctx context.Context, env Env, args []string) error {
 // or lost with no retry coming (FinishedAtMs is then set).
 func runEnded(r httpapi.Run) bool {
 	return run.RunStatus(r.Status).Terminal() || (r.Status == string(run.RunLost) && r.FinishedAtMs != 0)
-}
-
-// taskNames maps task ids to names for display (first page of tasks,
-// deleted ones included); on any error the ids are shown instead.
-func taskNames(ctx context.Context, c *Client) map[string]string {
-	var page httpapi.List[httpapi.Task]
-	q := url.Values{"deleted": {"1"}, "limit": {"200"}}
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/tasks", query: q}, &page); err != nil {
-		return nil
-	}
-	names := make(map[string]string, len(page.Items))
-	for _, t := range page.Items {
-		names[t.ID] = t.Name
-	}
-	return names
 }

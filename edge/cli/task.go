@@ -93,6 +93,8 @@ func taskList(ctx context.Context, env Env, args []string) error {
 	all := fs.Bool("all", false, "include deleted tasks")
 	limit := fs.Int("limit", 0, "page size (default 50, max 200)")
 	cursor := fs.String("cursor", "", "continue after this cursor (printed at the end of a full page)")
+	search := fs.String("search", "", "only tasks whose name, command or a label contains this text")
+	label := fs.String("label", "", "only tasks with this label")
 	_, c, ctx, cancel, err := cf.connect(ctx, env, fs, args, 0, "no arguments")
 	if err != nil {
 		return err
@@ -108,7 +110,13 @@ func taskList(ctx context.Context, env Env, args []string) error {
 	if *cursor != "" {
 		q.Set("cursor", *cursor)
 	}
-	var page httpapi.List[httpapi.Task]
+	if *search != "" {
+		q.Set("q", *search)
+	}
+	if *label != "" {
+		q.Set("label", *label)
+	}
+	var page httpapi.TaskList
 	if err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/tasks", query: q}, &page); err != nil {
 		return err
 	}

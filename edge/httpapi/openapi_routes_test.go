@@ -71,14 +71,17 @@ func edgeRoutes() []openapi.Route {
 				openapi.Query("count", "integer", "fire times (1..10)"), openapi.Query("afterMs", "integer", "start after (epoch ms; default now)")},
 			Responses: withErrors(openapi.OK("fire times", panel.PreviewResponse{}))},
 
-		{Method: "GET", Path: "/api/v1/tasks", Summary: "list tasks", Params: append(pageParams, openapi.Query("deleted", "boolean", "include deleted tasks")),
-			Responses: withErrors(openapi.OK("a page of tasks", List[Task]{}))},
+		{Method: "GET", Path: "/api/v1/tasks", Summary: "list tasks, oldest first, each with its triggers and newest run",
+			Params: append(pageParams, openapi.Query("deleted", "boolean", "include deleted tasks"),
+				openapi.Query("q", "string", "substring of the name, the command or a label (ASCII case-insensitive)"),
+				openapi.Query("label", "string", "tasks with this label"), openapi.Query("enabled", "boolean", "enabled or disabled tasks only")),
+			Responses: withErrors(openapi.OK("a page of tasks and how many the filter selects", TaskList{}))},
 		{Method: "POST", Path: "/api/v1/tasks", Summary: "create a task (and its triggers)", Request: CreateTaskRequest{},
 			Responses: withErrors(map[int]openapi.Response{201: {Description: "created", Body: Task{}}}, 409, 413)},
 		{Method: "GET", Path: "/api/v1/tasks/{task}", Summary: "one task with its triggers", Params: task, Responses: withErrors(openapi.OK("task", Task{}), 404)},
 		{Method: "PUT", Path: "/api/v1/tasks/{task}", Summary: "update (expectedRevision): a new revision", Params: task, Request: UpdateTaskRequest{},
 			Responses: withErrors(openapi.OK("updated", Task{}), 404, 409, 413)},
-		{Method: "PATCH", Path: "/api/v1/tasks/{task}", Summary: "enable or disable", Params: task, Request: PatchTaskRequest{},
+		{Method: "PATCH", Path: "/api/v1/tasks/{task}", Summary: "enable or disable, or replace the labels", Params: task, Request: PatchTaskRequest{},
 			Responses: withErrors(openapi.OK("updated", Task{}), 404, 409, 413)},
 		{Method: "POST", Path: "/api/v1/tasks/{task}/enable", Summary: "enable", Params: task, Responses: withErrors(openapi.OK("enabled", Task{}), 404, 409)},
 		{Method: "POST", Path: "/api/v1/tasks/{task}/disable", Summary: "disable", Params: task, Responses: withErrors(openapi.OK("disabled", Task{}), 404, 409)},
@@ -113,7 +116,7 @@ func edgeRoutes() []openapi.Route {
 			Params: append(run, openapi.Param{Name: "n", In: "path", Type: "integer", Required: true, Description: "attempt number"},
 				openapi.Query("offset", "integer", "first byte"), openapi.Query("limit", "integer", "bytes"), openapi.Query("follow", "boolean", "stream until the attempt ends")),
 			Responses: withErrors(map[int]openapi.Response{200: {Description: "output bytes (X-Log-Size, X-Log-Truncated headers)", ContentType: "text/plain"}}, 404)},
-	}, append(append(envRoutes(), notifyRoutes()...), accessRoutes()...)...) // openapi_envs_test.go, openapi_notify_test.go, openapi_access_test.go
+	}, append(append(append(envRoutes(), notifyRoutes()...), accessRoutes()...), findRoutesDoc()...)...) // openapi_envs_test.go, openapi_notify_test.go, openapi_access_test.go, openapi_find_test.go
 }
 
 func edgeGenerator() *openapi.Generator {

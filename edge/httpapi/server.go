@@ -11,7 +11,7 @@
 //	POST   /api/v1/session                             sign in {token} → HttpOnly session cookie
 //	DELETE /api/v1/session                             sign out
 //	GET    /api/v1/schedule/preview                    (?expression=&timeZone=&count=&afterMs=)
-//	GET    /api/v1/tasks                                list (?limit=&cursor=&deleted=1)
+//	GET    /api/v1/tasks                                list (?q=&label=&enabled=&limit=&cursor=&deleted=1; rows with triggers and last run)
 //	POST   /api/v1/tasks                                create (spec + optional triggers)
 //	GET    /api/v1/tasks/{task}                         one task with its triggers
 //	PUT    /api/v1/tasks/{task}                         update (expectedRevision) → new revision
@@ -33,6 +33,8 @@
 //	…      /api/v1/tokens…, /api/v1/apps…, /api/v1/users…, /api/v1/signins,
 //	       POST /api/v1/session/password                scoped tokens, Open API apps, accounts (access.go)
 //	…      /open/…                                      the QingLong-compatible Open API (open.go)
+//	GET    /api/v1/overview                             counts by status, failures of 24 h, next fires (find.go)
+//	GET    /api/v1/views, POST, DELETE …/{view}          saved task filters (find.go)
 //
 // {task} is a task id or the name of a live task. Errors are JSON
 // {code, message, field} (see ErrorBody) with the status from Status.
@@ -197,6 +199,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	s.notifyRoutes(mux)
 	s.accessRoutes(mux)
 	s.openRoutes(mux)
+	s.findRoutes(mux)
 
 	// Everything else under the API is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

@@ -30,25 +30,6 @@ func (s *Server) resolveTask(ctx context.Context, ref string) (edge.Task, error)
 	return t, err
 }
 
-func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
-	limit, err := queryLimit(r)
-	if err != nil {
-		httpkit.Fail(w, r, s.log, err)
-		return
-	}
-	deleted, err := queryBool(r, "deleted")
-	if err != nil {
-		httpkit.Fail(w, r, s.log, err)
-		return
-	}
-	page, err := s.store.ListTasks(r.Context(), edge.TaskFilter{IncludeDeleted: deleted, Limit: limit, Cursor: r.URL.Query().Get("cursor")})
-	if err != nil {
-		httpkit.Fail(w, r, s.log, err)
-		return
-	}
-	httpkit.WriteJSON(w, http.StatusOK, listOf(page.Tasks, page.NextCursor, func(t edge.Task) Task { return taskView(t, nil, 0) }))
-}
-
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	var req CreateTaskRequest
 	if err := httpkit.DecodeJSON(w, r, s.maxBody, &req); err != nil {
@@ -88,7 +69,7 @@ func newTaskInput(req CreateTaskRequest) (edge.NewTask, error) {
 		return edge.NewTask{}, err
 	}
 	enabled := req.Enabled == nil || *req.Enabled
-	return edge.NewTask{Name: req.Name, Spec: cmd, Enabled: enabled}, nil
+	return edge.NewTask{Name: req.Name, Spec: cmd, Enabled: enabled, Labels: req.Labels}, nil
 }
 
 func decodeSpec(raw []byte) (spec.Command, error) {
@@ -163,7 +144,7 @@ func (s *Server) updateTask(w http.ResponseWriter, r *http.Request) {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	t, err = s.store.UpdateTask(r.Context(), t.ID, req.ExpectedRevision, edge.TaskUpdate{Name: req.Name, Spec: cmd})
+	t, err = s.store.UpdateTask(r.Context(), t.ID, req.ExpectedRevision, edge.TaskUpdate{Name: req.Name, Spec: cmd, Labels: req.Labels})
 	if err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return
@@ -177,11 +158,14 @@ func (s *Server) patchTask(w http.ResponseWriter, r *http.Request) {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	if req.Enabled == nil {
-		httpkit.Fail(w, r, s.log, errs.Invalidf("enabled", "required"))
-		return
+	switch {
+	case req.Enabled == nil && req.Labels == nil:
+		httpkit.Fail(w, r, s.log, errs.Invalidf("enabled", "required (or labels)"))
+	case req.Labels == nil:
+		s.applyEnabled(w, r, *req.Enabled)
+	default:
+		s.applyLabels(w, r, *req.Labels, req.Enabled)
 	}
-	s.applyEnabled(w, r, *req.Enabled)
 }
 
 func (s *Server) setEnabled(enabled bool) http.HandlerFunc {

@@ -20,6 +20,7 @@ import (
 type CreateTaskRequest struct {
 	Name     string           `json:"name"`
 	Enabled  *bool            `json:"enabled,omitempty"` // default true
+	Labels   []string         `json:"labels,omitempty"`  // at most 16, each 1..32 characters, no comma
 	Spec     json.RawMessage  `json:"spec"`
 	Triggers []TriggerRequest `json:"triggers,omitempty"`
 }
@@ -31,11 +32,15 @@ type UpdateTaskRequest struct {
 	ExpectedRevision int64           `json:"expectedRevision"`
 	Name             string          `json:"name"`
 	Spec             json.RawMessage `json:"spec"`
+	// Labels, when present, replace the task's labels (no new revision
+	// for labels alone); absent keeps them.
+	Labels *[]string `json:"labels,omitempty"`
 }
 
 // PatchTaskRequest is the body of PATCH /api/v1/tasks/{task}.
 type PatchTaskRequest struct {
-	Enabled *bool `json:"enabled"`
+	Enabled *bool     `json:"enabled,omitempty"`
+	Labels  *[]string `json:"labels,omitempty"` // replaces the labels
 }
 
 // TriggerRequest is the body of POST /api/v1/tasks/{task}/triggers and an
@@ -66,13 +71,15 @@ type Task struct {
 	ID          string       `json:"id"`
 	Name        string       `json:"name"`
 	Enabled     bool         `json:"enabled"`
+	Labels      []string     `json:"labels,omitempty"`
 	Revision    int64        `json:"revision"`
 	Digest      string       `json:"digest"`
 	Spec        spec.Command `json:"spec"`
 	CreatedAtMs int64        `json:"createdAtMs"`
 	UpdatedAtMs int64        `json:"updatedAtMs"`
 	DeletedAtMs int64        `json:"deletedAtMs,omitempty"`
-	Triggers    []Trigger    `json:"triggers,omitempty"` // on create and get
+	Triggers    []Trigger    `json:"triggers,omitempty"` // on create, get and list
+	LastRun     *Run         `json:"lastRun,omitempty"`  // on list: the task's newest run
 }
 
 // Trigger is a trigger with its schedule cursor.
@@ -96,6 +103,7 @@ type Trigger struct {
 type Run struct {
 	ID                  string    `json:"id"`
 	TaskID              string    `json:"taskId"`
+	TaskName            string    `json:"taskName,omitempty"` // the task's current name (lists and get)
 	TaskRevision        int64     `json:"taskRevision"`
 	Origin              string    `json:"origin"`
 	TriggerID           string    `json:"triggerId,omitempty"`
@@ -177,7 +185,7 @@ type Health struct {
 // get, when the task is enabled.
 func taskView(t edge.Task, triggers []edge.Trigger, nowMs int64) Task {
 	v := Task{
-		ID: t.ID, Name: t.Name, Enabled: t.Enabled, Revision: t.Revision,
+		ID: t.ID, Name: t.Name, Enabled: t.Enabled, Labels: t.Labels, Revision: t.Revision,
 		Digest: t.Digest.String(), Spec: t.Spec,
 		CreatedAtMs: t.CreatedAtMs, UpdatedAtMs: t.UpdatedAtMs, DeletedAtMs: t.DeletedAtMs,
 	}
@@ -219,7 +227,7 @@ func triggerView(t edge.Trigger, nowMs int64) Trigger {
 
 func runView(r edge.Run, attempts []edge.Attempt) Run {
 	v := Run{
-		ID: r.ID, TaskID: r.TaskID, TaskRevision: r.TaskRevision, Origin: string(r.Origin),
+		ID: r.ID, TaskID: r.TaskID, TaskName: r.TaskName, TaskRevision: r.TaskRevision, Origin: string(r.Origin),
 		TriggerID: r.TriggerID, TriggerRevision: r.TriggerRevision, RerunOf: r.RerunOf,
 		IdempotencyKey: r.IdempotencyKey, ScheduledForMs: r.ScheduledForMs, Status: string(r.Status),
 		Version: r.Version, AttemptCount: r.AttemptCount, MaxAttempts: r.MaxAttempts,

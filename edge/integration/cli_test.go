@@ -81,8 +81,12 @@ func TestCLIEndToEnd(t *testing.T) {
 		t.Errorf("logs -f: %d %q", code, out)
 	}
 	code, out, _ = s.ql3(nil, "run", "list", "--task", "hello")
-	if code != 0 || !strings.Contains(out, runs[0].ID) || !strings.Contains(out, "succeeded") {
-		t.Errorf("run list: %d %q", code, out)
+	if code != 0 || !strings.Contains(out, runs[0].ID) || !strings.Contains(out, "succeeded") || !strings.Contains(out, " hello ") {
+		t.Errorf("run list (rows name their task): %d %q", code, out)
+	}
+	code, out, _ = s.ql3(nil, "task", "list", "--search", "HOME")
+	if code != 0 || !strings.Contains(out, "home") || strings.Contains(out, "hello") {
+		t.Errorf("task list --search: %d %q", code, out)
 	}
 	code, out, _ = s.ql3(nil, "run", "show", runs[0].ID)
 	if code != 0 || !strings.Contains(out, "run.succeeded") {

@@ -45,17 +45,20 @@ WHERE id = ? AND version = ?`
 	qLoadAttempt   = `SELECT ` + attemptColumns + ` FROM attempts a WHERE a.run_id = ? AND a.attempt = ?`
 )
 
-func scanRun(sc scanner) (runRow, error) {
+// scanRun reads a row of runColumns, then into extra (columns selected
+// after them).
+func scanRun(sc scanner, extra ...any) (runRow, error) {
 	var (
 		r                         runRow
 		origin, status, conc, cls string
 		exit                      sql.NullInt64
 	)
-	err := sc.Scan(&r.ID, &r.ProjectID, &r.TaskID, &r.TaskRevision, &origin, &r.TriggerID,
+	dest := []any{&r.ID, &r.ProjectID, &r.TaskID, &r.TaskRevision, &origin, &r.TriggerID,
 		&r.TriggerRevision, &r.RerunOf, &r.IdempotencyKey, &r.ScheduledForMs, &status,
 		&r.Version, &r.AttemptCount, &r.MaxAttempts, &r.NotBeforeMs, &conc, &r.CancelRequestedAtMs,
 		&r.Reason, &cls, &exit, &r.CreatedAtMs, &r.UpdatedAtMs, &r.FinishedAtMs,
-		&r.eventSeq, &r.backoffBaseMs, &r.backoffMaxMs, &r.retryOnLost)
+		&r.eventSeq, &r.backoffBaseMs, &r.backoffMaxMs, &r.retryOnLost}
+	err := sc.Scan(append(dest, extra...)...)
 	if err != nil {
 		return runRow{}, err
 	}

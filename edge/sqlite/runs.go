@@ -13,8 +13,11 @@ import (
 
 // GetRun implements edge.RunStore.
 func (s *Store) GetRun(ctx context.Context, runID string) (edge.Run, error) {
-	r, err := loadRun(ctx, s.reader, runID)
-	return r.Run, err
+	r, err := scanNamedRun(s.reader.QueryRowContext(ctx, selectRunNamed+` WHERE r.id = ?`, runID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return edge.Run{}, errs.NotFoundf("run %s not found", runID)
+	}
+	return r, translate(err)
 }
 
 // maxStatusFilters bounds RunFilter.Statuses.
@@ -27,6 +30,37 @@ func (s *Store) ListRuns(ctx context.Context, f edge.RunFilter) (edge.RunPage, e
 	if err != nil {
 		return edge.RunPage{}, err
 	}
+	q, args, err := runsQuery(f, limit)
+	if err != nil {
+		return edge.RunPage{}, err
+	}
+	rows, err := s.reader.QueryContext(ctx, q, args...)
+	if err != nil {
+		return edge.RunPage{}, translate(err)
+	}
+	defer rows.Close()
+	var page edge.RunPage
+	for rows.Next() {
+		r, err := scanNamedRun(rows)
+		if err != nil {
+			return edge.RunPage{}, translate(err)
+		}
+		page.Runs = append(page.Runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return edge.RunPage{}, translate(err)
+	}
+	if len(page.Runs) > limit {
+		page.Runs = page.Runs[:limit]
+		last := page.Runs[limit-1]
+		page.NextCursor = encodeCursor(cursor{AtMs: last.CreatedAtMs, ID: last.ID})
+	}
+	return page, nil
+}
+
+// runsQuery builds ListRuns' statement (TestFindQueryPlans reads its
+// plan): the runs of a page with their tasks' names.
+func runsQuery(f edge.RunFilter, limit int) (string, []any, error) {
 	var (
 		where []string
 		args  []any
@@ -44,13 +78,13 @@ func (s *Store) ListRuns(ctx context.Context, f edge.RunFilter) (edge.RunPage, e
 		args = append(args, string(f.Origin))
 	}
 	if len(f.Statuses) > maxStatusFilters {
-		return edge.RunPage{}, errs.Invalidf("status", "at most %d statuses, got %d", maxStatusFilters, len(f.Statuses))
+		return "", nil, errs.Invalidf("status", "at most %d statuses, got %d", maxStatusFilters, len(f.Statuses))
 	}
 	if len(f.Statuses) > 0 {
 		marks := make([]string, len(f.Statuses))
 		for i, st := range f.Statuses {
 			if !st.Valid() {
-				return edge.RunPage{}, errs.Invalidf("status", "unknown run status %q", string(st))
+				return "", nil, errs.Invalidf("status", "unknown run status %q", string(st))
 			}
 			marks[i] = "?"
 			args = append(args, string(st))
@@ -60,39 +94,18 @@ func (s *Store) ListRuns(ctx context.Context, f edge.RunFilter) (edge.RunPage, e
 	if f.Cursor != "" {
 		c, err := decodeCursor(f.Cursor)
 		if err != nil {
-			return edge.RunPage{}, err
+			return "", nil, err
 		}
 		where = append(where, "(r.created_at_ms, r.id) < (?, ?)")
 		args = append(args, c.AtMs, c.ID)
 	}
-	q := selectRun
+	q := selectRunNamed
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " ORDER BY r.created_at_ms DESC, r.id DESC LIMIT ?"
 	args = append(args, limit+1)
-	rows, err := s.reader.QueryContext(ctx, q, args...)
-	if err != nil {
-		return edge.RunPage{}, translate(err)
-	}
-	defer rows.Close()
-	var page edge.RunPage
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return edge.RunPage{}, translate(err)
-		}
-		page.Runs = append(page.Runs, r.Run)
-	}
-	if err := rows.Err(); err != nil {
-		return edge.RunPage{}, translate(err)
-	}
-	if len(page.Runs) > limit {
-		page.Runs = page.Runs[:limit]
-		last := page.Runs[limit-1]
-		page.NextCursor = encodeCursor(cursor{AtMs: last.CreatedAtMs, ID: last.ID})
-	}
-	return page, nil
+	return q, args, nil
 }
 
 // ListAttempts implements edge.RunStore.

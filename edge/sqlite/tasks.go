@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
@@ -36,9 +38,15 @@ func (s *Store) CreateTask(ctx context.Context, in edge.NewTask) (edge.Task, err
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, project_id, name, enabled, current_revision,
-            created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, 1, ?, ?)`,
-			id, edge.DefaultProjectID, v.Name, boolInt(v.Enabled), now, now); err != nil {
+            created_at_ms, updated_at_ms, search_text) VALUES (?, ?, ?, ?, 1, ?, ?, ?)`,
+			id, edge.DefaultProjectID, v.Name, boolInt(v.Enabled), now, now,
+			edge.SearchText(v.Name, v.Spec.Spec, v.Labels)); err != nil {
 			return err
+		}
+		if len(v.Labels) > 0 {
+			if err := writeLabels(ctx, tx, id, v.Name, v.Spec.Spec, v.Labels); err != nil {
+				return err
+			}
 		}
 		if err := insertRevision(ctx, tx, id, 1, v.Spec, now); err != nil {
 			return err
@@ -78,6 +86,12 @@ func (s *Store) UpdateTask(ctx context.Context, taskID string, expectedRevision 
 	if err != nil {
 		return edge.Task{}, err
 	}
+	var labels []string
+	if in.Labels != nil {
+		if labels, err = edge.CheckLabels(*in.Labels); err != nil {
+			return edge.Task{}, err
+		}
+	}
 	now := s.clock.Now().UnixMilli()
 	err = s.writeDurable(ctx, func(tx *wtx, _ *signals) error {
 		cur, err := getTask(ctx, tx, taskID)
@@ -90,6 +104,13 @@ func (s *Store) UpdateTask(ctx context.Context, taskID string, expectedRevision 
 		if cur.Revision != expectedRevision {
 			return errs.E(errs.Conflict, "revision", "task %s is at revision %d, not %d", taskID, cur.Revision, expectedRevision)
 		}
+		if in.Labels == nil {
+			labels = cur.Labels
+		} else if !slices.Equal(labels, cur.Labels) {
+			if err := writeLabels(ctx, tx, taskID, name, cs.Spec, labels); err != nil {
+				return err
+			}
+		}
 		if cur.Name == name && cur.Digest == cs.Digest {
 			return nil // nothing changed: publish nothing
 		}
@@ -100,8 +121,8 @@ func (s *Store) UpdateTask(ctx context.Context, taskID string, expectedRevision 
 		if err := insertRevision(ctx, tx, taskID, next, cs, now); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE tasks SET name = ?, current_revision = ?, updated_at_ms = ? WHERE id = ?`,
-			name, next, now, taskID)
+		_, err = tx.ExecContext(ctx, `UPDATE tasks SET name = ?, current_revision = ?, updated_at_ms = ?, search_text = ? WHERE id = ?`,
+			name, next, now, edge.SearchText(name, cs.Spec, labels), taskID)
 		return err
 	})
 	if err != nil {
@@ -236,28 +257,69 @@ func getTaskRevision(ctx context.Context, q queryer, taskID string, revision int
 	return tr, nil
 }
 
-// ListTasks implements edge.TaskStore.
+// listQuery is a list's statements: the page and the count.
+type listQuery struct {
+	list, count         string
+	listArgs, countArgs []any
+}
+
+// tasksQuery builds ListTasks' statements (TestFindQueryPlans reads
+// their plans).
+func tasksQuery(f edge.TaskFilter, limit int) (listQuery, error) {
+	search, err := edge.CheckSearch("q", f.Search)
+	if err != nil {
+		return listQuery{}, err
+	}
+	where := ` WHERE t.project_id = ?`
+	args := []any{edge.DefaultProjectID}
+	if !f.IncludeDeleted {
+		where += ` AND t.deleted_at_ms IS NULL`
+	}
+	if search != "" {
+		where += ` AND instr(t.search_text, ?) > 0`
+		args = append(args, search)
+	}
+	if f.Label != "" {
+		where += ` AND t.id IN (SELECT task_id FROM task_labels WHERE label = ?)`
+		args = append(args, edge.LookupName(f.Label))
+	}
+	if f.Enabled != nil {
+		where += ` AND t.enabled = ?`
+		args = append(args, boolInt(*f.Enabled))
+	}
+	lq := listQuery{count: `SELECT COUNT(*) FROM tasks t` + where, countArgs: slices.Clone(args), list: selectTask + where}
+	if f.Cursor != "" {
+		c, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return listQuery{}, err
+		}
+		lq.list += ` AND (t.created_at_ms, t.id) > (?, ?)`
+		args = append(args, c.AtMs, c.ID)
+	}
+	lq.list += ` ORDER BY t.created_at_ms, t.id LIMIT ?`
+	lq.listArgs = append(args, limit+1)
+	return lq, nil
+}
+
+// ListTasks implements edge.TaskStore: oldest first, keyset on
+// (created_at_ms, id), filtered by search text, label and enabled; Total
+// counts what the filter selects (ADR 0050).
 func (s *Store) ListTasks(ctx context.Context, f edge.TaskFilter) (edge.TaskPage, error) {
 	limit, err := pageLimit(f.Limit)
 	if err != nil {
 		return edge.TaskPage{}, err
 	}
-	q := selectTask + ` WHERE t.project_id = ?`
-	args := []any{edge.DefaultProjectID}
-	if !f.IncludeDeleted {
-		q += ` AND t.deleted_at_ms IS NULL`
+	tq, err := tasksQuery(f, limit)
+	if err != nil {
+		return edge.TaskPage{}, err
 	}
-	if f.Cursor != "" {
-		c, err := decodeCursor(f.Cursor)
-		if err != nil {
-			return edge.TaskPage{}, err
-		}
-		q += ` AND (t.created_at_ms, t.id) > (?, ?)`
-		args = append(args, c.AtMs, c.ID)
+	// One read transaction: the page and the count agree.
+	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return edge.TaskPage{}, translate(err)
 	}
-	q += ` ORDER BY t.created_at_ms, t.id LIMIT ?`
-	args = append(args, limit+1)
-	rows, err := s.reader.QueryContext(ctx, q, args...)
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, tq.list, tq.listArgs...)
 	if err != nil {
 		return edge.TaskPage{}, translate(err)
 	}
@@ -273,6 +335,14 @@ func (s *Store) ListTasks(ctx context.Context, f edge.TaskFilter) (edge.TaskPage
 	if err := rows.Err(); err != nil {
 		return edge.TaskPage{}, translate(err)
 	}
+	rows.Close()
+	// A first page that holds every match is its own count: a rare search
+	// scans the index once, not twice.
+	if f.Cursor == "" && len(page.Tasks) <= limit {
+		page.Total = int64(len(page.Tasks))
+	} else if err := tx.QueryRowContext(ctx, tq.count, tq.countArgs...).Scan(&page.Total); err != nil {
+		return edge.TaskPage{}, translate(err)
+	}
 	if len(page.Tasks) > limit {
 		page.Tasks = page.Tasks[:limit]
 		last := page.Tasks[limit-1]
@@ -282,7 +352,7 @@ func (s *Store) ListTasks(ctx context.Context, f edge.TaskFilter) (edge.TaskPage
 }
 
 const selectTask = `SELECT t.id, t.project_id, t.name, t.enabled, t.current_revision, r.spec_json, r.spec_digest,
-    t.created_at_ms, t.updated_at_ms, IFNULL(t.deleted_at_ms, 0)
+    t.created_at_ms, t.updated_at_ms, IFNULL(t.deleted_at_ms, 0), t.labels
 FROM tasks t JOIN task_revisions r ON r.task_id = t.id AND r.revision = t.current_revision`
 
 func getTask(ctx context.Context, q queryer, taskID string) (edge.Task, error) {
@@ -295,12 +365,15 @@ func getTask(ctx context.Context, q queryer, taskID string) (edge.Task, error) {
 
 func scanTask(sc scanner) (edge.Task, error) {
 	var (
-		t      edge.Task
-		js, dg string
+		t          edge.Task
+		js, dg, ls string
 	)
 	if err := sc.Scan(&t.ID, &t.ProjectID, &t.Name, &t.Enabled, &t.Revision, &js, &dg,
-		&t.CreatedAtMs, &t.UpdatedAtMs, &t.DeletedAtMs); err != nil {
+		&t.CreatedAtMs, &t.UpdatedAtMs, &t.DeletedAtMs, &ls); err != nil {
 		return edge.Task{}, err
+	}
+	if err := json.Unmarshal([]byte(ls), &t.Labels); err != nil {
+		return edge.Task{}, errs.E(errs.Internal, "", "stored labels of task %s: %v", t.ID, err)
 	}
 	var err error
 	if t.Spec, err = spec.Decode([]byte(js)); err != nil {

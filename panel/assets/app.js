@@ -2,6 +2,12 @@
 // (same shapes). No dependencies, no inline code (the CSP forbids it), the
 // admin token never touches page storage: sign-in turns it into an
 // HttpOnly session cookie the page cannot read.
+//
+// Every user-visible string goes through t(key, english) and lives in the
+// catalogs (messages.js for this file, each page file its own, ADR 0050):
+// English and Chinese (zh-CN), chosen from the browser's languages unless
+// the user picked one with the switch (kept in localStorage). Dates are
+// shown in the browser's time zone.
 "use strict";
 (function () {
   const S = { server: "", control: false, authRequired: true, follow: null, timers: [], gen: 0 };
@@ -9,6 +15,69 @@
   const TERMINAL = ["succeeded", "failed", "timed_out", "cancelled", "skipped", "lost", "abandoned"];
   const STATUSES = ["created", "queued", "retry_wait", "dispatching", "running", "succeeded", "failed", "timed_out", "cancelled", "skipped", "lost", "abandoned"];
 
+  // ---- languages -----------------------------------------------------------
+  const LANGS = ["en", "zh-CN"];
+  const LANG_KEY = "ql3.lang";
+  const I18N = { lang: "en", messages: { en: {}, "zh-CN": {} }, missing: new Set() };
+  // pickLang: the switch's choice if one was made, else the first of the
+  // browser's languages we have (zh, zh-TW, zh-Hans… → zh-CN), else English.
+  function pickLang() {
+    let saved = null;
+    try { saved = localStorage.getItem(LANG_KEY); } catch (e) { saved = null; }
+    if (LANGS.includes(saved)) return saved;
+    const prefs = (navigator.languages && navigator.languages.length) ? navigator.languages : [navigator.language || "en"];
+    for (const l of prefs) {
+      const low = String(l).toLowerCase();
+      if (low === "zh" || low.startsWith("zh-")) return "zh-CN";
+      if (low === "en" || low.startsWith("en-")) return "en";
+    }
+    return "en";
+  }
+  // t looks key up in the current language, then English, then uses the
+  // caller's English text; {name} placeholders are filled from vars. A key
+  // the current language lacks is remembered (missingKeys, for the tests).
+  function t(key, english, vars) {
+    const cur = I18N.messages[I18N.lang] || {};
+    let s = cur[key];
+    if (s === undefined) {
+      I18N.missing.add(key);
+      s = I18N.messages.en[key];
+      if (s === undefined) s = english !== undefined ? english : key;
+    }
+    if (vars) s = s.replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m));
+    return s;
+  }
+  function addMessages(catalog) {
+    for (const [lang, msgs] of Object.entries(catalog || {})) {
+      if (!I18N.messages[lang]) I18N.messages[lang] = {};
+      Object.assign(I18N.messages[lang], msgs);
+    }
+  }
+  // translateStatic fills the page's fixed elements: [data-i18n] holds the
+  // key, the English text is the element's own; nav links of page files use
+  // the key nav.<name>.
+  function translateStatic() {
+    document.documentElement.lang = I18N.lang;
+    document.querySelectorAll("[data-i18n]").forEach((e) => {
+      if (!e.hasAttribute("data-en")) e.setAttribute("data-en", e.textContent);
+      e.textContent = t(e.getAttribute("data-i18n"), e.getAttribute("data-en"));
+    });
+    for (const name of Object.keys(pages)) {
+      const a = document.getElementById("nav-" + name);
+      if (!a || a.hasAttribute("data-i18n")) continue;
+      if (!a.hasAttribute("data-en")) a.setAttribute("data-en", a.textContent);
+      a.textContent = t("nav." + name, a.getAttribute("data-en"));
+    }
+    const sw = document.getElementById("lang");
+    if (sw) { sw.value = I18N.lang; sw.setAttribute("aria-label", t("lang.label", "Language")); }
+  }
+  function setLang(lang) {
+    if (!LANGS.includes(lang)) return;
+    I18N.lang = lang;
+    try { localStorage.setItem(LANG_KEY, lang); } catch (e) { /* private mode: the choice lasts this page */ }
+    translateStatic();
+    if (document.getElementById("nav").hidden) { if (document.getElementById("signin")) showSignIn(""); } else route();
+  }
 
   // ---- DOM helpers -------------------------------------------------------
   function h(tag, attrs, ...kids) {
@@ -22,13 +91,23 @@
     for (const c of kids.flat()) if (c !== null && c !== undefined) e.append(c instanceof Node ? c : String(c));
     return e;
   }
+  // when shows an instant in the browser's time zone, in the panel's
+  // language; zone (optional) is named after it when it differs.
   function when(ms, zone) {
     if (!ms) return "—";
-    try { return new Date(ms).toLocaleString(undefined, zone ? { timeZone: zone, timeZoneName: "short" } : {}); }
-    catch (e) { return new Date(ms).toLocaleString(); }
+    const d = new Date(ms);
+    let s;
+    try { s = d.toLocaleString(I18N.lang, { timeZoneName: "short" }); } catch (e) { s = d.toLocaleString(); }
+    const mine = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    if (zone && mine && zone !== mine) {
+      try { s += " (" + d.toLocaleString(I18N.lang, { timeZone: zone, hour: "2-digit", minute: "2-digit", timeZoneName: "short" }) + ")"; } catch (e) { /* unknown zone: the local time alone */ }
+    }
+    return s;
   }
-  function status(st) { return h("span", { class: "status st-" + st, text: st }); }
+  function status(st) { return h("span", { class: "status st-" + st, "data-status": st, text: t("status." + st, st) }); }
   function td(label, ...kids) { return h("td", { "data-label": label }, ...kids); }
+  // head is a table head of translated column names.
+  function head(...cols) { return h("thead", {}, h("tr", {}, cols.map((x) => h("th", { text: x })))); }
   function clearTimers() {
     S.gen++;
     S.timers.forEach(clearInterval); S.timers = [];
@@ -40,6 +119,8 @@
   // generation the view was started in): a slow request of a page the
   // user left, or signed out of, must not paint over the current one.
   function render(g, ...nodes) { if (g === S.gen) put(main(), ...nodes); }
+  const exitText = (c) => (c === undefined || c === null ? "—" : String(c));
+  const yesNo = (b) => (b ? t("common.yes", "yes") : t("common.no", "no"));
 
   // ---- API ---------------------------------------------------------------
   class APIError extends Error {
@@ -52,7 +133,7 @@
     if (r.status === 204) return null;
     let b = {};
     try { b = await r.json(); } catch (e) { b = { message: "HTTP " + r.status }; }
-    if (r.status === 401 && !path.startsWith("/api/v1/session")) { showSignIn("Your session ended; sign in again."); throw new APIError(401, b); }
+    if (r.status === 401 && !path.startsWith("/api/v1/session")) { showSignIn(t("signin.expired", "Your session ended; sign in again.")); throw new APIError(401, b); }
     if (!r.ok) throw new APIError(r.status, b);
     return b;
   }
@@ -69,11 +150,11 @@
       try { await api("POST", "/api/v1/session", { token: tok.value }); tok.value = ""; await boot(); }
       catch (e) { err.textContent = e.message; tok.setAttribute("aria-invalid", "true"); }
     } },
-    h("h1", { text: "Sign in" }),
+    h("h1", { text: t("signin.title", "Sign in") }),
     h("p", { class: "notice", text: msg || "" }),
-    h("label", { for: "token", text: "Admin token" }), tok, err,
-    h("p", { class: "muted", text: "The token is exchanged for a session cookie the page cannot read; it is not stored in the browser." }),
-    h("button", { class: "primary", type: "submit", id: "signin-submit", text: "Sign in" }));
+    h("label", { for: "token", text: t("signin.token", "Admin token") }), tok, err,
+    h("p", { class: "muted", text: t("signin.note", "The token is exchanged for a session cookie the page cannot read; it is not stored in the browser.") }),
+    h("button", { class: "primary", type: "submit", id: "signin-submit", text: t("signin.submit", "Sign in") }));
     render(S.gen, form, S.control ? null : passwordSignIn());
     tok.focus();
   }
@@ -105,7 +186,7 @@
   async function signOut() {
     clearTimers();
     await api("DELETE", "/api/v1/session");
-    showSignIn("Signed out.");
+    showSignIn(t("signin.signedOut", "Signed out."));
   }
 
   // ---- router --------------------------------------------------------------
@@ -118,9 +199,6 @@
     try {
       if (p[0] === "tasks" && p[1] === "new") return await taskForm(null, g);
       if (p[0] === "tasks" && p[1] && p[2] === "edit") return await taskForm(decodeURIComponent(p[1]), g);
-      if (p[0] === "runs" && p[1]) return await runDetail(decodeURIComponent(p[1]), g);
-      if (p[0] === "runs") return await runList(params, g);
-      if (p[0] === "workers" && S.control) return await workerList(g);
       if (pages[p[0]] && pages[p[0]].on(S)) return await pages[p[0]].show(p.slice(1), params, g);
       return await taskList(params, g);
     } catch (e) {
@@ -135,40 +213,69 @@
     if (spec.argv) return [spec.argv.file].concat(spec.argv.args || []).join(" ");
     return "";
   }
-  async function taskList(params, g) {
+  // taskRows reads a page of tasks with what the list shows of each. The
+  // edge answers it in one request (triggers and the last run ride along,
+  // a query per page); the control plane's list has neither yet, so there
+  // each task is read on its own and the last runs come from one page.
+  async function taskRows(params) {
+    if (!S.control) {
+      const list = await api("GET", "/api/v1/tasks" + q({ limit: "50", cursor: params.get("cursor"), q: params.get("q"), label: params.get("label"), enabled: params.get("enabled") }));
+      return { list, tasks: list.items, last: (t) => t.lastRun };
+    }
     const list = await api("GET", "/api/v1/tasks" + q({ limit: "50", cursor: params.get("cursor") }));
     const runs = await api("GET", "/api/v1/runs?limit=200");
     const last = {};
     for (const r of runs.items) if (!last[r.taskId]) last[r.taskId] = r;
-    const details = await Promise.all(list.items.map((t) => api("GET", "/api/v1/tasks/" + encodeURIComponent(t.id))));
-    const rows = details.map((t) => {
-      const trig = t.triggers || [];
-      const next = trig.filter((x) => x.enabled && x.nextFireAtMs).sort((a, b) => a.nextFireAtMs - b.nextFireAtMs)[0];
-      const lr = last[t.id];
-      return h("tr", { "data-task": t.name },
-        td("Task", h("a", { href: "#/tasks/" + encodeURIComponent(t.id) + "/edit", text: t.name }), h("div", { class: "muted mono", text: command(t.spec) })),
-        td("Enabled", t.enabled ? "yes" : "no"),
-        td("Schedule", trig.length ? trig.map((x) => h("div", {}, h("code", { text: x.expression }), " ", h("span", { class: "muted", text: x.timeZone + (x.enabled ? "" : " (off)") }))) : h("span", { class: "muted", text: "manual only" })),
-        td("Next fire", next ? when(next.nextFireAtMs, next.timeZone) : "—"),
-        td("Last run", lr ? h("a", { href: "#/runs/" + lr.id }, status(lr.status)) : "—"),
-        td("Actions", h("div", { class: "bar" },
-          h("button", { type: "button", class: "run-now", onclick: () => runNow(t) , text: "Run now" }),
-          h("button", { type: "button", class: "toggle", onclick: async () => { await api("POST", "/api/v1/tasks/" + t.id + (t.enabled ? "/disable" : "/enable")); route(); }, text: t.enabled ? "Disable" : "Enable" }),
-          h("button", { type: "button", class: "danger delete", onclick: async () => {
-            if (!confirm("Delete task " + t.name + "? Its runs stay in the history.")) return;
-            await api("DELETE", "/api/v1/tasks/" + t.id); route();
-          }, text: "Delete" }))));
-    });
-    render(g, h("div", { class: "bar" }, h("h1", { text: "Tasks" }), h("a", { class: "button", href: "#/tasks/new", id: "new-task", text: "New task" })),
-      rows.length ? h("table", { class: "cards", id: "tasks" },
-        h("thead", {}, h("tr", {}, ["Task", "Enabled", "Schedule", "Next fire", "Last run", "Actions"].map((x) => h("th", { text: x })))),
-        h("tbody", {}, rows)) : h("p", { text: "No tasks yet." }),
-      h("div", { class: "bar" }, params.get("cursor") ? h("a", { class: "button", href: "#/tasks", text: "First page" }) : null,
-        list.nextCursor ? h("a", { class: "button", id: "more-tasks", href: "#/tasks?" + q({ cursor: list.nextCursor }).slice(1), text: "More tasks" }) : null));
+    const tasks = await Promise.all(list.items.map((x) => api("GET", "/api/v1/tasks/" + encodeURIComponent(x.id))));
+    return { list, tasks, last: (x) => last[x.id] };
   }
-  async function runNow(t) {
+  function taskSearch(params) {
+    const box = h("input", { type: "search", id: "task-search", name: "q", value: params.get("q") || "", placeholder: t("tasks.searchHint", "name, command or label"), "aria-label": t("common.search", "Search") });
+    const label = h("input", { type: "text", id: "task-label", name: "label", value: params.get("label") || "", placeholder: t("tasks.label", "Label"), "aria-label": t("tasks.label", "Label"), class: "short" });
+    const enabled = h("select", { id: "task-enabled", name: "enabled", "aria-label": t("tasks.enabled", "Enabled") },
+      [["", t("common.any", "any")], ["true", t("tasks.onlyEnabled", "enabled")], ["false", t("tasks.onlyDisabled", "disabled")]].map(([v, l]) => h("option", { value: v, text: l, selected: (params.get("enabled") || "") === v })));
+    return h("form", { class: "bar", id: "task-filter", onsubmit: (ev) => {
+      ev.preventDefault();
+      location.hash = "#/tasks" + q({ q: box.value.trim(), label: label.value.trim(), enabled: enabled.value });
+    } }, box, label, enabled, h("button", { type: "submit", text: t("common.search", "Search") }));
+  }
+  async function taskList(params, g) {
+    const { list, tasks, last } = await taskRows(params);
+    const filtered = !!(params.get("q") || params.get("label") || params.get("enabled"));
+    const rows = tasks.map((x) => {
+      const trig = x.triggers || [];
+      const next = trig.filter((y) => y.enabled && y.nextFireAtMs).sort((a, b) => a.nextFireAtMs - b.nextFireAtMs)[0];
+      const lr = last(x);
+      return h("tr", { "data-task": x.name },
+        td(t("tasks.task", "Task"), h("a", { href: "#/tasks/" + encodeURIComponent(x.id) + "/edit", text: x.name }), h("div", { class: "muted mono", text: command(x.spec) }),
+          (x.labels || []).length ? h("div", { class: "labels" }, x.labels.map((l) => h("a", { class: "label", href: "#/tasks" + q({ label: l }), text: l }))) : null),
+        td(t("tasks.enabled", "Enabled"), yesNo(x.enabled)),
+        td(t("tasks.schedule", "Schedule"), trig.length ? trig.map((y) => h("div", {}, h("code", { text: y.expression }), " ", h("span", { class: "muted", text: y.timeZone + (y.enabled ? "" : " " + t("tasks.triggerOff", "(off)")) }))) : h("span", { class: "muted", text: t("tasks.manualOnly", "manual only") })),
+        td(t("tasks.nextFire", "Next fire"), next ? when(next.nextFireAtMs, next.timeZone) : "—"),
+        td(t("tasks.lastRun", "Last run"), lr ? h("a", { href: "#/runs/" + lr.id }, status(lr.status)) : "—"),
+        td(t("common.actions", "Actions"), h("div", { class: "bar" },
+          h("button", { type: "button", class: "run-now", onclick: () => runNow(x), text: t("tasks.runNow", "Run now") }),
+          h("a", { class: "button runs", href: "#/runs" + q({ task: x.id }), text: t("tasks.runs", "Runs") }),
+          h("button", { type: "button", class: "toggle", onclick: async () => { await api("POST", "/api/v1/tasks/" + x.id + (x.enabled ? "/disable" : "/enable")); route(); }, text: x.enabled ? t("common.disable", "Disable") : t("common.enable", "Enable") }),
+          h("button", { type: "button", class: "danger delete", onclick: async () => {
+            if (!confirm(t("tasks.confirmDelete", "Delete task {name}? Its runs stay in the history.", { name: x.name }))) return;
+            await api("DELETE", "/api/v1/tasks/" + x.id); route();
+          }, text: t("common.delete", "Delete") }))));
+    });
+    const here = { q: params.get("q"), label: params.get("label"), enabled: params.get("enabled") };
+    render(g, h("div", { class: "bar" }, h("h1", { text: t("tasks.title", "Tasks") }), h("a", { class: "button", href: "#/tasks/new", id: "new-task", text: t("tasks.new", "New task") })),
+      S.control ? null : taskSearch(params),
+      S.control || !ext.views ? null : ext.views(params),
+      rows.length ? h("table", { class: "cards", id: "tasks" },
+        head(t("tasks.task", "Task"), t("tasks.enabled", "Enabled"), t("tasks.schedule", "Schedule"), t("tasks.nextFire", "Next fire"), t("tasks.lastRun", "Last run"), t("common.actions", "Actions")),
+        h("tbody", {}, rows)) : h("p", { id: "no-tasks", text: filtered ? t("tasks.noMatch", "No task matches.") : t("tasks.none", "No tasks yet.") }),
+      S.control || list.total === undefined ? null : h("p", { class: "muted", id: "task-total", text: t("tasks.total", "{n} task(s)", { n: list.total }) }),
+      h("div", { class: "bar" }, params.get("cursor") ? h("a", { class: "button", href: "#/tasks" + q(here), text: t("common.firstPage", "First page") }) : null,
+        list.nextCursor ? h("a", { class: "button", id: "more-tasks", href: "#/tasks" + q(Object.assign({}, here, { cursor: list.nextCursor })), text: t("tasks.more", "More tasks") }) : null));
+  }
+  async function runNow(x) {
     const key = "panel-" + Date.now() + "-" + Math.random().toString(36).slice(2);
-    const r = await api("POST", "/api/v1/tasks/" + encodeURIComponent(t.id) + "/runs", { idempotencyKey: key });
+    const r = await api("POST", "/api/v1/tasks/" + encodeURIComponent(x.id) + "/runs", { idempotencyKey: key });
     location.hash = "#/runs/" + r.id;
   }
 
@@ -211,18 +318,20 @@
   }
 
   async function taskForm(ref, g) {
-    const t = ref ? await api("GET", "/api/v1/tasks/" + encodeURIComponent(ref)) : null;
-    const sp = (t && t.spec) || {};
+    const tk = ref ? await api("GET", "/api/v1/tasks/" + encodeURIComponent(ref)) : null;
+    const sp = (tk && tk.spec) || {};
     const mode = sp.argv ? "argv" : "shell";
     const I = (attrs) => h("input", Object.assign({ type: "text" }, attrs));
-    const name = I({ value: t ? t.name : "", required: true, autocomplete: "off" });
+    const name = I({ value: tk ? tk.name : "", required: true, autocomplete: "off" });
     let firstProject = "";
-    if (S.control && !t) {
+    if (S.control && !tk) {
       const ps = await api("GET", "/api/v1/projects?limit=1");
       firstProject = ps.items.length ? ps.items[0].name : "";
     }
-    const project = S.control && !t ? I({ value: firstProject, autocomplete: "off" }) : null;
-    const kind = h("select", {}, h("option", { value: "shell", text: "shell command", selected: mode === "shell" }), h("option", { value: "argv", text: "program and arguments (argv)", selected: mode === "argv" }));
+    const project = S.control && !tk ? I({ value: firstProject, autocomplete: "off" }) : null;
+    // Labels are the edge's (the control plane's task has none yet).
+    const labels = S.control ? null : I({ value: tk ? (tk.labels || []).join(", ") : "", autocomplete: "off" });
+    const kind = h("select", {}, h("option", { value: "shell", text: t("form.kindShell", "shell command"), selected: mode === "shell" }), h("option", { value: "argv", text: t("form.kindArgv", "program and arguments (argv)"), selected: mode === "argv" }));
     const cmd = h("textarea", { rows: 3, spellcheck: "false" }); cmd.value = sp.shell ? sp.shell.command : "";
     const shell = h("select", {}, ["/bin/sh", "/bin/bash"].map((x) => h("option", { value: x, text: x, selected: sp.shell && sp.shell.shell === x })));
     const file = I({ value: sp.argv ? sp.argv.file : "" });
@@ -233,9 +342,9 @@
     const timeout = I({ type: "number", min: 1, value: sp.timeoutMs ? Math.round(sp.timeoutMs / 1000) : 86400 });
     const attempts = I({ type: "number", min: 1, max: 16, value: sp.retry ? sp.retry.maxAttempts : 1 });
     const backoff = I({ type: "number", min: 0, value: sp.retry ? Math.round((sp.retry.backoffBaseMs || 0) / 1000) : 10 });
-    const conc = h("select", {}, ["forbid", "allow", "replace"].map((x) => h("option", { value: x, text: x, selected: (sp.concurrency || "forbid") === x })));
-    const shellBox = h("div", {}, field("Command", "spec.shell.command", cmd), field("Shell", "spec.shell.shell", shell));
-    const argvBox = h("div", {}, field("Program (absolute path)", "spec.argv.file", file), field("Arguments, one per line", "spec.argv.args", args));
+    const conc = h("select", {}, ["forbid", "allow", "replace"].map((x) => h("option", { value: x, text: t("form.conc." + x, x), selected: (sp.concurrency || "forbid") === x })));
+    const shellBox = h("div", {}, field(t("form.command", "Command"), "spec.shell.command", cmd), field(t("form.shell", "Shell"), "spec.shell.shell", shell));
+    const argvBox = h("div", {}, field(t("form.program", "Program (absolute path)"), "spec.argv.file", file), field(t("form.args", "Arguments, one per line"), "spec.argv.args", args));
     const sync = () => { shellBox.hidden = kind.value !== "shell"; argvBox.hidden = kind.value !== "argv"; };
     kind.addEventListener("change", sync); sync();
 
@@ -245,10 +354,10 @@
       const i = trigRows.length;
       const expr = I({ value: tr ? tr.expression : "", placeholder: "30 2 * * *", autocomplete: "off", spellcheck: "false", class: "expr" });
       const zone = I({ value: tr ? tr.timeZone : (Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC"), list: "zones", autocomplete: "off", class: "zone" });
-      const misfire = h("select", {}, ["skip", "fire_once"].map((x) => h("option", { value: x, text: x, selected: tr && tr.misfire === x })));
+      const misfire = h("select", {}, ["skip", "fire_once"].map((x) => h("option", { value: x, text: t("form.misfire." + x, x), selected: tr && tr.misfire === x })));
       const enabled = h("input", { type: "checkbox", checked: !tr || tr.enabled });
-      const from = I({ placeholder: "now", class: "from", inputmode: "numeric", autocomplete: "off", "aria-label": "preview from date (YYYY-MM-DD)" });
-      const preview = h("ol", { class: "preview", "aria-label": "next fire times" });
+      const from = I({ placeholder: t("form.now", "now"), class: "from", inputmode: "numeric", autocomplete: "off", "aria-label": t("form.previewFrom", "preview from date (YYYY-MM-DD)") });
+      const preview = h("ol", { class: "preview", "aria-label": t("form.nextFires", "next fire times") });
       const pvErr = h("div", { class: "muted" });
       const row = { tr, expr, zone, misfire, enabled, removed: false };
       let timer = 0;
@@ -256,35 +365,36 @@
       expr.addEventListener("input", update); zone.addEventListener("input", update); from.addEventListener("input", update);
       const box = h("div", { class: "trigger", "data-trigger": i },
         h("div", { class: "grid" },
-          field("Cron expression", "triggers[" + i + "].expression", expr, "5 or 6 fields, or @daily, @hourly, …"),
-          field("Time zone", "triggers[" + i + "].timeZone", zone),
-          field("If a fire is missed", "triggers[" + i + "].misfire", misfire)),
-        h("label", {}, enabled, " enabled"),
-        h("div", { class: "muted" }, "Next fire times after ", from, " (YYYY-MM-DD, empty: now):"), preview, pvErr,
-        h("button", { type: "button", class: "danger", text: "Remove trigger", onclick: () => { row.removed = true; box.hidden = true; } }));
+          field(t("form.cron", "Cron expression"), "triggers[" + i + "].expression", expr, t("form.cronHint", "5 or 6 fields, or @daily, @hourly, …")),
+          field(t("form.zone", "Time zone"), "triggers[" + i + "].timeZone", zone),
+          field(t("form.misfire", "If a fire is missed"), "triggers[" + i + "].misfire", misfire)),
+        h("label", {}, enabled, " " + t("form.triggerEnabled", "enabled")),
+        h("div", { class: "muted" }, t("form.previewAfter", "Next fire times after") + " ", from, " " + t("form.previewAfterHint", "(YYYY-MM-DD, empty: now):")), preview, pvErr,
+        h("button", { type: "button", class: "danger", text: t("form.removeTrigger", "Remove trigger"), onclick: () => { row.removed = true; box.hidden = true; } }));
       trigRows.push(row); trigBox.append(box);
       if (tr) update();
     };
-    (t && t.triggers || []).forEach(addTrigger);
-    if (!t) addTrigger(null);
+    (tk && tk.triggers || []).forEach(addTrigger);
+    if (!tk) addTrigger(null);
 
     const form = h("form", { id: "task-form", novalidate: true },
-      h("h1", { text: t ? "Edit " + t.name : "New task" }),
+      h("h1", { text: tk ? t("form.editTitle", "Edit {name}", { name: tk.name }) : t("tasks.new", "New task") }),
       h("div", { class: "formerr", role: "alert" }),
-      project ? field("Project", "project", project) : null,
-      field("Name", "name", name),
-      h("fieldset", {}, h("legend", { text: "What runs" }), field("Kind", "spec.kind", kind), shellBox, argvBox,
-        field("Environment, NAME=value per line", "spec.environment", env),
-        field("Working directory", "spec.workingDirectory", wd)),
-      h("fieldset", {}, h("legend", { text: "Limits" }), h("div", { class: "grid" },
-        field("Timeout (seconds)", "spec.timeoutMs", timeout),
-        field("Attempts (1 = no retry)", "spec.retry.maxAttempts", attempts),
-        field("First retry after (seconds)", "spec.retry.backoffBaseMs", backoff),
-        field("When still running", "spec.concurrency", conc))),
-      h("fieldset", {}, h("legend", { text: "Schedule" }), trigBox,
-        h("button", { type: "button", id: "add-trigger", text: "Add trigger", onclick: () => addTrigger(null) })),
+      project ? field(t("form.project", "Project"), "project", project) : null,
+      field(t("form.name", "Name"), "name", name),
+      labels ? field(t("form.labels", "Labels, comma-separated"), "labels", labels) : null,
+      h("fieldset", {}, h("legend", { text: t("form.whatRuns", "What runs") }), field(t("form.kind", "Kind"), "spec.kind", kind), shellBox, argvBox,
+        field(t("form.environment", "Environment, NAME=value per line"), "spec.environment", env),
+        field(t("form.workdir", "Working directory"), "spec.workingDirectory", wd)),
+      h("fieldset", {}, h("legend", { text: t("form.limits", "Limits") }), h("div", { class: "grid" },
+        field(t("form.timeout", "Timeout (seconds)"), "spec.timeoutMs", timeout),
+        field(t("form.attempts", "Attempts (1 = no retry)"), "spec.retry.maxAttempts", attempts),
+        field(t("form.backoff", "First retry after (seconds)"), "spec.retry.backoffBaseMs", backoff),
+        field(t("form.concurrency", "When still running"), "spec.concurrency", conc))),
+      h("fieldset", {}, h("legend", { text: t("form.schedule", "Schedule") }), trigBox,
+        h("button", { type: "button", id: "add-trigger", text: t("form.addTrigger", "Add trigger"), onclick: () => addTrigger(null) })),
       h("datalist", { id: "zones" }, ["UTC", "Europe/Berlin", "Europe/London", "America/New_York", "America/Los_Angeles", "Asia/Shanghai", "Asia/Tokyo", "Australia/Sydney"].map((z) => h("option", { value: z }))),
-      h("div", { class: "bar" }, h("button", { type: "submit", class: "primary", id: "save", text: t ? "Save" : "Create" }), h("a", { href: "#/tasks", class: "button", text: "Cancel" })));
+      h("div", { class: "bar" }, h("button", { type: "submit", class: "primary", id: "save", text: tk ? t("common.save", "Save") : t("common.create", "Create") }), h("a", { href: "#/tasks", class: "button", text: t("common.cancel", "Cancel") })));
 
     clearFieldErrorOnEdit(form);
     form.addEventListener("submit", async (ev) => {
@@ -293,7 +403,7 @@
       for (const line of env.value.split("\n")) {
         if (!line.trim()) continue;
         const at = line.indexOf("=");
-        if (at < 1) { showFieldError(form, { field: "spec.environment", message: "each line must be NAME=value: " + JSON.stringify(line) }); return; }
+        if (at < 1) { showFieldError(form, { field: "spec.environment", message: t("form.envLine", "each line must be NAME=value: {line}", { line: JSON.stringify(line) }) }); return; }
         environment[line.slice(0, at)] = line.slice(at + 1);
       }
       const spec = { kind: "qinglong/command@v1", timeoutMs: Math.round(Number(timeout.value) * 1000),
@@ -308,6 +418,7 @@
       else spec.argv = { file: file.value, args: args.value.split("\n").filter((x) => x !== "") };
       if (Object.keys(environment).length) spec.environment = environment;
       if (wd.value) spec.workingDirectory = wd.value;
+      const ls = labels ? labels.value.split(",").map((x) => x.trim()).filter(Boolean) : null;
       // An update replaces the trigger: keep what the form does not show
       // (grace, the cluster's trigger name) from the stored one.
       const trig = (r) => {
@@ -318,9 +429,10 @@
       };
       try {
         let id;
-        if (!t) {
+        if (!tk) {
           const body = { name: name.value, spec };
           if (S.control) body.project = project.value;
+          if (ls && ls.length) body.labels = ls;
           // Both APIs create the triggers in the task's transaction: all
           // or nothing, errors name triggers[i].field.
           // A row left without an expression is no trigger (a manual-only task).
@@ -334,8 +446,10 @@
             throw e;
           }
         } else {
-          id = t.id;
-          await api("PUT", "/api/v1/tasks/" + id, { expectedRevision: t.revision, name: name.value, spec });
+          id = tk.id;
+          const body = { expectedRevision: tk.revision, name: name.value, spec };
+          if (ls) body.labels = ls;
+          await api("PUT", "/api/v1/tasks/" + id, body);
           await saveTriggers(id, trigRows, trig);
         }
         location.hash = "#/tasks";
@@ -369,171 +483,56 @@
       }
     }
   }
+  // noteText: the server explains DST marks in English; other languages
+  // get the catalog's sentence for the kind of mark.
+  function noteText(f) {
+    if (I18N.lang === "en") return f.note;
+    if (f.mark === "gap") return t("form.noteGap", f.note);
+    return /second occurrence/.test(f.note) ? t("form.noteRepeat2", f.note) : t("form.noteRepeat1", f.note);
+  }
   async function previewInto(expr, zone, from, list, err) {
     err.textContent = "";
     if (!expr.trim()) { list.replaceChildren(); return; }
     let afterMs = "";
     if (from.trim()) {
-      const t = Date.parse(from.trim() + "T00:00:00Z");
-      if (isNaN(t)) { list.replaceChildren(); err.textContent = "Preview: the date must be YYYY-MM-DD"; return; }
-      afterMs = String(t);
+      const ms = Date.parse(from.trim() + "T00:00:00Z");
+      if (isNaN(ms)) { list.replaceChildren(); err.textContent = t("form.previewBadDate", "Preview: the date must be YYYY-MM-DD"); return; }
+      afterMs = String(ms);
     }
     try {
       const p = await api("GET", "/api/v1/schedule/preview" + q({ expression: expr, timeZone: zone, count: "8", afterMs }));
       list.replaceChildren(...p.fires.map((f) => h("li", { "data-mark": f.mark || "" },
-        h("span", { class: "mono", text: f.local.replace("T", " ") }), " " + f.weekday + " " + f.zone,
-        f.mark ? h("span", { class: "mark", text: f.mark === "gap" ? "DST gap" : "DST repeat" }) : null,
-        f.note ? h("div", { class: "muted", text: f.note }) : null)));
+        h("span", { class: "mono", text: f.local.replace("T", " ") }), " " + t("weekday." + f.weekday, f.weekday) + " " + f.zone,
+        f.mark ? h("span", { class: "mark", text: f.mark === "gap" ? t("form.dstGap", "DST gap") : t("form.dstRepeat", "DST repeat") }) : null,
+        f.note ? h("div", { class: "muted", text: noteText(f) }) : null)));
     } catch (e) {
       list.replaceChildren();
-      err.textContent = "Preview: " + e.message;
+      err.textContent = t("form.previewError", "Preview: {message}", { message: e.message });
     }
-  }
-
-  // ---- runs -----------------------------------------------------------------
-  async function runList(params, g) {
-    const tasks = await api("GET", "/api/v1/tasks?limit=100");
-    const names = {}; tasks.items.forEach((t) => { names[t.id] = t.name; });
-    const sel = (name, opts, cur) => h("select", { name, id: "filter-" + name }, h("option", { value: "", text: "any" }), opts.map(([v, l]) => h("option", { value: v, text: l, selected: v === cur })));
-    const fTask = sel("task", tasks.items.map((t) => [t.id, t.name]), params.get("task") || "");
-    const fStatus = sel("status", STATUSES.map((s) => [s, s]), params.get("status") || "");
-    const fOrigin = sel("origin", (S.control ? ["cron", "manual", "rerun"] : ["schedule", "manual"]).map((s) => [s, s]), params.get("origin") || "");
-    const filter = h("form", { class: "bar", id: "run-filter", onsubmit: (ev) => {
-      ev.preventDefault();
-      location.hash = "#/runs" + q({ task: fTask.value, status: fStatus.value, origin: fOrigin.value });
-    } }, h("label", {}, "Task ", fTask), h("label", {}, "Status ", fStatus), h("label", {}, "Origin ", fOrigin), h("button", { type: "submit", text: "Filter" }));
-    // The table refreshes in place every 5 s on the first page, leaving
-    // the filter form (and whatever the user is choosing there) alone.
-    const box = h("div", { id: "runs-box" });
-    const load = async () => {
-      const page = await api("GET", "/api/v1/runs" + q({ task: params.get("task"), status: params.get("status"), origin: params.get("origin"), cursor: params.get("cursor"), limit: "50" }));
-      const rows = page.items.map((r) => h("tr", {},
-        td("Run", h("a", { href: "#/runs/" + r.id, class: "mono", text: r.id.slice(0, 13) })),
-        td("Task", names[r.taskId] || r.taskId), td("Status", status(r.status)), td("Origin", r.origin),
-        td("Scheduled", when(r.scheduledForMs)), td("Attempts", r.attemptCount + "/" + r.maxAttempts),
-        td("Exit", r.exitCode === undefined || r.exitCode === null ? "—" : String(r.exitCode)),
-        td("Error", r.errorClass || r.reason || "")));
-      const next = new URLSearchParams(params); if (page.nextCursor) next.set("cursor", page.nextCursor);
-      put(box, rows.length ? h("table", { class: "cards", id: "runs" }, h("thead", {}, h("tr", {}, ["Run", "Task", "Status", "Origin", "Scheduled", "Attempts", "Exit", "Error"].map((x) => h("th", { text: x })))), h("tbody", {}, rows)) : h("p", { text: "No runs match." }),
-        h("div", { class: "bar" }, params.get("cursor") ? h("a", { class: "button", href: "#/runs" + q({ task: params.get("task"), status: params.get("status"), origin: params.get("origin") }), text: "First page" }) : null,
-          page.nextCursor ? h("a", { class: "button", id: "older", href: "#/runs?" + next.toString(), text: "Older runs" }) : null));
-    };
-    await load();
-    render(g, h("h1", { text: "Runs" }), filter, box);
-    if (g === S.gen && !params.get("cursor")) {
-      const timer = setInterval(() => { load().catch(() => clearInterval(timer)); }, 5000);
-      S.timers.push(timer);
-    }
-  }
-
-  async function runDetail(id, g) {
-    const pre = h("pre", { class: "log", id: "log", "aria-label": "log output" });
-    const logState = h("p", { class: "muted", id: "log-state" });
-    const head = h("div");
-    const att = h("div");
-    const ev = h("div");
-    render(g, h("h1", { text: "Run " }, h("span", { class: "mono", text: id })), head, h("h2", { text: "Log" }), logState, pre, h("h2", { text: "Attempts" }), att, h("h2", { text: "Events" }), ev);
-    let following = 0;
-    let offset = 0;
-    const draw = async () => {
-      const r = await api("GET", "/api/v1/runs/" + encodeURIComponent(id));
-      const task = await api("GET", "/api/v1/tasks/" + encodeURIComponent(r.taskId)).catch(() => ({ name: r.taskId }));
-      const done = TERMINAL.includes(r.status);
-      const actions = h("div", { class: "bar" },
-        done ? null : h("button", { type: "button", class: "danger", id: "cancel", text: r.cancelRequestedAtMs ? "Cancel requested…" : "Cancel", disabled: !!r.cancelRequestedAtMs, onclick: async () => {
-          await api("POST", "/api/v1/runs/" + encodeURIComponent(id) + "/cancel"); draw();
-        } }),
-        h("button", { type: "button", id: "rerun", text: "Run again", onclick: async () => {
-          const n = await api("POST", "/api/v1/tasks/" + encodeURIComponent(r.taskId) + "/runs", { idempotencyKey: "panel-" + Date.now() + "-" + Math.random().toString(36).slice(2), rerunOf: r.id });
-          location.hash = "#/runs/" + n.id;
-        } }),
-        h("a", { class: "button", href: "#/runs" + q({ task: r.taskId }), text: "Runs of this task" }));
-      const WHY = { no_live_session: "no worker session is online", placement_mismatch: "no online worker satisfies the task's placement",
-        no_free_capacity: "every eligible worker is at capacity", waiting_for_pull: "an eligible worker has room; its next pull takes it",
-        retry_backoff: "it waits for its retry time", held_by_concurrency: "an older Run of the task has not ended", cancelling: "a cancel is being carried out" };
-      const wait = r.waiting ? h("p", { class: "notice", id: "waiting" }, h("strong", { text: "Why it waits: " }), (WHY[r.waiting.reason] || r.waiting.reason) + " [" + r.waiting.reason + "]",
-        " (live sessions " + r.waiting.liveSessions + ", eligible " + r.waiting.eligibleSessions + ", free slots " + r.waiting.freeSlots + ")",
-        r.waiting.placementMismatch ? " — placement mismatch: " + Object.entries(r.waiting.placementMismatch).map(([k, v]) => k + " " + v).join(", ") : "",
-        r.waiting.notBeforeMs ? " — not before " + when(r.waiting.notBeforeMs) : "") : null;
-      put(head, h("dl", { class: "kv" },
-        h("dt", { text: "Task" }), h("dd", {}, h("a", { href: "#/tasks/" + r.taskId + "/edit", text: task.name })),
-        h("dt", { text: "Status" }), h("dd", { id: "run-status" }, status(r.status)),
-        h("dt", { text: "Origin" }), h("dd", { text: r.origin }),
-        h("dt", { text: "Scheduled for" }), h("dd", { text: when(r.scheduledForMs) }),
-        h("dt", { text: "Attempts" }), h("dd", { text: r.attemptCount + " of " + r.maxAttempts }),
-        h("dt", { text: "Exit code" }), h("dd", { text: r.exitCode === undefined || r.exitCode === null ? "—" : String(r.exitCode) }),
-        h("dt", { text: "Error class" }), h("dd", { text: r.errorClass || "—" }),
-        h("dt", { text: "Reason" }), h("dd", { text: r.reason || r.errorMessage || "—" }),
-        h("dt", { text: "Finished" }), h("dd", { text: when(r.finishedAtMs) })), wait, actions);
-      const as = r.attempts || [];
-      att.replaceChildren(as.length ? h("table", { class: "cards" }, h("thead", {}, h("tr", {}, ["#", "Status", "Started", "Finished", "Exit", "Error class", "Message"].map((x) => h("th", { text: x })))),
-        h("tbody", {}, as.map((a) => h("tr", {}, td("#", String(a.number)), td("Status", status(a.status)), td("Started", when(a.startedAtMs)), td("Finished", when(a.finishedAtMs)),
-          td("Exit", a.exitCode === undefined || a.exitCode === null ? "—" : String(a.exitCode)), td("Error class", a.errorClass || "—"), td("Message", a.message || ""))))) : h("p", { class: "muted", text: "No attempt yet." }));
-      const evs = await api("GET", "/api/v1/runs/" + encodeURIComponent(id) + "/events?limit=200");
-      const items = evs.items || evs;
-      ev.replaceChildren(h("ol", {}, items.map((e) => h("li", {}, h("span", { class: "mono", text: when(e.atMs) }), " ", h("strong", { text: e.type }), " ", h("span", { class: "muted mono", text: e.payload && Object.keys(e.payload).length ? JSON.stringify(e.payload) : "" })))));
-      const n = r.attemptCount || (as.length ? as[as.length - 1].number : 0);
-      if (n && n !== following && g === S.gen) { following = n; offset = 0; pre.textContent = ""; tail(id, n, done); }
-      if (done) logState.textContent = logState.textContent.replace("following", "finished");
-      return done;
-    };
-    const tail = async (runId, n, done) => {
-      if (S.follow) S.follow.abort();
-      const ctl = new AbortController(); S.follow = ctl;
-      logState.textContent = done ? "Attempt " + n + " (complete)" : "Attempt " + n + ": following live output…";
-      try {
-        const r = await fetch("/api/v1/runs/" + encodeURIComponent(runId) + "/attempts/" + n + "/log" + q({ offset: String(offset), follow: "1" }), { credentials: "same-origin", signal: ctl.signal, cache: "no-store" });
-        if (!r.ok) { logState.textContent = "Log: HTTP " + r.status; return; }
-        const reader = r.body.getReader();
-        const dec = new TextDecoder();
-        for (;;) {
-          const { value, done: end } = await reader.read();
-          if (end) break;
-          offset += value.length;
-          pre.append(dec.decode(value, { stream: true }));
-          pre.scrollTop = pre.scrollHeight;
-        }
-        pre.append(dec.decode());
-        if (S.follow === ctl) { logState.textContent = "Attempt " + n + ": log complete (" + offset + " bytes)"; logState.setAttribute("data-complete", "true"); S.follow = null; draw(); }
-      } catch (e) {
-        if (e.name !== "AbortError") logState.textContent = "Log: " + e.message;
-      }
-    };
-    const done = await draw();
-    if (!done) {
-      const timer = setInterval(async () => { try { if (await draw()) clearInterval(timer); } catch (e) { clearInterval(timer); } }, 1500);
-      if (g === S.gen) S.timers.push(timer);
-    }
-  }
-
-  // ---- workers (control plane) ---------------------------------------------
-  async function workerList(g) {
-    const ws = await api("GET", "/api/v1/workers?limit=200");
-    const state = (s) => !s ? "no session" : s.expired ? "expired" : s.status;
-    const rows = ws.items.map((w) => {
-      const s = w.session;
-      return h("tr", {},
-        td("Worker", h("strong", { text: w.name }), h("div", { class: "muted mono", text: w.id })),
-        td("Status", w.status),
-        td("Session", s ? h("span", {}, status(state(s)), " gen " + s.generation) : "no session"),
-        td("Capacity", s ? String(s.capacity) : "—"),
-        td("Live leases", s ? String(s.liveLeases) : "—"),
-        td("Heartbeat", s ? when(s.heartbeatAtMs) : "—"),
-        td("Version", s && s.agentVersion || "—"),
-        td("Capabilities", s && s.capabilities ? h("code", { text: JSON.stringify(s.capabilities) }) : "—"));
-    });
-    render(g, h("h1", { text: "Workers" }),
-      rows.length ? h("table", { class: "cards", id: "workers" }, h("thead", {}, h("tr", {}, ["Worker", "Status", "Session", "Capacity", "Live leases", "Heartbeat", "Version", "Capabilities"].map((x) => h("th", { text: x })))), h("tbody", {}, rows))
-        : h("p", { text: "No workers registered (ql3-control worker register …)." }));
-    if (g === S.gen) S.timers.push(setInterval(() => { if (location.hash.startsWith("#/workers")) route(); }, 5000));
   }
 
   // ---- pages of other asset files -------------------------------------------
-  // env.js (the env store page) is served after this file in the same
-  // response; it registers its page here and uses these helpers.
+  // Page files (runs.js, overview.js, env.js, …) are served after this
+  // file in the same response; they register their page here and use
+  // these helpers.
+  // Their strings go through t(key, english) with their own catalog
+  // (addMessages({en: {...}, "zh-CN": {...}})); the nav link #nav-<name>
+  // is labelled by the key nav.<name>.
   const pages = {};
+  const ext = {};
   window.ql3Panel = {
-    h, td, when, status, api, q, render, put, field, showFieldError, clearErrors, clearFieldErrorOnEdit, route: () => route(),
+    h, td, head, when, status, api, q, render, put, field, showFieldError, clearErrors, clearFieldErrorOnEdit, route: () => route(),
+    t, addMessages, ext, APIError, exitText,
+    // S is the panel's state: control (which server), gen (the view's
+    // generation, see render), timers (cleared when the view changes),
+    // follow (the AbortController of a log tail).
+    S, TERMINAL, STATUSES,
+    lang: () => I18N.lang,
+    setLang,
+    // For the tests: the catalogs and the keys looked up that the current
+    // language lacks.
+    catalogs: () => I18N.messages,
+    missingKeys: () => Array.from(I18N.missing).sort(),
     // register adds the page "#/<name>…" and its nav link (#nav-<name>),
     // shown when on(S) says so (S.control: which server this is).
     register(name, on, show) { pages[name] = { on, show }; },
@@ -553,6 +552,10 @@
     await route();
   }
   document.addEventListener("DOMContentLoaded", () => {
+    I18N.lang = pickLang();
+    translateStatic();
+    const sw = document.getElementById("lang");
+    if (sw) sw.addEventListener("change", () => setLang(sw.value));
     document.getElementById("signout").addEventListener("click", signOut);
     window.addEventListener("hashchange", route);
     boot().catch((e) => render(S.gen, h("p", { class: "formerr", text: e.message })));

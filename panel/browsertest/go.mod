@@ -9,7 +9,7 @@ require github.com/ql3/ql3/core v0.0.0
 
 require (
 	github.com/Masterminds/semver/v3 v3.5.0 // indirect
-	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/chromedp/cdproto v0.159.0
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect

@@ -1,0 +1,199 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/names"
+	"github.com/ql3/ql3/core/spec"
+)
+
+// Findable at scale (ADR 0050): labels on tasks, the search text a task
+// search looks in, saved task filters ("views") and the overview.
+
+// Limits of labels and searches.
+const (
+	MaxTaskLabels  = 16  // labels per task
+	MaxLabelChars  = 32  // characters per label
+	MaxSearchChars = 128 // characters of a search
+	MaxViews       = 100 // saved views
+	// OverviewFailures and OverviewFires bound the overview's lists.
+	OverviewFailures = 10
+	OverviewFires    = 10
+	// OverviewWindowMs is the overview's "recent": the last 24 hours.
+	OverviewWindowMs = 24 * 60 * 60 * 1000
+)
+
+// CheckLabels validates a task's labels and returns them normalized (NFC)
+// in the given order: at most MaxTaskLabels, each a readable name
+// (names.CheckDisplay) of 1..MaxLabelChars characters without a comma
+// (the panel and the CLI write labels comma-separated), no duplicates.
+func CheckLabels(labels []string) ([]string, error) {
+	if len(labels) > MaxTaskLabels {
+		return nil, errs.Invalidf("labels", "a task has at most %d labels, got %d", MaxTaskLabels, len(labels))
+	}
+	out := make([]string, 0, len(labels))
+	for i, l := range labels {
+		field := "labels[" + strconv.Itoa(i) + "]"
+		n, err := names.CheckDisplay(field, strings.TrimSpace(l))
+		if err != nil {
+			return nil, err
+		}
+		if c := utf8.RuneCountInString(n); c > MaxLabelChars {
+			return nil, errs.Invalidf(field, "must be 1..%d characters, got %d", MaxLabelChars, c)
+		}
+		if strings.Contains(n, ",") {
+			return nil, errs.Invalidf(field, "must not contain a comma")
+		}
+		if slices.Contains(out, n) {
+			return nil, errs.Invalidf(field, "label %q appears twice", n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// FoldSearch lower-cases ASCII letters only, as SQLite's lower() does, so
+// the search text written by Go and by a migration's SQL agree; other
+// scripts (Chinese among them) have no case to fold.
+func FoldSearch(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'A' && r <= 'Z' {
+			return r + ('a' - 'A')
+		}
+		return r
+	}, s)
+}
+
+// CommandText is the command a search looks in: the shell command, or the
+// program and its arguments separated by spaces.
+func CommandText(c spec.Command) string {
+	switch {
+	case c.Shell != nil:
+		return c.Shell.Command
+	case c.Argv != nil:
+		if len(c.Argv.Args) == 0 {
+			return c.Argv.File
+		}
+		return c.Argv.File + " " + strings.Join(c.Argv.Args, " ")
+	}
+	return ""
+}
+
+// SearchText is what a task search looks in: name, command and labels,
+// one per line, folded by FoldSearch. Migration 0007 computes the same
+// for tasks stored before it.
+func SearchText(name string, c spec.Command, labels []string) string {
+	s := name + "\n" + CommandText(c)
+	if len(labels) > 0 {
+		s += "\n" + strings.Join(labels, "\n")
+	}
+	return FoldSearch(s)
+}
+
+// CheckSearch validates a search and returns the form it is matched in
+// (NFC, folded): 1..MaxSearchChars characters, no control characters; an
+// empty or blank search means "no search" ("").
+func CheckSearch(field, q string) (string, error) {
+	q = strings.TrimSpace(q)
+	if q == "" {
+		return "", nil
+	}
+	if !utf8.ValidString(q) {
+		return "", errs.Invalidf(field, "is not valid UTF-8")
+	}
+	if n := utf8.RuneCountInString(q); n > MaxSearchChars {
+		return "", errs.Invalidf(field, "must be at most %d characters, got %d", MaxSearchChars, n)
+	}
+	if strings.IndexFunc(q, unicode.IsControl) >= 0 {
+		return "", errs.Invalidf(field, "must not contain control characters")
+	}
+	return FoldSearch(LookupName(q)), nil
+}
+
+// View is a saved task filter.
+type View struct {
+	ID          string
+	Name        string
+	Filter      ViewFilter
+	CreatedAtMs int64
+}
+
+// ViewFilter is what a view selects: the task list's search, label and
+// enabled filters ("" for each: no filter).
+type ViewFilter struct {
+	Search  string
+	Label   string
+	Enabled string // "", "true" or "false"
+}
+
+// CheckView validates a view to save and returns it normalized.
+func CheckView(name string, f ViewFilter) (string, ViewFilter, error) {
+	n, err := names.CheckDisplay("name", name)
+	if err != nil {
+		return "", ViewFilter{}, err
+	}
+	if _, err := CheckSearch("filter.search", f.Search); err != nil {
+		return "", ViewFilter{}, err
+	}
+	f.Search = strings.TrimSpace(f.Search)
+	if f.Label != "" {
+		ls, err := CheckLabels([]string{f.Label})
+		var e *errs.Error
+		if errors.As(err, &e) {
+			return "", ViewFilter{}, errs.Invalidf("filter.label", "%s", e.Message)
+		}
+		f.Label = ls[0]
+	}
+	switch f.Enabled {
+	case "", "true", "false":
+	default:
+		return "", ViewFilter{}, errs.Invalidf("filter.enabled", `must be "", "true" or "false", got %.16q`, f.Enabled)
+	}
+	return n, f, nil
+}
+
+// Overview is the state of the edge at a glance.
+type Overview struct {
+	NowMs, SinceMs int64
+	Tasks          TaskCounts
+	Active         map[string]int64 // non-terminal runs by status
+	Recent         map[string]int64 // runs that finished since SinceMs, by status
+	FailureCount   int64            // failed, timed_out or lost since SinceMs
+	Failures       []Run            // the newest of them (OverviewFailures), with TaskName
+	NextFires      []NextFire       // the earliest next fires (OverviewFires)
+}
+
+// TaskCounts counts live tasks.
+type TaskCounts struct {
+	Total, Enabled int64
+}
+
+// NextFire is a trigger's next occurrence with its task's name.
+type NextFire struct {
+	TaskID, TaskName, TriggerID string
+	Expression, TimeZone        string
+	AtMs                        int64
+}
+
+// FindStore is the findable side: labels, views and the overview.
+type FindStore interface {
+	// SetTaskLabels replaces a live task's labels (no new revision).
+	SetTaskLabels(ctx context.Context, taskID string, labels []string) (Task, error)
+	ListViews(ctx context.Context) ([]View, error)
+	CreateView(ctx context.Context, name string, f ViewFilter) (View, error)
+	DeleteView(ctx context.Context, id string) error
+	Overview(ctx context.Context, nowMs int64) (Overview, error)
+	// LastRuns returns the newest run of each task of taskIDs that has one
+	// (one query for a page of tasks).
+	LastRuns(ctx context.Context, taskIDs []string) (map[string]Run, error)
+	// TriggersOf lists the live triggers of each task of taskIDs (one
+	// query for a page of tasks).
+	TriggersOf(ctx context.Context, taskIDs []string) (map[string][]Trigger, error)
+}
