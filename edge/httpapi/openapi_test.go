@@ -90,8 +90,8 @@ func TestOpenAPIExamples(t *testing.T) {
 	f.envExamples()    // envs_test.go
 	f.notifyExamples() // notify_test.go
 	f.accessExamples() // openapi_access_test.go
-	f.envExamples()  // envs_test.go
-	f.findExamples() // openapi_find_test.go
+	f.envExamples()    // envs_test.go
+	f.findExamples()   // openapi_find_test.go
 
 	doc.Validate(t, rec)
 }

@@ -41,8 +41,6 @@
       "access.yes": "是", "access.no": "否", "access.none": "暂无。",
       "access.appsHelp": "青龙工具用 client_id 和 client_secret 在 GET /open/auth/token 换取令牌，再调用 /open/envs 和 /open/crons。应用每次读取变量值都会记入审计日志。",
       "access.tokensHelp": "供脚本和自动化使用的限定范围令牌；管理员令牌仍然有效。",
-      "signin.account": "或使用账号登录", "signin.username": "用户名", "signin.password": "密码",
-      "signin.code": "一次性验证码", "signin.submit": "登录",
     },
   });
 
