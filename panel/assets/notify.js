@@ -37,6 +37,9 @@
       "notify.create": "创建",
       "notify.cancel": "取消",
       "notify.enabled": "已启用",
+      "notify.yes": "是",
+      "notify.no": "否",
+      "notify.noAnswer": "无应答",
       "notify.secretsSet": "已设置的凭据",
       "notify.kinds": "事件类型",
       "notify.ruleChannels": "渠道",
@@ -94,7 +97,7 @@
       td(t("notify.kind", "Kind"), c.kind),
       td(t("notify.server", "Server"), c.settings.server || ""),
       td(t("notify.secretsSet", "Credentials set"), (c.settings.secretsSet || []).join(", ")),
-      td(t("notify.enabled", "Enabled"), c.enabled ? "yes" : "no"),
+      td(t("notify.enabled", "Enabled"), c.enabled ? t("notify.yes", "yes") : t("notify.no", "no")),
       td("", h("div", { class: "bar" },
         h("button", { type: "button", class: "send-test", text: t("notify.test", "Send test"), onclick: async () => {
           result.textContent = "…";
@@ -117,13 +120,13 @@
       td(t("notify.ruleChannels", "Channels"), r.channels.map((id) => names[id] || id).join(", ")),
       td(t("notify.scope", "Scope"), (r.taskIds || []).concat(r.labels || []).join(", ") || t("notify.everyTask", "every task")),
       td(t("notify.quiet", "Quiet hours"), r.quiet ? r.quiet.start + "–" + r.quiet.end + " " + r.quiet.zone + " (" + r.quiet.mode + ")" : ""),
-      td(t("notify.enabled", "Enabled"), r.enabled ? "yes" : "no"),
+      td(t("notify.enabled", "Enabled"), r.enabled ? t("notify.yes", "yes") : t("notify.no", "no")),
       td("", h("button", { type: "button", class: "danger delete", text: t("notify.delete", "Delete"), onclick: act(async () => {
         if (!confirm(t("notify.delete", "Delete") + " " + r.name + "?")) return false;
         await api("DELETE", base + "/rules/" + encodeURIComponent(r.id));
       }) }))));
     const head = (cols) => h("thead", {}, h("tr", {}, cols.map((x) => h("th", { text: x }))));
-    render(g, nav("overview"),
+    render(g, h("h1", { text: t("notify.title", "Notifications") }), nav("overview"),
       h("p", { class: "muted", text: t("notify.intro", "Run outcomes go to channels by the rules; scripts send their own messages with sendNotify (rule kind script). Credentials are stored encrypted and never shown again.") }),
       h("div", { class: "bar" }, h("h2", { text: t("notify.channels", "Channels") }),
         h("a", { class: "button", href: "#/notify/channel-new", id: "new-channel", text: t("notify.newChannel", "New channel") })),
@@ -252,10 +255,10 @@
       td(t("notify.name", "Title"), d.title),
       td(t("notify.status", "Status"), h("span", { class: "status", text: d.status })),
       td(t("notify.attempts", "Attempts"), h("ol", { class: "attempts" }, d.log.map((a) =>
-        h("li", { text: when(a.atMs) + " — " + (a.statusCode ? "HTTP " + a.statusCode : "no answer") + ", " + a.latencyMs + " ms" + (a.error ? " — " + a.error : "") })))),
+        h("li", { text: when(a.atMs) + " — " + (a.statusCode ? "HTTP " + a.statusCode : t("notify.noAnswer", "no answer")) + ", " + a.latencyMs + " ms" + (a.error ? " — " + a.error : "") })))),
       td(t("notify.lastError", "Last error"), d.lastError || ""),
       td(t("notify.created", "Created"), when(d.createdAtMs))));
-    render(g, nav("deliveries"),
+    render(g, h("h1", { text: t("notify.deliveries", "Delivery log") }), nav("deliveries"),
       rows.length ? h("table", { class: "cards", id: "deliveries" },
         h("thead", {}, h("tr", {}, ["#", t("notify.kind", "Kind"), t("notify.name", "Title"), t("notify.status", "Status"),
           t("notify.attempts", "Attempts"), t("notify.lastError", "Last error"), t("notify.created", "Created")].map((x) => h("th", { text: x })))),
