@@ -170,6 +170,7 @@ type Run struct {
 	AttemptCount        int   // attempts created so far (the newest attempt's number)
 	MaxAttempts         int   // from the pinned spec's retry policy
 	NotBeforeMs         int64 // queued/retry_wait: not to be started before this time
+	RandomDelayMs       int64 // the spec's randomDelayMs drawn for this occurrence (scheduled runs; in NotBeforeMs)
 	Concurrency         spec.ConcurrencyPolicy
 	CancelRequestedAtMs int64  // set by RequestCancel while the run was active
 	Reason              string // why a run ended the way it did (e.g. SkipConcurrencyForbid), "" otherwise
@@ -196,7 +197,8 @@ type Attempt struct {
 	LogPath      string
 	LogSize      int64
 	LogTruncated bool
-	MaskedCount  int // occurrences of env store values replaced by *** in the log (ADR 0038)
+	MaskedCount  int    // occurrences of env store values replaced by *** in the log (ADR 0038)
+	ScriptTree   string // script tasks: the tree digest of the script's folder this attempt started from (ADR 0044)
 }
 
 // AttemptRef addresses one attempt.
@@ -255,6 +257,7 @@ type AttemptStart struct {
 	PGID        int
 	LogPath     string
 	StartedAtMs int64
+	ScriptTree  string // script tasks: core/scriptpath.TreeDigest of the folder it runs from
 }
 
 // AttemptResult ends an attempt. Status is one of succeeded, failed,
