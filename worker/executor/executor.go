@@ -111,6 +111,10 @@ type Request struct {
 	TaskName     string
 	ScheduledFor time.Time
 	Spec         Spec
+	// Markers are further QL3_* variables the caller sets for the process
+	// (a script task's QL3_SCRIPT and QL3_SCRIPTS_DIR); each name must
+	// start with QL3_ and must not be one of the executor's own.
+	Markers map[string]string
 	// Output receives stdout and stderr merged, in the order the attempt
 	// wrote them (one pipe for both), from one goroutine, in chunks of at
 	// most 32 KiB. Its Write must not block for long; errors are ignored
@@ -321,6 +325,15 @@ func (e *Executor) environment(req Request) ([]string, error) {
 	}
 	if !req.ScheduledFor.IsZero() {
 		env["QL3_SCHEDULED_FOR"] = req.ScheduledFor.UTC().Format(time.RFC3339)
+	}
+	for k, v := range req.Markers {
+		switch {
+		case !strings.HasPrefix(k, "QL3_") || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0):
+			return nil, errs.Invalidf("markers", "marker %q must be a QL3_ name without '=' or NUL", k)
+		case k == "QL3_RUN_ID" || k == "QL3_ATTEMPT" || k == "QL3_TASK_ID" || k == "QL3_TASK_REVISION" || k == "QL3_TASK_NAME" || k == "QL3_SCHEDULED_FOR":
+			return nil, errs.Invalidf("markers", "marker %s is the executor's own", k)
+		}
+		env[k] = v
 	}
 	out := make([]string, 0, len(env))
 	for k, v := range env {
