@@ -457,3 +457,21 @@ type Store interface {
 	EventFeed
 	Close() error
 }
+
+// AuditAppender writes audit lines for changes made outside the store's
+// own transactions (the scripts folder, ADR 0044); they are listed with
+// the env store's by ListAudit.
+type AuditAppender interface {
+	AppendAudit(ctx context.Context, a AuditEntry) error
+}
+
+// Audit actions of the scripts folder (ADR 0044): Target is the path.
+const (
+	AuditScriptWrite  = "script.write"
+	AuditScriptCreate = "script.create"
+	AuditScriptMkdir  = "script.mkdir"
+	AuditScriptMove   = "script.move"
+	AuditScriptDelete = "script.delete"
+	AuditScriptUpload = "script.upload"
+	AuditScriptRun    = "script.run"
+)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/edge/logstore"
+	"github.com/ql3/ql3/edge/scripts"
 	"github.com/ql3/ql3/edge/sqlite"
 	"github.com/ql3/ql3/panel"
 	"github.com/ql3/ql3/worker/clock"
@@ -26,6 +27,8 @@ type fixture struct {
 	logs  *logstore.Store
 	clock *clock.Fake
 	token string
+	// scripts is the scripts folder (scripts_test.go).
+	scripts *scripts.Folder
 }
 
 var fixtureStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -51,15 +54,16 @@ func newFixtureWith(t testing.TB, wrap func(http.Handler) http.Handler) *fixture
 		t.Fatal(err)
 	}
 	rotate := unlockEnvs(t, dir, store) // envs_test.go
+	folder := openScripts(t, dir)       // scripts_test.go
 	api := New(Config{UI: panel.UI{}, Store: store, Logs: logs, Clock: clk, Auth: Auth{Digest: DigestToken(token)}, Version: "test",
-		Envs: store, RotateEnvKey: rotate})
+		Envs: store, RotateEnvKey: rotate, Scripts: folder, Audit: store})
 	var h http.Handler = api
 	if wrap != nil {
 		h = wrap(api)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &fixture{t: t, srv: srv, store: store, logs: logs, clock: clk, token: token}
+	return &fixture{t: t, srv: srv, store: store, logs: logs, clock: clk, token: token, scripts: folder}
 }
 
 type response struct {

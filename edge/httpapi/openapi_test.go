@@ -87,7 +87,8 @@ func TestOpenAPIExamples(t *testing.T) {
 	f.send("GET", "/api/v1/tasks", "", "Authorization", "Bearer wrong")
 	f.send("POST", "/api/v1/tasks", helloTask, "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site")
 	f.call("DELETE", "/api/v1/tasks/hello", "")
-	f.envExamples() // envs_test.go
+	f.envExamples()    // envs_test.go
+	f.scriptExamples() // scripts_test.go
 
 	doc.Validate(t, rec)
 }

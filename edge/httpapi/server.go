@@ -30,6 +30,7 @@
 //	POST   /api/v1/runs/{run}/cancel
 //	GET    /api/v1/runs/{run}/attempts/{n}/log          (?offset=&limit=&follow=1) raw bytes
 //	…      /api/v1/envs…, /api/v1/audit                 the env store (envs.go)
+//	…      /api/v1/scripts…                             the scripts folder (scripts.go)
 //
 // {task} is a task id or the name of a live task. Errors are JSON
 // {code, message, field} (see ErrorBody) with the status from Status.
@@ -45,6 +46,7 @@ import (
 	"github.com/ql3/ql3/core/metrics"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/logstore"
+	"github.com/ql3/ql3/edge/scripts"
 	"github.com/ql3/ql3/httpkit"
 	"github.com/ql3/ql3/worker/clock"
 )
@@ -81,6 +83,10 @@ type Config struct {
 	Envs edge.EnvStore
 	// RotateEnvKey re-wraps the env data key under a new key file.
 	RotateEnvKey RotateKeyFunc
+	// Scripts is the scripts folder (ADR 0044); nil answers its routes
+	// with 503. Audit receives a line per change (the store; nil: none).
+	Scripts *scripts.Folder
+	Audit   edge.AuditAppender
 }
 
 // Server is the HTTP handler of the API.
@@ -107,6 +113,8 @@ type Server struct {
 
 	envs      edge.EnvStore
 	rotateKey RotateKeyFunc
+	scripts   *scripts.Folder
+	auditLog  edge.AuditAppender
 }
 
 // New returns the API handler.
@@ -117,6 +125,7 @@ func New(cfg Config) *Server {
 		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), containment: cfg.Containment,
 		onReq: cfg.OnRequest, ui: cfg.UI,
 		envs: cfg.Envs, rotateKey: cfg.RotateEnvKey,
+		scripts: cfg.Scripts, auditLog: cfg.Audit,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -173,6 +182,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	mux.HandleFunc("POST /api/v1/runs/{run}/cancel", s.cancelRun)
 	mux.HandleFunc("GET /api/v1/runs/{run}/attempts/{n}/log", s.readLog)
 	s.envRoutes(mux)
+	s.scriptRoutes(mux)
 
 	// Everything else under the API is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
