@@ -41,6 +41,7 @@ type engineConfig struct {
 	KillGrace      time.Duration
 	DrainGrace     time.Duration
 	Hooks          Hooks
+	Scripts        *runner.Scripts // the scripts folder and the task helper (ADR 0044)
 }
 
 // engine runs the runner and the scheduler. The runner recovers in-flight
@@ -81,6 +82,7 @@ func startEngine(ctx context.Context, cfg engineConfig) (*engine, error) {
 		PollInterval: runnerSafetyPoll,
 		Envs:         cfg.Store, // the env store (ADR 0038), unlocked before the engine starts
 		DrainGrace:   cfg.DrainGrace,
+		Scripts:      cfg.Scripts,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the runner: %w", err)

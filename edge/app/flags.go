@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -30,6 +31,7 @@ Precedence, lowest first: defaults, the file, QL3_* variables, flags.
   "logLevel"           string  debug, info, warn, error                 $QL3_LOG_LEVEL  (info)
   "logFormat"          string  text or json                             $QL3_LOG_FORMAT (text)
   "envKeyFile"         string  env store key file (0600; keep a backup) $QL3_ENV_KEY_FILE (<dataDir>/env.key)
+  "interpreters"       string  script interpreters: ".py=/opt/py/bin/python3,.ts=tsx"  $QL3_INTERPRETERS
   "addr"               string  CLI: server address or https:// URL      $QL3_ADDR       (127.0.0.1:5700)
   "tokenFile"          string  CLI: admin token file                    $QL3_TOKEN_FILE (<dataDir>/admin.token)
 `
@@ -57,7 +59,9 @@ func (m *Main) ParseFlags(args []string) error {
 		logLevel     = fs.String("log-level", "", "debug, info (default), warn or error")
 		logFormat    = fs.String("log-format", "", "text (default) or json: one slog record per line on stderr")
 		envKeyFile   = fs.String("env-key-file", "", "key file of the env store's encryption (default $QL3_ENV_KEY_FILE, then <data dir>/env.key; created 0600 on first start)")
+		interps      stringFlags
 	)
+	fs.Var(&interps, "interpreter", "EXT=PROGRAM: the program that runs scripts with this extension (repeatable; e.g. .py=/opt/py/bin/python3); defaults .js/.mjs/.cjs node, .py python3, .sh bash, .ts tsx or ts-node")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: ql3-edge serve [flags]\n\n"+
 			"Start the scheduler, the runner and the HTTP API (and web panel) in the foreground.\n"+
@@ -98,6 +102,8 @@ func (m *Main) ParseFlags(args []string) error {
 		switch f.Name {
 		case "env-key-file":
 			cfg.EnvKeyFile = *envKeyFile
+		case "interpreter":
+			cfg.Interpreters = strings.Join(interps, ",")
 		case "listen":
 			cfg.Listen = *listen
 		case "data-dir":
@@ -137,3 +143,9 @@ func (m *Main) ParseFlags(args []string) error {
 	m.Config = cfg
 	return nil
 }
+
+// stringFlags is a repeatable string flag.
+type stringFlags []string
+
+func (s *stringFlags) String() string     { return strings.Join(*s, ",") }
+func (s *stringFlags) Set(v string) error { *s = append(*s, v); return nil }

@@ -25,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/edge/scripts"
 )
 
 // Exit codes.
@@ -89,6 +90,7 @@ func commands() []command {
 		{"run", "run a task now; list, show or cancel runs", runCmd},
 		{"logs", "print (or follow with -f) the output of a run", logsCmd},
 		{"env", "the env store: list, add, edit, rm, enable, disable, import, export", envCmd},
+		{"script", "the scripts folder: ls, cat, put, mv, rm, mkdir, upload, run", scriptCmd},
 		{"version", "print the version", versionCmd},
 	}
 }
@@ -129,6 +131,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 	}
 	name := args[0]
 	switch name {
+	case scripts.HelperSubcommand: // the `task` helper on every process's PATH (not listed)
+		return scripts.TaskMain(args[1:], env.Stderr)
 	case "-h", "-help", "--help", "help":
 		printMainUsage(env.Stdout)
 		return ExitOK
