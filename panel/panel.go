@@ -18,9 +18,9 @@ import (
 )
 
 // The assets: index.html (the page), app.js with the page files served
-// after it in the same response (env.js), app.css.
+// after it in the same response (env.js, scripts.js), app.css.
 //
-//go:embed assets/index.html assets/app.js assets/env.js assets/app.css
+//go:embed assets/index.html assets/app.js assets/env.js assets/scripts.js assets/app.css
 var assets embed.FS
 
 // CSP is the Content-Security-Policy of every panel response: script and
@@ -56,7 +56,7 @@ func (UI) Open(path string) bool { return IsAssetPath(path) }
 // "GET /panel/{file}" on mux.
 func Routes(mux httpkit.Mux) {
 	mux.HandleFunc("GET /{$}", serveFile("assets/index.html", "text/html; charset=utf-8"))
-	mux.HandleFunc("GET /panel/app.js", serveFile("assets/app.js", "text/javascript; charset=utf-8", "assets/env.js"))
+	mux.HandleFunc("GET /panel/app.js", serveFile("assets/app.js", "text/javascript; charset=utf-8", "assets/env.js", "assets/scripts.js"))
 	mux.HandleFunc("GET /panel/app.css", serveFile("assets/app.css", "text/css; charset=utf-8"))
 }
 
