@@ -56,12 +56,12 @@ func (f *Folder) usage() (Usage, error) {
 // its stat, and its parent directory's descriptor and name. walkAt
 // closes nothing it did not open.
 func walkAt(dirfd int, prefix string, fn func(rel string, st *unix.Stat_t, parent int, name string) error) error {
-	d := os.NewFile(uintptr(dirfd), prefix)
+	// No os.File around dirfd here: its finalizer would close a
+	// descriptor this function does not own (readNames reads a dup).
 	names, err := readNames(dirfd)
 	if err != nil {
 		return fmt.Errorf("listing %q: %w", prefix, err)
 	}
-	_ = d // the descriptor stays owned by the caller
 	for _, name := range names {
 		var st unix.Stat_t
 		if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
