@@ -160,7 +160,7 @@ func TestPathAttacks(t *testing.T) {
 	}
 }
 
-func tarOf(t *testing.T, entries ...*tar.Header) []byte {
+func tarOf(t testing.TB, entries ...*tar.Header) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
