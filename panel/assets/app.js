@@ -108,6 +108,7 @@
     if (!spec) return "";
     if (spec.shell) return spec.shell.command;
     if (spec.argv) return [spec.argv.file].concat(spec.argv.args || []).join(" ");
+    if (spec.script) return ["task", spec.script.file].concat(spec.script.args || []).join(" ");
     return "";
   }
   async function taskList(params, g) {
