@@ -58,6 +58,15 @@ func TestScriptsThroughBinary(t *testing.T) {
 			t.Errorf("%s: %s, log %q; want %q", task, done.Status, log, want)
 		}
 	}
+	// task add --script / --random-delay build the spec.
+	if code, out, errOut := c.ql3(nil, "task", "add", "--name", "cli-script", "--script", "dir/main.js", "--random-delay", "1m", "--", "a", "b"); code != 0 {
+		t.Fatalf("task add --script: %d %q %q", code, out, errOut)
+	}
+	var added httpapi.Task
+	c.api("GET", "/api/v1/tasks/cli-script", nil, 200, &added)
+	if sc := added.Spec.Script; sc == nil || sc.File != "dir/main.js" || strings.Join(sc.Args, ",") != "a,b" || added.Spec.RandomDelayMs != 60_000 {
+		t.Errorf("task add --script: %+v", added.Spec)
+	}
 	code, out, errOut := c.ql3(nil, "script", "run", "dir/main.py", "x", "--follow")
 	if code != 0 || out != "py:HELLO-STORE x dir/main.py\n" {
 		t.Errorf("script run --follow: %d %q %q", code, out, errOut)
