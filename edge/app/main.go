@@ -220,6 +220,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		RotateEnvKey:   envKeyRotation(m.store, cfg.EnvKeyFilePath()),
 		Scripts:        scriptCfg.Folder,
 		Audit:          m.store,
+		Interpreters:   scriptCfg.Interpreters,
 	})
 	m.server = &http.Server{
 		Handler:           api,

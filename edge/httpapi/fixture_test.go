@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ql3/ql3/core/scriptpath"
 	"github.com/ql3/ql3/edge/logstore"
 	"github.com/ql3/ql3/edge/scripts"
 	"github.com/ql3/ql3/edge/sqlite"
@@ -56,7 +57,7 @@ func newFixtureWith(t testing.TB, wrap func(http.Handler) http.Handler) *fixture
 	rotate := unlockEnvs(t, dir, store) // envs_test.go
 	folder := openScripts(t, dir)       // scripts_test.go
 	api := New(Config{UI: panel.UI{}, Store: store, Logs: logs, Clock: clk, Auth: Auth{Digest: DigestToken(token)}, Version: "test",
-		Envs: store, RotateEnvKey: rotate, Scripts: folder, Audit: store})
+		Envs: store, RotateEnvKey: rotate, Scripts: folder, Audit: store, Interpreters: scriptpath.DefaultInterpretersTable()})
 	var h http.Handler = api
 	if wrap != nil {
 		h = wrap(api)

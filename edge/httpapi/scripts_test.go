@@ -220,3 +220,24 @@ func TestScriptRunNow(t *testing.T) {
 		t.Fatalf("run a folder: %d", r.status)
 	}
 }
+
+// A script task whose extension this server has no interpreter for is
+// refused at publish, naming the extension and the supported ones.
+func TestScriptTaskUnknownExtension(t *testing.T) {
+	f := newFixture(t)
+	r := f.call("POST", "/api/v1/tasks", `{"name":"rb","spec":{"kind":"qinglong/command@v1","script":{"file":"x.rb"}}}`)
+	if r.status != http.StatusBadRequest || r.errBody(t).Field != "spec.script.file" || !strings.Contains(r.errBody(t).Message, `no interpreter for ".rb" files`) {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	if r := f.call("POST", "/api/v1/tasks", `{"name":"js","spec":{"kind":"qinglong/command@v1","script":{"file":"x.js"}}}`); r.status != http.StatusCreated {
+		t.Fatalf("a .js task: %d %s", r.status, r.body)
+	}
+	r = f.call("PUT", "/api/v1/tasks/js", `{"expectedRevision":1,"name":"js","spec":{"kind":"qinglong/command@v1","script":{"file":"x.exe"}}}`)
+	if r.status != http.StatusBadRequest || !strings.Contains(r.errBody(t).Message, `".exe"`) {
+		t.Fatalf("update: %d %s", r.status, r.body)
+	}
+	f.raw("PUT", "/api/v1/scripts/content?path=x.rb", []byte("puts 1"), "If-None-Match", "*")
+	if r := f.call("POST", "/api/v1/scripts/run", `{"path":"x.rb"}`); r.status != http.StatusBadRequest {
+		t.Fatalf("run x.rb: %d %s", r.status, r.body)
+	}
+}

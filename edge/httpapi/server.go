@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/core/metrics"
+	"github.com/ql3/ql3/core/scriptpath"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/logstore"
 	"github.com/ql3/ql3/edge/scripts"
@@ -87,6 +88,10 @@ type Config struct {
 	// with 503. Audit receives a line per change (the store; nil: none).
 	Scripts *scripts.Folder
 	Audit   edge.AuditAppender
+	// Interpreters is the server's script interpreter table; a script task
+	// with an extension it has no entry for is refused at publish (nil:
+	// not checked here, the start fails instead).
+	Interpreters scriptpath.Interpreters
 }
 
 // Server is the HTTP handler of the API.
@@ -115,6 +120,7 @@ type Server struct {
 	rotateKey RotateKeyFunc
 	scripts   *scripts.Folder
 	auditLog  edge.AuditAppender
+	interps   scriptpath.Interpreters
 }
 
 // New returns the API handler.
@@ -125,7 +131,7 @@ func New(cfg Config) *Server {
 		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), containment: cfg.Containment,
 		onReq: cfg.OnRequest, ui: cfg.UI,
 		envs: cfg.Envs, rotateKey: cfg.RotateEnvKey,
-		scripts: cfg.Scripts, auditLog: cfg.Audit,
+		scripts: cfg.Scripts, auditLog: cfg.Audit, interps: cfg.Interpreters,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
