@@ -185,7 +185,7 @@ func (f *Folder) Write(p string, data []byte, pre Precondition) (etag string, cr
 			if cerr != nil {
 				return "", false, cerr
 			}
-			cur, oldSize, perm = hex.EncodeToString(h.Sum(nil)), st.Size, st.Mode&0o777
+			cur, oldSize, perm = hex.EncodeToString(h.Sum(nil)), st.Size, uint32(st.Mode&0o777)
 		case errs.Code(err) != errs.NotFound:
 			return "", false, err
 		}
@@ -317,7 +317,7 @@ func (f *Folder) Move(from, to string) error {
 		return err
 	}
 	defer unix.Close(dst)
-	if err := unix.Renameat2(src, fsegs[len(fsegs)-1], dst, tsegs[len(tsegs)-1], unix.RENAME_NOREPLACE); err != nil {
+	if err := renameNoReplace(src, fsegs[len(fsegs)-1], dst, tsegs[len(tsegs)-1]); err != nil {
 		if errors.Is(err, unix.EEXIST) {
 			return errs.Conflictf("%q already exists", tc)
 		}
