@@ -202,7 +202,7 @@ func (f *Folder) List(dir string) ([]Entry, error) {
 		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			continue // gone meanwhile
 		}
-		e := Entry{Name: name, Size: st.Size, MtimeMs: st.Mtim.Sec*1000 + st.Mtim.Nsec/1e6}
+		e := Entry{Name: name, Size: st.Size, MtimeMs: int64(st.Mtim.Sec)*1000 + int64(st.Mtim.Nsec)/1e6}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
 			e.Kind, e.Size = KindDir, 0
@@ -311,7 +311,7 @@ func (f *Folder) Stat(p string) (Entry, error) {
 	if err := unix.Fstatat(dfd, segs[len(segs)-1], &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return Entry{}, pathErr("path", c, err)
 	}
-	e := Entry{Name: segs[len(segs)-1], Size: st.Size, MtimeMs: st.Mtim.Sec*1000 + st.Mtim.Nsec/1e6}
+	e := Entry{Name: segs[len(segs)-1], Size: st.Size, MtimeMs: int64(st.Mtim.Sec)*1000 + int64(st.Mtim.Nsec)/1e6}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		e.Kind, e.Size = KindDir, 0
