@@ -182,6 +182,7 @@ type Run struct {
 	AttemptCount        int   // attempts created so far (the newest attempt's number)
 	MaxAttempts         int   // from the pinned spec's retry policy
 	NotBeforeMs         int64 // queued/retry_wait: not to be started before this time
+	RandomDelayMs       int64 // the spec's randomDelayMs drawn for this occurrence (scheduled runs; in NotBeforeMs)
 	Concurrency         spec.ConcurrencyPolicy
 	CancelRequestedAtMs int64  // set by RequestCancel while the run was active
 	Reason              string // why a run ended the way it did (e.g. SkipConcurrencyForbid), "" otherwise
@@ -208,7 +209,8 @@ type Attempt struct {
 	LogPath      string
 	LogSize      int64
 	LogTruncated bool
-	MaskedCount  int // occurrences of env store values replaced by *** in the log (ADR 0038)
+	MaskedCount  int    // occurrences of env store values replaced by *** in the log (ADR 0038)
+	ScriptTree   string // script tasks: the tree digest of the script's folder this attempt started from (ADR 0044)
 }
 
 // AttemptRef addresses one attempt.
@@ -267,6 +269,7 @@ type AttemptStart struct {
 	PGID        int
 	LogPath     string
 	StartedAtMs int64
+	ScriptTree  string // script tasks: core/scriptpath.TreeDigest of the folder it runs from
 }
 
 // AttemptResult ends an attempt. Status is one of succeeded, failed,
@@ -467,3 +470,21 @@ type Store interface {
 	FindStore
 	Close() error
 }
+
+// AuditAppender writes audit lines for changes made outside the store's
+// own transactions (the scripts folder, ADR 0044); they are listed with
+// the env store's by ListAudit.
+type AuditAppender interface {
+	AppendAudit(ctx context.Context, a AuditEntry) error
+}
+
+// Audit actions of the scripts folder (ADR 0044): Target is the path.
+const (
+	AuditScriptWrite  = "script.write"
+	AuditScriptCreate = "script.create"
+	AuditScriptMkdir  = "script.mkdir"
+	AuditScriptMove   = "script.move"
+	AuditScriptDelete = "script.delete"
+	AuditScriptUpload = "script.upload"
+	AuditScriptRun    = "script.run"
+)

@@ -56,6 +56,7 @@ var executorMayLink = map[string]bool{
 	"github.com/ql3/ql3/core/canonjson":  true,
 	"github.com/ql3/ql3/core/spec":       true,
 	"github.com/ql3/ql3/core/placement":  true,
+	"github.com/ql3/ql3/core/scriptpath": true, // the script kind's path rule (pure, stdlib + errs/canonjson)
 }
 
 func TestExecutorLinksOnlyStdlibAndCoreVocabulary(t *testing.T) {

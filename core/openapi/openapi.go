@@ -40,7 +40,10 @@ type Route struct {
 	Params                []Param
 	Request               any // JSON request body type; nil for none
 	RequestOptional       bool
-	Responses             map[int]Response
+	// RequestContentType documents a raw request body (bytes of this
+	// media type, e.g. application/octet-stream) when Request is nil.
+	RequestContentType string
+	Responses          map[int]Response
 }
 
 // Generator turns routes into a document.
@@ -86,6 +89,9 @@ func (g *Generator) Document(routes []Route) ([]byte, error) {
 		if r.Request != nil {
 			op["requestBody"] = map[string]any{"required": !r.RequestOptional,
 				"content": map[string]any{"application/json": map[string]any{"schema": g.schemaOf(reflect.TypeOf(r.Request), true)}}}
+		} else if r.RequestContentType != "" {
+			op["requestBody"] = map[string]any{"required": !r.RequestOptional,
+				"content": map[string]any{r.RequestContentType: map[string]any{"schema": map[string]any{"type": "string"}}}}
 		}
 		resps := map[string]any{}
 		for code, resp := range r.Responses {

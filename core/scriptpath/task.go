@@ -39,31 +39,38 @@ func ParseTaskCommand(cmd string) (tc TaskCommand, ok bool, err error) {
 	if !plain || len(words) == 0 || (words[0] != "task" && words[0] != "ql3-task") {
 		return TaskCommand{}, false, nil
 	}
-	w := words[1:]
+	tc, err = ParseTaskArgs(words[1:])
+	return tc, true, err
+}
+
+// ParseTaskArgs reads the arguments of a `task` invocation (what follows
+// the program name), as the `task` helper on a process's PATH receives
+// them from its shell.
+func ParseTaskArgs(w []string) (tc TaskCommand, err error) {
 	for len(w) > 0 && strings.HasPrefix(w[0], "-") {
 		switch w[0] {
 		case "-l":
 			w = w[1:]
 		case "-m":
 			if len(w) < 2 {
-				return TaskCommand{}, true, errs.Invalidf("command", "task -m needs a number of seconds")
+				return TaskCommand{}, errs.Invalidf("command", "task -m needs a number of seconds")
 			}
 			n, convErr := strconv.Atoi(w[1])
 			if convErr != nil || n < 1 || n > 7*24*3600 {
-				return TaskCommand{}, true, errs.Invalidf("command", "task -m must be 1..604800 seconds, got %q", w[1])
+				return TaskCommand{}, errs.Invalidf("command", "task -m must be 1..604800 seconds, got %q", w[1])
 			}
 			tc.MaxTimeSec = n
 			w = w[2:]
 		default:
-			return TaskCommand{}, true, errs.Invalidf("command", "task: unknown option %q (known: -l, -m SECONDS)", w[0])
+			return TaskCommand{}, errs.Invalidf("command", "task: unknown option %q (known: -l, -m SECONDS)", w[0])
 		}
 	}
 	if len(w) == 0 {
-		return TaskCommand{}, true, errs.Invalidf("command", "task needs a script file")
+		return TaskCommand{}, errs.Invalidf("command", "task needs a script file")
 	}
 	file, cleanErr := Clean("command", strings.TrimPrefix(w[0], "./"), false)
 	if cleanErr != nil {
-		return TaskCommand{}, true, cleanErr
+		return TaskCommand{}, cleanErr
 	}
 	tc.File = file
 	rest := w[1:]
@@ -74,29 +81,29 @@ func ParseTaskCommand(cmd string) (tc TaskCommand, ok bool, err error) {
 		case "conc", "desi":
 			tc.Mode = rest[0]
 			if len(rest) < 2 {
-				return TaskCommand{}, true, errs.Invalidf("command", "task %s needs an env name", rest[0])
+				return TaskCommand{}, errs.Invalidf("command", "task %s needs an env name", rest[0])
 			}
 			tc.ModeEnv = rest[1]
 			for _, a := range rest[2:] {
 				for _, part := range strings.Split(a, ",") {
 					nums, rangeErr := accountRange(part)
 					if rangeErr != nil {
-						return TaskCommand{}, true, errs.Invalidf("command", "task %s: %v", tc.Mode, rangeErr)
+						return TaskCommand{}, errs.Invalidf("command", "task %s: %v", tc.Mode, rangeErr)
 					}
 					if len(tc.Accounts)+len(nums) > maxAccounts {
-						return TaskCommand{}, true, errs.TooLargef("command", "task %s names more than %d accounts", tc.Mode, maxAccounts)
+						return TaskCommand{}, errs.TooLargef("command", "task %s names more than %d accounts", tc.Mode, maxAccounts)
 					}
 					tc.Accounts = append(tc.Accounts, nums...)
 				}
 			}
 			if tc.Mode == "desi" && len(tc.Accounts) == 0 {
-				return TaskCommand{}, true, errs.Invalidf("command", "task desi needs account numbers")
+				return TaskCommand{}, errs.Invalidf("command", "task desi needs account numbers")
 			}
-			return tc, true, nil
+			return tc, nil
 		}
 	}
 	tc.Args = rest
-	return tc, true, nil
+	return tc, nil
 }
 
 // maxAccounts bounds the accounts one conc/desi command may name.

@@ -59,6 +59,10 @@ func appendCanonical(b []byte, c Command) []byte {
 		b = append(b, `,"placement":`...)
 		b = appendRequirements(b, c.Placement)
 	}
+	if c.RandomDelayMs != 0 {
+		b = append(b, `,"randomDelayMs":`...)
+		b = canonjson.AppendInt(b, c.RandomDelayMs)
+	}
 	b = append(b, `,"retry":{"backoffBaseMs":`...)
 	b = canonjson.AppendInt(b, c.Retry.BackoffBaseMs)
 	b = append(b, `,"backoffMaxMs":`...)
@@ -68,6 +72,17 @@ func appendCanonical(b []byte, c Command) []byte {
 	b = append(b, `,"retryOnLost":`...)
 	b = appendBool(b, c.Retry.RetryOnLost)
 	b = append(b, '}')
+	if c.Script != nil {
+		b = append(b, `,"script":{`...)
+		if len(c.Script.Args) > 0 {
+			b = append(b, `"args":`...)
+			b = appendStrings(b, c.Script.Args)
+			b = append(b, ',')
+		}
+		b = append(b, `"file":`...)
+		b = canonjson.AppendString(b, c.Script.File)
+		b = append(b, '}')
+	}
 	if c.Shell != nil {
 		b = append(b, `,"shell":{"command":`...)
 		b = canonjson.AppendString(b, c.Shell.Command)

@@ -57,6 +57,10 @@ func scanWire(s *canonjson.Scanner) wire {
 			w.Argv = scanArgv(s)
 		case "shell":
 			w.Shell = scanShell(s)
+		case "script":
+			w.Script = scanScript(s)
+		case "randomDelayMs":
+			w.RandomDelayMs = s.Int64()
 		case "environment":
 			w.Environment = scanStringMap(s)
 		case "env":

@@ -107,6 +107,8 @@ func FuzzDecodeFastPath(f *testing.F) {
 		`{"kind":"qinglong/command@v1","argv":{"file":"x"},"environment":{"A":"1","a":"2"}}`,
 		`{"kind":"qinglong/command@v1","shell":{"command":"echo \u0000 \ud83d\ude00 \ud800"}}`,
 		`{"kind":"qinglong/command@v1","argv":{"file":"x"},"retry":{"maxAttempts":null}}`,
+		`{"kind":"qinglong/command@v1","script":{"file":"a/b.py","args":["1"]},"randomDelayMs":7}`,
+		`{"kind":"qinglong/command@v1","script":{"file":"a/./b.py"}}`,
 	} {
 		f.Add([]byte(s))
 	}

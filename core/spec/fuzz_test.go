@@ -24,6 +24,9 @@ func FuzzDecode(f *testing.F) {
 		`{"kind":"qinglong/command@v1","shell":{"command":"echo \u0000"}}`,
 		`{"kind":"qinglong/command@v1","argv":{"file":"x"},"Kind":"y"}`,
 		`{"kind":"qinglong/command@v1","argv":{"file":"x"}} {}`,
+		`{"kind":"qinglong/command@v1","script":{"file":"dir/a.js","args":["x"]},"randomDelayMs":1000}`,
+		`{"kind":"qinglong/command@v1","script":{"file":"../a.js"}}`,
+		`{"kind":"qinglong/command@v1","script":{"file":"a.py"},"shell":{"command":"true"}}`,
 	} {
 		f.Add([]byte(s))
 	}

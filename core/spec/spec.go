@@ -76,11 +76,13 @@ const (
 	DefaultConcurrency = ConcurrencyForbid
 )
 
-// Command is a qinglong/command@v1 spec. Exactly one of Argv and Shell is set.
+// Command is a qinglong/command@v1 spec. Exactly one of Argv, Shell and
+// Script is set.
 type Command struct {
 	Kind             string                  `json:"kind"`
 	Argv             *Argv                   `json:"argv,omitempty"`
 	Shell            *Shell                  `json:"shell,omitempty"`
+	Script           *Script                 `json:"script,omitempty"` // a file of the scripts folder (script.go)
 	Environment      map[string]string       `json:"environment,omitempty"`
 	Env              *EnvScope               `json:"env,omitempty"` // which env store entries the process sees (env.go)
 	WorkingDirectory string                  `json:"workingDirectory,omitempty"`
@@ -89,6 +91,10 @@ type Command struct {
 	Concurrency      ConcurrencyPolicy       `json:"concurrency"`
 	Placement        *placement.Requirements `json:"placement,omitempty"`
 	Limits           *Limits                 `json:"limits,omitempty"`
+	// RandomDelayMs is QingLong's RandomDelay: a scheduled occurrence
+	// starts after a delay in [0, RandomDelayMs) that is a function of the
+	// occurrence (core/scriptpath.RandomDelayMs); 0 starts at once.
+	RandomDelayMs int64 `json:"randomDelayMs,omitempty"`
 }
 
 // Limits bounds one attempt's resources where the executing host offers
@@ -144,6 +150,7 @@ type wire struct {
 	Kind             string                  `json:"kind"`
 	Argv             *Argv                   `json:"argv"`
 	Shell            *wireShell              `json:"shell"`
+	Script           *Script                 `json:"script"`
 	Environment      map[string]string       `json:"environment"`
 	Env              *EnvScope               `json:"env"`
 	WorkingDirectory string                  `json:"workingDirectory"`
@@ -152,6 +159,7 @@ type wire struct {
 	Concurrency      *ConcurrencyPolicy      `json:"concurrency"`
 	Placement        *placement.Requirements `json:"placement"`
 	Limits           *Limits                 `json:"limits"`
+	RandomDelayMs    int64                   `json:"randomDelayMs"`
 }
 
 type wireShell struct {
@@ -201,6 +209,7 @@ func (w wire) command() (Command, []byte, error) {
 	c := Command{
 		Kind:             w.Kind,
 		Argv:             w.Argv,
+		Script:           w.Script,
 		Environment:      w.Environment,
 		Env:              w.Env,
 		WorkingDirectory: w.WorkingDirectory,
@@ -209,6 +218,7 @@ func (w wire) command() (Command, []byte, error) {
 		Concurrency:      DefaultConcurrency,
 		Placement:        w.Placement,
 		Limits:           w.Limits,
+		RandomDelayMs:    w.RandomDelayMs,
 	}
 	if w.Shell != nil {
 		c.Shell = &Shell{Command: w.Shell.Command, Shell: DefaultShell}
@@ -274,6 +284,15 @@ func (c Command) normalize() Command {
 	if c.Shell != nil {
 		s := *c.Shell
 		c.Shell = &s
+	}
+	if c.Script != nil {
+		sc := *c.Script
+		if len(sc.Args) == 0 {
+			sc.Args = nil
+		} else {
+			sc.Args = append([]string(nil), sc.Args...)
+		}
+		c.Script = &sc
 	}
 	if len(c.Environment) == 0 {
 		c.Environment = nil

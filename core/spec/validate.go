@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/scriptpath"
 )
 
 // Validate checks the limits; zero fields mean the host's default.
@@ -30,19 +31,8 @@ func (c Command) Validate() error {
 	if c.Kind != KindCommandV1 {
 		return errs.Invalidf("kind", "must be %q, got %.64q", KindCommandV1, c.Kind)
 	}
-	switch {
-	case c.Argv == nil && c.Shell == nil:
-		return errs.Invalidf("argv", "exactly one of argv and shell is required, got neither")
-	case c.Argv != nil && c.Shell != nil:
-		return errs.Invalidf("shell", "exactly one of argv and shell is required, got both")
-	case c.Argv != nil:
-		if err := c.Argv.validate(); err != nil {
-			return err
-		}
-	default:
-		if err := c.Shell.validate(); err != nil {
-			return err
-		}
+	if err := c.validateProgram(); err != nil {
+		return err
 	}
 	if err := validateEnvironment(c.Environment); err != nil {
 		return err
@@ -68,6 +58,9 @@ func (c Command) Validate() error {
 	case ConcurrencyAllow, ConcurrencyForbid, ConcurrencyReplace:
 	default:
 		return errs.Invalidf("concurrency", "must be allow, forbid or replace, got %.32q", string(c.Concurrency))
+	}
+	if c.RandomDelayMs < 0 || c.RandomDelayMs > scriptpath.MaxRandomDelayMs {
+		return errs.Invalidf("randomDelayMs", "must be 0..%d ms (1 h), got %d", scriptpath.MaxRandomDelayMs, c.RandomDelayMs)
 	}
 	if c.Limits != nil {
 		if err := c.Limits.Validate(); err != nil {

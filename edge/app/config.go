@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/scriptpath"
 )
 
 // Defaults (DESIGN.md §8).
@@ -51,6 +53,7 @@ type Config struct {
 	LogFormat         string `json:"logFormat,omitempty"`         // QL3_LOG_FORMAT: text|json
 	EnvKeyFile        string `json:"envKeyFile,omitempty"`        // QL3_ENV_KEY_FILE: the env store's key file (envkey.go)
 	OpenTimeZone      string `json:"openTimeZone,omitempty"`      // QL3_OPEN_TIME_ZONE: zone of triggers the Open API creates (ADR 0048)
+	Interpreters      string `json:"interpreters,omitempty"`      // QL3_INTERPRETERS: script interpreter overrides, ".py=/opt/py/bin/python3,.ts=tsx"
 
 	// Client.
 	Addr      string `json:"addr,omitempty"`      // QL3_ADDR: server to talk to
@@ -143,6 +146,7 @@ func (c *Config) overlay(o Config) {
 	setS(&c.LogFormat, o.LogFormat)
 	setS(&c.EnvKeyFile, o.EnvKeyFile)
 	setS(&c.OpenTimeZone, o.OpenTimeZone)
+	setS(&c.Interpreters, o.Interpreters)
 	setS(&c.Addr, o.Addr)
 	setS(&c.TokenFile, o.TokenFile)
 }
@@ -154,6 +158,7 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 		"QL3_ADDR": &c.Addr, "QL3_TOKEN_FILE": &c.TokenFile,
 		"QL3_TLS_CERT": &c.TLSCert, "QL3_TLS_KEY": &c.TLSKey, "QL3_ENV_KEY_FILE": &c.EnvKeyFile,
 		"QL3_OPEN_TIME_ZONE": &c.OpenTimeZone,
+		"QL3_INTERPRETERS":   &c.Interpreters,
 	}
 	for k, dst := range str {
 		if v := getenv(k); v != "" {
@@ -218,6 +223,9 @@ func (c Config) ValidateServer() error {
 	case c.LogRetentionHours < 1:
 		return errs.Invalidf("logRetentionHours", "must be at least 1, got %d", c.LogRetentionHours)
 	}
+	if _, err := c.InterpreterTable(); err != nil {
+		return err
+	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return err
 	}
@@ -230,4 +238,25 @@ func (c Config) ValidateServer() error {
 func validZone(name string) bool {
 	_, err := time.LoadLocation(name)
 	return err == nil && name != "Local"
+}
+
+// InterpreterOverrides splits Interpreters ("EXT=PROGRAM,EXT=PROGRAM").
+func (c Config) InterpreterOverrides() []string {
+	var out []string
+	for _, o := range strings.Split(c.Interpreters, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// InterpreterTable is the script interpreter table of this server: the
+// defaults of core/scriptpath with the overrides.
+func (c Config) InterpreterTable() (scriptpath.Interpreters, error) {
+	t, err := scriptpath.NewInterpreters(c.InterpreterOverrides())
+	if err != nil {
+		return nil, errs.Prefix("interpreters", err)
+	}
+	return t, nil
 }

@@ -42,6 +42,7 @@ type engineConfig struct {
 	DrainGrace     time.Duration
 	Hooks          Hooks
 	AttemptEnv     runner.AttemptEnvFunc // sendNotify's variables (notify.go)
+	Scripts        *runner.Scripts       // the scripts folder and the task helper (ADR 0044)
 }
 
 // engine runs the runner and the scheduler. The runner recovers in-flight
@@ -83,6 +84,7 @@ func startEngine(ctx context.Context, cfg engineConfig) (*engine, error) {
 		Envs:         cfg.Store, // the env store (ADR 0038), unlocked before the engine starts
 		DrainGrace:   cfg.DrainGrace,
 		AttemptEnv:   cfg.AttemptEnv,
+		Scripts:      cfg.Scripts,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting the runner: %w", err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -31,6 +32,7 @@ Precedence, lowest first: defaults, the file, QL3_* variables, flags.
   "logFormat"          string  text or json                             $QL3_LOG_FORMAT (text)
   "envKeyFile"         string  env store key file (0600; keep a backup) $QL3_ENV_KEY_FILE (<dataDir>/env.key)
   "openTimeZone"       string  zone of triggers the QingLong Open API creates $QL3_OPEN_TIME_ZONE (UTC)
+  "interpreters"       string  script interpreters: ".py=/opt/py/bin/python3,.ts=tsx"  $QL3_INTERPRETERS
   "addr"               string  CLI: server address or https:// URL      $QL3_ADDR       (127.0.0.1:5700)
   "tokenFile"          string  CLI: admin token file                    $QL3_TOKEN_FILE (<dataDir>/admin.token)
 `
@@ -59,7 +61,9 @@ func (m *Main) ParseFlags(args []string) error {
 		logFormat    = fs.String("log-format", "", "text (default) or json: one slog record per line on stderr")
 		openZone     = fs.String("open-time-zone", "", "IANA zone of triggers created through the QingLong Open API, whose schedules carry none (default $QL3_OPEN_TIME_ZONE, then UTC)")
 		envKeyFile   = fs.String("env-key-file", "", "key file of the env store's encryption (default $QL3_ENV_KEY_FILE, then <data dir>/env.key; created 0600 on first start)")
+		interps      stringFlags
 	)
+	fs.Var(&interps, "interpreter", "EXT=PROGRAM: the program that runs scripts with this extension (repeatable; e.g. .py=/opt/py/bin/python3); defaults .js/.mjs/.cjs node, .py python3, .sh bash, .ts tsx or ts-node")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: ql3-edge serve [flags]\n\n"+
 			"Start the scheduler, the runner and the HTTP API (and web panel) in the foreground.\n"+
@@ -102,6 +106,8 @@ func (m *Main) ParseFlags(args []string) error {
 			cfg.EnvKeyFile = *envKeyFile
 		case "open-time-zone":
 			cfg.OpenTimeZone = *openZone
+		case "interpreter":
+			cfg.Interpreters = strings.Join(interps, ",")
 		case "listen":
 			cfg.Listen = *listen
 		case "data-dir":
@@ -141,3 +147,9 @@ func (m *Main) ParseFlags(args []string) error {
 	m.Config = cfg
 	return nil
 }
+
+// stringFlags is a repeatable string flag.
+type stringFlags []string
+
+func (s *stringFlags) String() string     { return strings.Join(*s, ",") }
+func (s *stringFlags) Set(v string) error { *s = append(*s, v); return nil }

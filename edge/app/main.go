@@ -20,6 +20,8 @@ import (
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/httpapi"
 	"github.com/ql3/ql3/edge/logstore"
+	"github.com/ql3/ql3/edge/runner"
+	"github.com/ql3/ql3/edge/scripts"
 	"github.com/ql3/ql3/edge/sqlite"
 	"github.com/ql3/ql3/panel"
 	"github.com/ql3/ql3/worker/clock"
@@ -31,6 +33,8 @@ const (
 	LogsDirName      = "logs"
 	WorkDirName      = "work"
 	StateDirName     = "state"
+	ScriptsDirName   = "scripts" // the scripts folder (ADR 0044)
+	BinDirName       = "bin"     // the task helper, first on every process's PATH
 )
 
 // Shutdown deadlines.
@@ -59,6 +63,10 @@ type Main struct {
 	Logger *slog.Logger
 	// Hooks observe the loops (tests).
 	Hooks Hooks
+	// HelperArgv is what the `task` helper calls (the program and its
+	// arguments before the scripts folder's); default: this executable
+	// with its hidden script-task subcommand.
+	HelperArgv []string
 
 	log      *slog.Logger
 	store    *sqlite.Store
@@ -160,6 +168,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("opening the log store: %w", err)
 	}
+	scriptCfg, err := m.openScripts(cfg)
+	if err != nil {
+		return err
+	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.cancel = cancel
 	idle := newIdleTrim(m.Clock, idleQuietFor, releaseIdleMemory, m.log)
@@ -186,6 +198,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		DrainGrace:     time.Duration(cfg.DrainGraceMs) * time.Millisecond,
 		Hooks:          hooks,
 		AttemptEnv:     notifier.attemptEnv(),
+		Scripts:        scriptCfg,
 	})
 	if err != nil {
 		return err
@@ -216,6 +229,9 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Notify:         notifier.api(m.store),
 		Access:         m.store,
 		OpenTimeZone:   cfg.OpenTimeZone,
+		Scripts:        scriptCfg.Folder,
+		Audit:          m.store,
+		Interpreters:   scriptCfg.Interpreters,
 	})
 	m.server = &http.Server{
 		Handler:           api,
@@ -388,4 +404,34 @@ func (m *Main) Close() error {
 		}
 	})
 	return m.closeErr
+}
+
+// openScripts opens <data dir>/scripts and writes the `task` helper into
+// <data dir>/bin for this start's interpreter table (ADR 0044).
+func (m *Main) openScripts(cfg Config) (*runner.Scripts, error) {
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	folder, err := scripts.Open(filepath.Join(dataDir, ScriptsDirName))
+	if err != nil {
+		return nil, err
+	}
+	interps, err := cfg.InterpreterTable()
+	if err != nil {
+		return nil, err
+	}
+	argv := m.HelperArgv
+	if len(argv) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("task helper: %w", err)
+		}
+		argv = []string{exe, scripts.HelperSubcommand}
+	}
+	bin := filepath.Join(dataDir, BinDirName)
+	if _, err := scripts.WriteHelper(bin, argv, folder.Root(), cfg.InterpreterOverrides()); err != nil {
+		return nil, err
+	}
+	return &runner.Scripts{Folder: folder, Interpreters: interps, BinDir: bin}, nil
 }

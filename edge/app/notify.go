@@ -12,10 +12,6 @@ import (
 	"github.com/ql3/ql3/edge/runner"
 )
 
-// ScriptsDirName is the scripts folder inside the data directory; the
-// sendNotify modules are written there at start when absent.
-const ScriptsDirName = "scripts"
-
 // notifyParts are the notifications of one server process (ADR 0046).
 type notifyParts struct {
 	deliverer *notify.Deliverer

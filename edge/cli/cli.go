@@ -25,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/edge/scripts"
 )
 
 // Exit codes.
@@ -93,6 +94,7 @@ func commands() []command {
 		{"token", "scoped API tokens: list, create, revoke", tokenCmd},
 		{"app", "QingLong Open API apps: list, create, rm", appCmd},
 		{"user", "panel accounts: list, add, passwd, rm, second factor, sign-in log", userCmd},
+		{"script", "the scripts folder: ls, cat, put, mv, rm, mkdir, upload, run", scriptCmd},
 		{"version", "print the version", versionCmd},
 	}
 }
@@ -133,6 +135,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 	}
 	name := args[0]
 	switch name {
+	case scripts.HelperSubcommand: // the `task` helper on every process's PATH (not listed)
+		return scripts.TaskMain(args[1:], env.Stderr)
 	case "-h", "-help", "--help", "help":
 		printMainUsage(env.Stdout)
 		return ExitOK

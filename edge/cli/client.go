@@ -75,6 +75,7 @@ type request struct {
 	path    string // already escaped, e.g. "/api/v1/tasks/" + url.PathEscape(id)
 	query   url.Values
 	body    any
+	raw     io.Reader // instead of body: bytes sent as application/octet-stream
 	headers map[string]string
 }
 
@@ -112,11 +113,17 @@ func (c *Client) send(ctx context.Context, req request) (*http.Response, error) 
 	if len(req.query) > 0 {
 		u += "?" + req.query.Encode()
 	}
+	if req.raw != nil {
+		body = req.raw
+	}
 	hr, err := http.NewRequestWithContext(ctx, req.method, u, body)
 	if err != nil {
 		return nil, err
 	}
-	if req.body != nil {
+	switch {
+	case req.raw != nil:
+		hr.Header.Set("Content-Type", "application/octet-stream")
+	case req.body != nil:
 		hr.Header.Set("Content-Type", "application/json")
 	}
 	hr.Header.Set("Accept", "application/json")

@@ -25,6 +25,8 @@ type specFlags struct {
 	specFile    string
 	shell       string
 	shellPath   string
+	script      string
+	randomDelay time.Duration
 	env         stringList
 	unsetEnv    stringList
 	workdir     string
@@ -48,6 +50,8 @@ func (f *specFlags) register(fs *flag.FlagSet, edit bool) {
 	fs.StringVar(&f.specFile, "spec-file", "", "read the whole qinglong/command@v1 spec from this JSON file ('-' for stdin) instead of the flags below")
 	fs.StringVar(&f.shell, "shell", "", "run this script with /bin/sh -c (instead of the argv after --)")
 	fs.StringVar(&f.shellPath, "shell-path", "", "interpreter for --shell: /bin/sh (default) or /bin/bash")
+	fs.StringVar(&f.script, "script", "", "run this file of the scripts folder with the interpreter its extension names; the words after -- are its arguments")
+	fs.DurationVar(&f.randomDelay, "random-delay", 0, "QingLong's RandomDelay: each scheduled run starts after its own delay below this (max 1h; 0: none)")
 	fs.Var(&f.env, "env", "environment variable KEY=VALUE (repeatable)")
 	if edit {
 		fs.Var(&f.unsetEnv, "unset-env", "remove environment variable KEY (repeatable)")
@@ -91,7 +95,7 @@ func (f *specFlags) specDoc(env Env, base map[string]any, argv []string) (json.R
 	if f.specFile != "" {
 		if f.set("shell") || f.set("shell-path") || len(argv) > 0 || f.set("env") || f.set("workdir") ||
 			f.set("run-timeout") || f.set("max-attempts") || f.set("backoff") || f.set("backoff-max") ||
-			f.set("retry-on-lost") || f.set("concurrency") {
+			f.set("retry-on-lost") || f.set("concurrency") || f.set("script") || f.set("random-delay") {
 			return nil, usagef("--spec-file cannot be combined with spec flags or a command after --")
 		}
 		var data []byte
@@ -114,6 +118,16 @@ func (f *specFlags) specDoc(env Env, base map[string]any, argv []string) (json.R
 		m = map[string]any{"kind": spec.KindCommandV1}
 	}
 	switch {
+	case f.script != "" && f.shell != "":
+		return nil, usagef("give either --script or --shell, not both")
+	case f.script != "":
+		sc := map[string]any{"file": f.script}
+		if len(argv) > 0 {
+			sc["args"] = argv
+		}
+		delete(m, "argv")
+		delete(m, "shell")
+		m["script"] = sc
 	case f.shell != "" && len(argv) > 0:
 		return nil, usagef("give either --shell or a command after --, not both")
 	case f.shell != "":
@@ -122,6 +136,7 @@ func (f *specFlags) specDoc(env Env, base map[string]any, argv []string) (json.R
 			sh["shell"] = f.shellPath
 		}
 		delete(m, "argv")
+		delete(m, "script")
 		m["shell"] = sh
 	case len(argv) > 0:
 		if f.set("shell-path") {
@@ -132,6 +147,7 @@ func (f *specFlags) specDoc(env Env, base map[string]any, argv []string) (json.R
 			a["args"] = argv[1:]
 		}
 		delete(m, "shell")
+		delete(m, "script")
 		m["argv"] = a
 	case f.set("shell-path"):
 		sh, ok := m["shell"].(map[string]any)
@@ -140,8 +156,15 @@ func (f *specFlags) specDoc(env Env, base map[string]any, argv []string) (json.R
 		}
 		sh["shell"] = f.shellPath
 	}
-	if base == nil && m["shell"] == nil && m["argv"] == nil {
-		return nil, usagef("give the command after --, e.g. `-- echo hi`, or use --shell 'echo $HOME'")
+	if base == nil && m["shell"] == nil && m["argv"] == nil && m["script"] == nil {
+		return nil, usagef("give the command after --, e.g. `-- echo hi`, or use --shell 'echo $HOME' or --script dir/sign.js")
+	}
+	if f.set("random-delay") {
+		if f.randomDelay == 0 {
+			delete(m, "randomDelayMs")
+		} else {
+			m["randomDelayMs"] = f.randomDelay.Milliseconds()
+		}
 	}
 	if len(f.env) > 0 || len(f.unsetEnv) > 0 {
 		envm, _ := m["environment"].(map[string]any)

@@ -339,6 +339,8 @@ func commandLine(t httpapi.Task) string {
 		return t.Spec.Shell.Command
 	case t.Spec.Argv != nil:
 		return strings.Join(append([]string{t.Spec.Argv.File}, t.Spec.Argv.Args...), " ")
+	case t.Spec.Script != nil:
+		return strings.Join(append([]string{"task", t.Spec.Script.File}, t.Spec.Script.Args...), " ")
 	}
 	return t.Spec.Kind
 }

@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ql3/ql3/core/scriptpath"
 	"github.com/ql3/ql3/edge/logstore"
+	"github.com/ql3/ql3/edge/scripts"
 	"github.com/ql3/ql3/edge/sqlite"
 	"github.com/ql3/ql3/panel"
 	"github.com/ql3/ql3/worker/clock"
@@ -20,13 +22,14 @@ import (
 // fixture is an API server over a real SQLite store and log store in a
 // temporary directory, with a fake clock.
 type fixture struct {
-	t      testing.TB
-	srv    *httptest.Server
-	store  *sqlite.Store
-	logs   *logstore.Store
-	clock  *clock.Fake
-	token  string
-	notify *NotifyConfig
+	t       testing.TB
+	srv     *httptest.Server
+	store   *sqlite.Store
+	logs    *logstore.Store
+	clock   *clock.Fake
+	token   string
+	notify  *NotifyConfig
+	scripts *scripts.Folder
 }
 
 var fixtureStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -53,15 +56,16 @@ func newFixtureWith(t testing.TB, wrap func(http.Handler) http.Handler) *fixture
 	}
 	rotate := unlockEnvs(t, dir, store) // envs_test.go
 	nc := notifyFor(t, store, clk)      // notify_test.go
+	folder := openScripts(t, dir)       // scripts_test.go
 	api := New(Config{UI: panel.UI{}, Store: store, Logs: logs, Clock: clk, Auth: Auth{Digest: DigestToken(token)}, Version: "test",
-		Envs: store, RotateEnvKey: rotate, Notify: nc, Access: store})
+		Envs: store, RotateEnvKey: rotate, Notify: nc, Access: store, Scripts: folder, Audit: store, Interpreters: scriptpath.DefaultInterpretersTable()})
 	var h http.Handler = api
 	if wrap != nil {
 		h = wrap(api)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &fixture{t: t, srv: srv, store: store, logs: logs, clock: clk, token: token, notify: nc}
+	return &fixture{t: t, srv: srv, store: store, logs: logs, clock: clk, token: token, notify: nc, scripts: folder}
 }
 
 type response struct {

@@ -92,6 +92,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	f.accessExamples() // openapi_access_test.go
 	f.envExamples()    // envs_test.go
 	f.findExamples()   // openapi_find_test.go
+	f.scriptExamples() // scripts_test.go
 
 	doc.Validate(t, rec)
 }

@@ -35,6 +35,7 @@
 //	…      /open/…                                      the QingLong-compatible Open API (open.go)
 //	GET    /api/v1/overview                             counts by status, failures of 24 h, next fires (find.go)
 //	GET    /api/v1/views, POST, DELETE …/{view}          saved task filters (find.go)
+//	…      /api/v1/scripts…                             the scripts folder (scripts.go)
 //
 // {task} is a task id or the name of a live task. Errors are JSON
 // {code, message, field} (see ErrorBody) with the status from Status.
@@ -48,8 +49,10 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/core/metrics"
+	"github.com/ql3/ql3/core/scriptpath"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/logstore"
+	"github.com/ql3/ql3/edge/scripts"
 	"github.com/ql3/ql3/httpkit"
 	"github.com/ql3/ql3/worker/clock"
 )
@@ -95,6 +98,14 @@ type Config struct {
 	// OpenTimeZone is the IANA zone of triggers the Open API creates
 	// (QingLong schedules have none); "" means UTC.
 	OpenTimeZone string
+	// Scripts is the scripts folder (ADR 0044); nil answers its routes
+	// with 503. Audit receives a line per change (the store; nil: none).
+	Scripts *scripts.Folder
+	Audit   edge.AuditAppender
+	// Interpreters is the server's script interpreter table; a script task
+	// with an extension it has no entry for is refused at publish (nil:
+	// not checked here, the start fails instead).
+	Interpreters scriptpath.Interpreters
 }
 
 // Server is the HTTP handler of the API.
@@ -128,6 +139,9 @@ type Server struct {
 	openLimit   *failLimiter // failed GET /open/auth/token per peer
 	signinLimit *failLimiter // failed password sign-ins per peer
 	signinMu    chan struct{}
+	scripts     *scripts.Folder
+	auditLog    edge.AuditAppender
+	interps     scriptpath.Interpreters
 }
 
 // New returns the API handler.
@@ -139,6 +153,7 @@ func New(cfg Config) *Server {
 		onReq: cfg.OnRequest, ui: cfg.UI,
 		envs: cfg.Envs, rotateKey: cfg.RotateEnvKey, notify: cfg.Notify,
 		access: cfg.Access, openZone: cfg.OpenTimeZone,
+		scripts: cfg.Scripts, auditLog: cfg.Audit, interps: cfg.Interpreters,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -200,6 +215,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	s.accessRoutes(mux)
 	s.openRoutes(mux)
 	s.findRoutes(mux)
+	s.scriptRoutes(mux)
 
 	// Everything else under the API is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

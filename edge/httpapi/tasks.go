@@ -37,6 +37,9 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in, err := newTaskInput(req)
+	if err == nil {
+		err = s.checkInterpreter(in.Spec)
+	}
 	if err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return
@@ -135,6 +138,9 @@ func (s *Server) updateTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cmd, err := decodeSpec(req.Spec)
+	if err == nil {
+		err = s.checkInterpreter(cmd)
+	}
 	if err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return

@@ -116,6 +116,7 @@ type Run struct {
 	AttemptCount        int       `json:"attemptCount"`
 	MaxAttempts         int       `json:"maxAttempts"`
 	NotBeforeMs         int64     `json:"notBeforeMs,omitempty"`
+	RandomDelayMs       int64     `json:"randomDelayMs,omitempty"` // the spec's randomDelayMs drawn for this occurrence (in notBeforeMs)
 	Concurrency         string    `json:"concurrency"`
 	CancelRequestedAtMs int64     `json:"cancelRequestedAtMs,omitempty"`
 	Reason              string    `json:"reason,omitempty"`
@@ -144,6 +145,7 @@ type Attempt struct {
 	LogSize      int64  `json:"logSize"`
 	LogTruncated bool   `json:"logTruncated,omitempty"`
 	MaskedCount  int    `json:"maskedCount,omitempty"` // env values replaced by *** in the log
+	ScriptTree   string `json:"scriptTree,omitempty"`  // script tasks: tree digest of the script's folder it started from
 }
 
 // RunEvent is one entry of a run's history.
@@ -231,7 +233,7 @@ func runView(r edge.Run, attempts []edge.Attempt) Run {
 		TriggerID: r.TriggerID, TriggerRevision: r.TriggerRevision, RerunOf: r.RerunOf,
 		IdempotencyKey: r.IdempotencyKey, ScheduledForMs: r.ScheduledForMs, Status: string(r.Status),
 		Version: r.Version, AttemptCount: r.AttemptCount, MaxAttempts: r.MaxAttempts,
-		NotBeforeMs: r.NotBeforeMs, Concurrency: string(r.Concurrency),
+		NotBeforeMs: r.NotBeforeMs, RandomDelayMs: r.RandomDelayMs, Concurrency: string(r.Concurrency),
 		CancelRequestedAtMs: r.CancelRequestedAtMs, Reason: r.Reason, ErrorClass: string(r.ErrorClass),
 		ExitCode: r.ExitCode, CreatedAtMs: r.CreatedAtMs, UpdatedAtMs: r.UpdatedAtMs, FinishedAtMs: r.FinishedAtMs,
 	}
@@ -246,6 +248,7 @@ func attemptView(a edge.Attempt) Attempt {
 		Number: a.Number, Status: string(a.Status), PID: a.PID, CreatedAtMs: a.CreatedAtMs,
 		StartedAtMs: a.StartedAtMs, FinishedAtMs: a.FinishedAtMs, ExitCode: a.ExitCode,
 		ErrorClass: string(a.ErrorClass), Message: a.Message, LogSize: a.LogSize, LogTruncated: a.LogTruncated, MaskedCount: a.MaskedCount,
+		ScriptTree: a.ScriptTree,
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/ql3/ql3/core/run"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/edge/logstore"
+	"github.com/ql3/ql3/edge/scripts"
 	"github.com/ql3/ql3/edge/sqlite"
 	"github.com/ql3/ql3/worker/clock"
 	"github.com/ql3/ql3/worker/executor"
@@ -27,6 +28,10 @@ import (
 const crashHelperEnv = "QL3_TEST_RUNNER_HELPER_DIR"
 
 func TestMain(m *testing.M) {
+	// The `task` helper of script tests calls this binary (script_test.go).
+	if len(os.Args) > 1 && os.Args[1] == scripts.HelperSubcommand {
+		os.Exit(scripts.TaskMain(os.Args[2:], os.Stderr))
+	}
 	if dir := os.Getenv(crashHelperEnv); dir != "" {
 		if err := runHelper(dir); err != nil {
 			fmt.Fprintln(os.Stderr, "runner helper:", err)

@@ -95,6 +95,9 @@ type Config struct {
 	// Envs is the env store each attempt's environment and output masking
 	// come from (env.go); nil runs tasks with their inline environment only.
 	Envs EnvSource
+	// Scripts is the scripts folder with its interpreters and the `task`
+	// helper (script.go); nil runs no script task.
+	Scripts *Scripts
 	// DrainGrace is how long running attempts may finish after Run's
 	// context ends before they are stopped; 0 stops them at once.
 	DrainGrace time.Duration
@@ -347,7 +350,13 @@ func (r *Runner) launch(ctx context.Context, slot *executor.Slot, due edge.Run, 
 	req := buildRequest(claim, out)
 	req.Spec.Env = ae.vars
 	req.ExtraEnv = ae.extra
-	h, err := r.exec.Start(slot, req)
+	tree, err := r.prepareScript(&req, claim)
+	var h *executor.Handle
+	if err != nil {
+		slot.Release()
+	} else {
+		h, err = r.exec.Start(slot, req)
+	}
 	if err != nil {
 		msg := "could not start: " + err.Error()
 		fmt.Fprintf(w, "ql3: %s\n", msg)
@@ -362,7 +371,7 @@ func (r *Runner) launch(ctx context.Context, slot *executor.Slot, due edge.Run, 
 	logPath, _ := r.logs.Path(ref.RunID, ref.Number)
 	id := h.Identity()
 	cur, err := r.store.MarkAttemptRunning(wctx, ref, edge.AttemptStart{PID: id.PID, PGID: id.PGID, LogPath: logPath,
-		StartedAtMs: h.StartedAt().UnixMilli()})
+		StartedAtMs: h.StartedAt().UnixMilli(), ScriptTree: tree})
 	switch {
 	case err != nil:
 		// The attempt stays starting; the watcher records it failed.

@@ -138,7 +138,7 @@ func (s *Store) MarkAttemptRunning(ctx context.Context, ref edge.AttemptRef, in 
 			return errs.E(errs.Conflict, "attempt", "attempt %d of run %s is not the current one (%d)", ref.Number, ref.RunID, r.AttemptCount)
 		}
 		if err := moveAttempt(ctx, tx, ref, run.AttemptStarting, run.AttemptRunning,
-			setAttemptRunning, in.PID, in.PGID, in.LogPath, in.StartedAtMs); err != nil {
+			setAttemptRunning, in.PID, in.PGID, in.LogPath, in.StartedAtMs, in.ScriptTree); err != nil {
 			return err
 		}
 		c := newRunChange(r, in.StartedAtMs)

@@ -31,7 +31,7 @@ const runColumns = `r.id, r.project_id, r.task_id, r.task_revision, r.origin, IF
     IFNULL(r.trigger_revision, 0), IFNULL(r.rerun_of, ''), r.idempotency_key, r.scheduled_for_ms, r.status,
     r.version, r.attempt_count, r.max_attempts, r.not_before_ms, r.concurrency, r.cancel_requested_at_ms,
     r.reason, r.error_class, r.exit_code, r.created_at_ms, r.updated_at_ms, r.finished_at_ms,
-    r.event_seq, r.backoff_base_ms, r.backoff_max_ms, r.retry_on_lost`
+    r.event_seq, r.backoff_base_ms, r.backoff_max_ms, r.retry_on_lost, r.random_delay_ms`
 
 const (
 	selectRun = `SELECT ` + runColumns + ` FROM runs r`
@@ -57,7 +57,7 @@ func scanRun(sc scanner, extra ...any) (runRow, error) {
 		&r.TriggerRevision, &r.RerunOf, &r.IdempotencyKey, &r.ScheduledForMs, &status,
 		&r.Version, &r.AttemptCount, &r.MaxAttempts, &r.NotBeforeMs, &conc, &r.CancelRequestedAtMs,
 		&r.Reason, &cls, &exit, &r.CreatedAtMs, &r.UpdatedAtMs, &r.FinishedAtMs,
-		&r.eventSeq, &r.backoffBaseMs, &r.backoffMaxMs, &r.retryOnLost}
+		&r.eventSeq, &r.backoffBaseMs, &r.backoffMaxMs, &r.retryOnLost, &r.RandomDelayMs}
 	err := sc.Scan(append(dest, extra...)...)
 	if err != nil {
 		return runRow{}, err
@@ -174,7 +174,7 @@ func insertEvents(ctx context.Context, tx *wtx, runID string, afterSeq, nowMs in
 
 const attemptColumns = `a.run_id, a.attempt, a.status, a.pid, a.pgid, a.created_at_ms, a.started_at_ms,
     a.finished_at_ms, a.exit_code, a.error_class, a.message, a.log_path, a.log_size, a.log_truncated,
-    a.masked_count`
+    a.masked_count, a.script_tree`
 
 func scanAttempt(sc scanner) (edge.Attempt, error) {
 	var (
@@ -184,7 +184,7 @@ func scanAttempt(sc scanner) (edge.Attempt, error) {
 	)
 	if err := sc.Scan(&a.RunID, &a.Number, &status, &a.PID, &a.PGID, &a.CreatedAtMs, &a.StartedAtMs,
 		&a.FinishedAtMs, &exit, &cls, &a.Message, &a.LogPath, &a.LogSize, &a.LogTruncated,
-		&a.MaskedCount); err != nil {
+		&a.MaskedCount, &a.ScriptTree); err != nil {
 		return edge.Attempt{}, err
 	}
 	a.Status = run.AttemptStatus(status)
@@ -233,7 +233,7 @@ func moveAttempt(ctx context.Context, tx *wtx, ref edge.AttemptRef, from, to run
 
 // Column assignments of the attempt moves the runner makes.
 const (
-	setAttemptRunning   = "pid = ?, pgid = ?, log_path = ?, started_at_ms = ?"
+	setAttemptRunning   = "pid = ?, pgid = ?, log_path = ?, started_at_ms = ?, script_tree = ?"
 	setAttemptFinished  = "finished_at_ms = ?, exit_code = ?, error_class = ?, message = ?, log_size = ?, log_truncated = ?, masked_count = ?"
 	setAttemptCancelled = "finished_at_ms = ?, error_class = ?"
 )

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/run"
+	"github.com/ql3/ql3/core/scriptpath"
 	"github.com/ql3/ql3/edge"
 )
 
@@ -241,7 +242,8 @@ func (s *Store) CreateManualRun(ctx context.Context, in edge.ManualRun) (edge.Ru
 const (
 	qRunByKey   = `SELECT id FROM runs WHERE idempotency_key = ?`
 	qTaskPolicy = `SELECT t.current_revision, IFNULL(t.deleted_at_ms, 0), r.max_attempts,
-    r.backoff_base_ms, r.backoff_max_ms, r.retry_on_lost, r.concurrency
+    r.backoff_base_ms, r.backoff_max_ms, r.retry_on_lost, r.concurrency,
+    IFNULL(json_extract(r.spec_json, '$.randomDelayMs'), 0)
 FROM tasks t JOIN task_revisions r ON r.task_id = t.id AND r.revision = t.current_revision
 WHERE t.id = ?`
 	qUnfinishedRun = `SELECT id FROM runs WHERE task_id = ?
@@ -249,8 +251,8 @@ WHERE t.id = ?`
 	qInsertRun = `INSERT INTO runs (id, project_id, task_id, task_revision, origin, trigger_id,
     trigger_revision, rerun_of, idempotency_key, scheduled_for_ms, status, version, event_seq, attempt_count,
     max_attempts, backoff_base_ms, backoff_max_ms, retry_on_lost, concurrency, not_before_ms, reason,
-    created_at_ms, updated_at_ms, finished_at_ms)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 2, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+    created_at_ms, updated_at_ms, finished_at_ms, random_delay_ms)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 2, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // admission is the input of admit.
@@ -284,9 +286,10 @@ func admit(ctx context.Context, tx *wtx, sg *signals, a admission) (runID string
 		backoffBase, backoffMax int64
 		retryOnLost             bool
 		concurrency             string
+		maxDelay                int64
 	)
 	err = tx.QueryRowContext(ctx, qTaskPolicy, a.taskID).Scan(&revision, &deletedAt, &maxAttempts, &backoffBase, &backoffMax,
-		&retryOnLost, &concurrency)
+		&retryOnLost, &concurrency, &maxDelay)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && deletedAt != 0) {
 		return "", false, errs.NotFoundf("task %s not found", a.taskID)
 	}
@@ -323,9 +326,16 @@ func admit(ctx context.Context, tx *wtx, sg *signals, a admission) (runID string
 	if a.triggerRevision != 0 {
 		triggerRev = a.triggerRevision
 	}
+	// randomDelayMs (QingLong's RandomDelay) delays scheduled occurrences
+	// only, by a delay drawn from the occurrence's key: a replay, a restart
+	// and the Run's page all see the same one. Run-now starts at once.
+	var delay int64
+	if a.origin == edge.OriginSchedule {
+		delay = scriptpath.RandomDelayMs(a.key, maxDelay)
+	}
 	if _, err := tx.ExecContext(ctx, qInsertRun, a.runID, edge.DefaultProjectID, a.taskID, revision, string(a.origin), trigger, triggerRev, rerun,
 		a.key, a.scheduledForMs, string(status), attempts, maxAttempts, backoffBase, backoffMax,
-		boolInt(retryOnLost), concurrency, a.scheduledForMs, reason, a.nowMs, a.nowMs, finished); err != nil {
+		boolInt(retryOnLost), concurrency, a.scheduledForMs+delay, reason, a.nowMs, a.nowMs, finished, delay); err != nil {
 		return "", false, err
 	}
 	createdPayload := run.Payload{

@@ -211,6 +211,7 @@
     if (!spec) return "";
     if (spec.shell) return spec.shell.command;
     if (spec.argv) return [spec.argv.file].concat(spec.argv.args || []).join(" ");
+    if (spec.script) return ["task", spec.script.file].concat(spec.script.args || []).join(" ");
     return "";
   }
   // taskRows reads a page of tasks with what the list shows of each. The
