@@ -55,7 +55,9 @@
     ? h("table", { class: "cards", id }, h("thead", {}, h("tr", {}, heads.map((x) => h("th", { text: x })))), h("tbody", {}, rows))
     : h("p", { class: "muted", text: t("access.none", "None yet.") });
   const checks = (name, list) => h("div", { class: "bar", "data-field": name },
-    list.map((s) => h("label", {}, h("input", { type: "checkbox", value: s, name }), " " + s)));
+    // A scope is an identifier (the CLI and the API take it as written):
+    // shown as code, like other identifiers, not translated.
+    list.map((s) => h("label", {}, h("input", { type: "checkbox", value: s, name }), " ", h("code", { class: "mono", text: s }))));
   const checked = (box) => Array.from(box.querySelectorAll("input:checked")).map((i) => i.value);
   const once = (id, text) => h("div", { class: "notice", id },
     h("p", { text: t("access.shownOnce", "Copy it now: it is shown this once.") }), h("code", { class: "mono", text }));
@@ -133,7 +135,7 @@
       h("p", { class: "muted", text: t("access.tokensHelp", "Scoped tokens for scripts and automation; the admin token keeps working.") }),
       table("tokens", [t("access.name", "Name"), t("access.scopes", "Scopes"), t("access.live", "Live"), t("access.expiry", "Expires"), t("access.actions", "Actions")],
         items.map((k) => h("tr", { "data-token": k.id },
-          td(t("access.name", "Name"), k.name), td(t("access.scopes", "Scopes"), k.scopes.join(", ")),
+          td(t("access.name", "Name"), k.name), td(t("access.scopes", "Scopes"), h("code", { class: "mono", text: k.scopes.join(", ") })),
           td(t("access.live", "Live"), k.live ? t("access.yes", "yes") : t("access.no", "no")),
           td(t("access.expiry", "Expires"), k.expiresAtMs ? when(k.expiresAtMs) : t("access.never", "never")),
           td(t("access.actions", "Actions"), k.revokedAtMs ? "—" : h("button", { type: "button", class: "danger revoke", text: t("access.revoke", "Revoke"),
@@ -160,7 +162,7 @@
       table("apps", [t("access.name", "Name"), t("access.clientId", "Client ID"), t("access.scopes", "Scopes"), t("access.actions", "Actions")],
         items.map((a) => h("tr", { "data-app": a.name },
           td(t("access.name", "Name"), a.name), td(t("access.clientId", "Client ID"), h("code", { class: "mono", text: a.clientId })),
-          td(t("access.scopes", "Scopes"), a.scopes.join(", ")),
+          td(t("access.scopes", "Scopes"), h("code", { class: "mono", text: a.scopes.join(", ") })),
           td(t("access.actions", "Actions"), h("button", { type: "button", class: "danger delete", text: t("access.delete", "Delete"),
             onclick: act(err, async () => {
               if (!confirm(t("access.delete", "Delete") + " " + a.name + "?")) return false;
