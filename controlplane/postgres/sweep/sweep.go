@@ -15,6 +15,8 @@ import (
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/run"
+	"github.com/ql3/ql3/core/spec"
 )
 
 // The run-lifecycle sweeper (issue 10, ADR 0013). Every replica's
@@ -40,9 +42,19 @@ import (
 const offlineLookbackMs = int64(time.Hour / time.Millisecond)
 
 // sweepCandidate is one row of a scan: the lease (lease scan only), its
-// session and the attempt whose lock guards the change.
+// session and the attempt whose lock guards the change, and the Run's
+// attempt count and retry policy as the scan read them.
 type sweepCandidate struct {
 	lease, session, attempt, run uuid.UUID
+	attemptCount                 int
+	retry                        spec.RetryPolicy
+}
+
+// lost is what becomes of the candidate's Run if its change finds it lost:
+// the decision is core/run's, the change statement only writes it (for the
+// attempt count it was decided for).
+func (c sweepCandidate) lost() (run.LostDecision, error) {
+	return run.DecideLost(c.attemptCount, c.retry)
 }
 
 // runScan is one Run scan: its SQL and whether it pages by keyset.
@@ -106,9 +118,13 @@ func sweepLeases(ctx context.Context, db postgres.Acquirer, o controlplane.Sweep
 			return rep, err
 		}
 		err = runChanges(ctx, db, o.Parallel, cs, &rep, func(c sweepCandidate, r *controlplane.SweepReport) (postgres.PipedTx, error) {
+			lost, err := c.lost()
+			if err != nil {
+				return postgres.PipedTx{}, err
+			}
 			return postgres.PipedTx{Begin: postgres.BeginReadCommitted, SQL: sweepLeaseSQL,
 				Args: []any{c.lease, postgres.LockObjectKey(c.session), postgres.LockObjectKey(c.attempt), graceMs,
-					postgres.LockClassSession, postgres.LockClassAttempt},
+					postgres.LockClassSession, postgres.LockClassAttempt, string(lost.Status), lost.BackoffMs, c.attemptCount},
 				Read: func(rows pgx.Rows) error { return readLeaseChange(rows, r) }}, nil
 		})
 		if err != nil {
@@ -144,8 +160,13 @@ func sweepRuns(ctx context.Context, db postgres.Acquirer, o controlplane.SweepOp
 			if err != nil {
 				return postgres.PipedTx{}, err
 			}
+			lost, err := c.lost()
+			if err != nil {
+				return postgres.PipedTx{}, err
+			}
 			return postgres.PipedTx{Begin: postgres.BeginReadCommitted, SQL: sweepRunSQL,
-				Args: []any{c.run, postgres.LockObjectKey(c.attempt), graceMs, postgres.LockClassAttempt, newAttempt},
+				Args: []any{c.run, postgres.LockObjectKey(c.attempt), graceMs, postgres.LockClassAttempt, newAttempt,
+					string(lost.Status), lost.BackoffMs, c.attemptCount},
 				Read: func(rows pgx.Rows) error { return readRunChange(rows, r) }}, nil
 		})
 		if err != nil {
@@ -175,10 +196,13 @@ func scan(ctx context.Context, db postgres.Acquirer, sql string, args []any, lea
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (sweepCandidate, error) {
 		var c sweepCandidate
+		policy := []any{&c.attemptCount, &c.retry.RetryOnLost, &c.retry.MaxAttempts, &c.retry.BackoffBaseMs, &c.retry.BackoffMaxMs}
+		ids := []any{&c.run, &c.attempt}
 		if leases {
-			return c, r.Scan(&c.lease, &c.session, &c.attempt)
+			ids = []any{&c.lease, &c.session, &c.attempt}
 		}
-		return c, r.Scan(&c.run, &c.attempt)
+		err := r.Scan(append(ids, policy...)...)
+		return c, err
 	})
 	if err != nil {
 		return nil, postgres.TranslateDriver(err)

@@ -4,7 +4,10 @@ package sweep
 // statement (the caller sends BEGIN, it and COMMIT as one pipeline: one
 // transaction per change, ADR 0013). Parameters: $1 lease id, $2 its
 // session's advisory key, $3 its attempt's advisory key, $4 cancel grace
-// (ms), $5 the session lock class, $6 the attempt lock class.
+// (ms), $5 the session lock class, $6 the attempt lock class, and what
+// becomes of the Run if the lease is lost, decided in Go by
+// core/run.DecideLost from the scan's row: $7 the status (retry_wait |
+// failed), $8 the backoff (ms), $9 the attempt count it was decided for.
 //
 // Order (ADR 0010): the session's shared advisory lock (waits for a claim
 // or a transition of that session), then a TRY of the attempt's exclusive
@@ -30,10 +33,11 @@ package sweep
 //	         ended more than the cancel grace ago — its expiry, or the
 //	         session's close if earlier: lease released (lease_expired),
 //	         Attempt → lost, Run → lost (event run.lost) and, in the same
-//	         transaction, on by the policy: retry_wait after the backoff
-//	         (retryOnLost, attempts left), failed, or cancelled when an
-//	         intent is set (run.retry_scheduled | run.failed |
-//	         run.cancelled). The worker fenced itself by then (ADR 0013).
+//	         transaction, on to $7 (retry_wait after $8 ms, or failed: the
+//	         policy's decision, made in Go), or cancelled when an intent is
+//	         set (run.retry_scheduled | run.failed | run.cancelled). Only
+//	         while the Run's attempt count is still $9 (else left for the
+//	         next scan). The worker fenced itself by then (ADR 0013).
 //	         A Run found lost otherwise is resolved by sweep_run.go.
 //	release  a live lease whose Attempt already ended, or whose Run is not
 //	         dispatching/running: the lease is released (stale), nothing
@@ -51,7 +55,7 @@ const sweepLeaseSQL = `WITH lk AS MATERIALIZED (
 	SELECT l.lease_id, l.lease_generation, l.expires_at_ms, l.worker_id, l.session_id, l.session_generation, l.offer_id,
 		a.attempt_id, a.attempt, a.status AS attempt_status,
 		r.run_id, r.project_id, r.status AS run_status, r.version AS run_version, r.cancel_reason,
-		r.attempt_count, r.retry_on_lost, r.retry_max_attempts, r.retry_backoff_base_ms, r.retry_backoff_max_ms,
+		r.attempt_count,
 		s.status AS session_status, s.lease_expires_at_ms AS session_expires_at_ms, s.closed_at_ms AS session_closed_at_ms,
 		s.generation AS s_generation, n.ms
 	FROM n
@@ -62,12 +66,11 @@ const sweepLeaseSQL = `WITH lk AS MATERIALIZED (
 	FOR UPDATE OF l, a, r SKIP LOCKED
 ), d AS MATERIALIZED (
 	SELECT t.*, x.action, x.reason, x.to_status, x.error_class,
-		-- lost is left in the same transaction, by the policy (ADR 0013):
+		-- lost is left in the same transaction, by the policy (ADR 0013),
+		-- as run.DecideLost decided ($7, $8):
 		CASE WHEN x.action = 'lost' THEN CASE WHEN t.cancel_reason IS NOT NULL THEN 'cancelled'
-			WHEN t.retry_on_lost AND t.attempt_count < t.retry_max_attempts THEN 'retry_wait' ELSE 'failed' END
-			END AS after_lost,
-		CASE WHEN t.retry_backoff_base_ms = 0 THEN 0
-			ELSE least(t.retry_backoff_max_ms, t.retry_backoff_base_ms * (1::bigint << (t.attempt_count - 1))) END AS backoff_ms
+			ELSE $7::text END END AS after_lost,
+		$8::bigint AS backoff_ms
 	FROM t CROSS JOIN LATERAL (
 		SELECT y.action,
 			CASE WHEN y.action = 'release' THEN 'stale'
@@ -89,7 +92,7 @@ const sweepLeaseSQL = `WITH lk AS MATERIALIZED (
 			WHEN t.attempt_status = 'claimed' AND t.cancel_reason IS NOT NULL THEN 'cancel'
 			WHEN t.attempt_status = 'claimed' AND (t.expires_at_ms <= t.ms OR t.session_status = 'offline'
 				OR t.session_expires_at_ms <= t.ms) THEN 'requeue'
-			WHEN t.attempt_status <> 'claimed'
+			WHEN t.attempt_status <> 'claimed' AND t.attempt_count = $9::int
 				AND least(t.expires_at_ms, coalesce(t.session_closed_at_ms, t.expires_at_ms)) + $4::bigint <= t.ms THEN 'lost'
 			END AS action) y) x
 	WHERE x.action IS NOT NULL
@@ -178,7 +181,8 @@ FROM lk CROSS JOIN tally y LEFT JOIN d ON true`
 // leases of a live session (sweep.sh STATEMENTS=1). With a dead session
 // the branch still costs that walk; see the note of issue 10.
 // Started leases become candidates only once their authority ended more
-// than the cancel grace ($1 ms) ago.
+// than the cancel grace ($1 ms) ago. Each row also carries its Run's
+// attempt count and retry policy, for run.DecideLost.
 const leaseCandidatesSQL = `WITH n AS MATERIALIZED (
 	SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms
 ), c AS ((
@@ -209,4 +213,7 @@ const leaseCandidatesSQL = `WITH n AS MATERIALIZED (
 	WHERE r.cancel_requested_at_ms IS NOT NULL AND r.status = 'dispatching'
 	ORDER BY l.expires_at_ms, l.lease_id LIMIT $2::int
 ))
-SELECT lease_id, session_id, attempt_id FROM c ORDER BY expires_at_ms, lease_id LIMIT $2::int`
+SELECT c.lease_id, c.session_id, c.attempt_id, r.attempt_count, r.retry_on_lost, r.retry_max_attempts,
+	r.retry_backoff_base_ms, r.retry_backoff_max_ms
+FROM c JOIN ql3.attempts a ON a.attempt_id = c.attempt_id JOIN ql3.runs r ON r.run_id = a.run_id
+ORDER BY c.expires_at_ms, c.lease_id LIMIT $2::int`

@@ -4,7 +4,10 @@ package sweep
 // own transaction (like sweepLeaseSQL). Parameters: $1 run id, $2 the
 // advisory key of its current Attempt (the one dispatch's claim and the
 // ACKs lock), $3 cancel grace (ms), $4 the attempt lock class, $5 the id
-// for a new Attempt (used only by promote).
+// for a new Attempt (used only by promote), and what becomes of the Run if
+// it is lost (resolve), decided in Go by core/run.DecideLost from the
+// scan's row: $6 the status (retry_wait | failed), $7 the backoff (ms), $8
+// the attempt count it was decided for.
 //
 // Actions, by the Run as it is under the locks:
 //
@@ -13,9 +16,9 @@ package sweep
 //	         retry_wait); a claimed current Attempt → cancelled. The same
 //	         for a waiting Run of a deleted task (intent shutdown, event
 //	         reason task_deleted).
-//	resolve  lost without intent → retry_wait (retryOnLost and attempts
-//	         left; not_before = now + the policy's backoff for attempt N,
-//	         exactly spec.RetryPolicy.BackoffMs) or failed (worker_lost).
+//	resolve  lost without intent, attempt count still $8 → $6: retry_wait
+//	         (not_before = now + $7) or failed (worker_lost), as
+//	         run.DecideLost decided; SQL selects, Go decides.
 //	promote  retry_wait due (not_before ≤ now), no intent → Attempt N+1
 //	         claimed, attempt_count N+1, queued_at = now, → queued. The Run
 //	         is then what admission would have written for Attempt N+1.
@@ -40,7 +43,7 @@ const sweepRunSQL = `WITH lk AS MATERIALIZED (
 	SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms FROM lk WHERE lk.ok
 ), t AS MATERIALIZED (
 	SELECT r.run_id, r.project_id, r.task_id, r.status AS run_status, r.version AS run_version, r.attempt_count,
-		r.retry_max_attempts, r.retry_backoff_base_ms, r.retry_backoff_max_ms, r.retry_on_lost, r.not_before_ms,
+		r.not_before_ms,
 		r.cancel_reason, r.created_at_ms AS run_created_at_ms,
 		a.attempt_id, a.status AS attempt_status, a.deadline_at_ms, n.ms, k.deleted_at_ms IS NOT NULL AS task_deleted
 	FROM n
@@ -61,16 +64,14 @@ const sweepRunSQL = `WITH lk AS MATERIALIZED (
 	SELECT f.*, y.action, CASE y.action
 			WHEN 'cancel' THEN CASE WHEN f.cancel_reason = 'timeout' AND f.run_status IN ('queued', 'retry_wait')
 				THEN 'timed_out' ELSE 'cancelled' END
-			WHEN 'resolve' THEN CASE WHEN f.retry_on_lost AND f.attempt_count < f.retry_max_attempts
-				THEN 'retry_wait' ELSE 'failed' END
+			WHEN 'resolve' THEN $6::text
 			WHEN 'promote' THEN 'queued' WHEN 'queue' THEN 'queued' WHEN 'requeue' THEN 'queued'
 			WHEN 'orphan' THEN 'lost' ELSE f.run_status END AS to_status,
-		CASE WHEN f.retry_backoff_base_ms = 0 THEN 0
-			ELSE least(f.retry_backoff_max_ms, f.retry_backoff_base_ms * (1::bigint << (f.attempt_count - 1))) END AS backoff_ms
+		$7::bigint AS backoff_ms
 	FROM f CROSS JOIN LATERAL (SELECT CASE
 		WHEN (f.cancel_reason IS NOT NULL OR f.task_deleted)
 			AND f.run_status IN ('created', 'queued', 'retry_wait', 'lost') THEN 'cancel'
-		WHEN f.run_status = 'lost' THEN 'resolve'
+		WHEN f.run_status = 'lost' AND f.attempt_count = $8::int THEN 'resolve'
 		WHEN f.run_status = 'retry_wait' AND f.not_before_ms <= f.ms THEN 'promote'
 		WHEN f.run_status = 'created' AND f.cancel_reason IS NULL AND NOT f.older_active THEN 'queue'
 		WHEN f.run_status = 'created' AND f.cancel_reason IS NULL THEN 'replace'
@@ -174,45 +175,50 @@ SELECT lk.ok, coalesce(e.action, ''), coalesce(e.to_status, ''), y.replaced,
 		|| ' attempts, ' || y.ru || ' runs, ' || y.ev || '+' || y.ev_replaced || ' events')::boolean END
 FROM lk CROSS JOIN tally y LEFT JOIN error_of e ON true`
 
-// Run scans (database time). Each returns run_id and the current
-// Attempt's id, at most $1 rows, after the keyset ($2 run id: the nil
+// runScanCols is what every Run scan returns: the Run, its current
+// Attempt, and the attempt count and retry policy run.DecideLost decides a
+// lost Run by.
+const runScanCols = `r.run_id, a.attempt_id, r.attempt_count, r.retry_on_lost, r.retry_max_attempts,
+	r.retry_backoff_base_ms, r.retry_backoff_max_ms`
+
+// Run scans (database time). Each returns runScanCols, at most $1 rows, after the keyset ($2 run id: the nil
 // UUID for the first page) where it pages.
 const (
 	// Lost Runs (runs_lost_idx).
-	lostCandidatesSQL = `SELECT r.run_id, a.attempt_id FROM ql3.runs r
+	lostCandidatesSQL = `SELECT ` + runScanCols + ` FROM ql3.runs r
 	JOIN ql3.attempts a ON a.run_id = r.run_id AND a.attempt = r.attempt_count
 	WHERE r.status = 'lost' ORDER BY r.updated_at_ms, r.run_id LIMIT $1::int`
 	// Cancel intents on Runs that are not executing (runs_cancel_pending_idx).
-	cancelCandidatesSQL = `SELECT r.run_id, a.attempt_id FROM ql3.runs r
+	cancelCandidatesSQL = `SELECT ` + runScanCols + ` FROM ql3.runs r
 	JOIN ql3.attempts a ON a.run_id = r.run_id AND a.attempt = r.attempt_count
 	WHERE r.cancel_requested_at_ms IS NOT NULL AND r.status IN ('created', 'queued', 'retry_wait', 'lost')
 	ORDER BY r.cancel_requested_at_ms, r.run_id LIMIT $1::int`
 	// Held Runs (runs_held_idx), keyset by run id.
-	heldCandidatesSQL = `SELECT r.run_id, a.attempt_id FROM ql3.runs r
+	heldCandidatesSQL = `SELECT ` + runScanCols + ` FROM ql3.runs r
 	JOIN ql3.attempts a ON a.run_id = r.run_id AND a.attempt = r.attempt_count
 	WHERE r.status = 'created' AND r.cancel_requested_at_ms IS NULL AND r.run_id > $2::uuid
 	ORDER BY r.run_id LIMIT $1::int`
 	// In-flight Runs without a live lease (runs_in_flight_idx), keyset by id.
-	orphanCandidatesSQL = `SELECT r.run_id, a.attempt_id FROM ql3.runs r
+	orphanCandidatesSQL = `SELECT ` + runScanCols + ` FROM ql3.runs r
 	JOIN ql3.attempts a ON a.run_id = r.run_id AND a.attempt = r.attempt_count
 	WHERE r.status IN ('dispatching', 'running') AND r.run_id > $2::uuid
 	  AND NOT EXISTS (SELECT 1 FROM ql3.run_leases l WHERE l.run_id = r.run_id AND l.status = 'leased')
 	ORDER BY r.run_id LIMIT $1::int`
 	// Started Attempts past their durable deadline (attempts_deadline_idx).
-	timeoutCandidatesSQL = `SELECT r.run_id, a.attempt_id FROM ql3.attempts a
+	timeoutCandidatesSQL = `SELECT ` + runScanCols + ` FROM ql3.attempts a
 	JOIN ql3.runs r ON r.run_id = a.run_id AND r.attempt_count = a.attempt
 	WHERE a.status IN ('starting', 'running') AND a.finished_at_ms IS NULL
 	  AND a.deadline_at_ms <= (extract(epoch FROM clock_timestamp()) * 1000)::bigint
 	  AND r.cancel_requested_at_ms IS NULL AND r.status IN ('dispatching', 'running')
 	ORDER BY a.deadline_at_ms, a.attempt_id LIMIT $1::int`
 	// Waiting Runs of deleted tasks (tasks are few; runs_task_active_idx).
-	deletedCandidatesSQL = `SELECT r.run_id, a.attempt_id FROM ql3.tasks k
+	deletedCandidatesSQL = `SELECT ` + runScanCols + ` FROM ql3.tasks k
 	JOIN ql3.runs r ON r.task_id = k.task_id AND r.status IN ('created', 'queued', 'retry_wait', 'lost')
 	JOIN ql3.attempts a ON a.run_id = r.run_id AND a.attempt = r.attempt_count
 	WHERE k.deleted_at_ms IS NOT NULL AND r.cancel_requested_at_ms IS NULL
 	ORDER BY r.created_at_ms, r.run_id LIMIT $1::int`
 	// Due retries (runs_retry_wait_idx).
-	retryCandidatesSQL = `SELECT r.run_id, a.attempt_id FROM ql3.runs r
+	retryCandidatesSQL = `SELECT ` + runScanCols + ` FROM ql3.runs r
 	JOIN ql3.attempts a ON a.run_id = r.run_id AND a.attempt = r.attempt_count
 	WHERE r.status = 'retry_wait' AND r.cancel_requested_at_ms IS NULL
 	  AND r.not_before_ms <= (extract(epoch FROM clock_timestamp()) * 1000)::bigint
