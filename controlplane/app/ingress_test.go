@@ -94,6 +94,7 @@ func TestServeStartsWorkerIngress(t *testing.T) {
 	}
 	req, _ := http.NewRequest(http.MethodPost, "https://"+m.IngressAddr()+protocol.PathSessionOpen, bytes.NewReader(body))
 	req.Header.Set("Authorization", "Worker "+text)
+	req.Header.Set("Content-Type", "application/json") // as the worker sends it
 	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatal(err)
