@@ -213,7 +213,12 @@ const leaseCandidatesSQL = `WITH n AS MATERIALIZED (
 	WHERE r.cancel_requested_at_ms IS NOT NULL AND r.status = 'dispatching'
 	ORDER BY l.expires_at_ms, l.lease_id LIMIT $2::int
 ))
-SELECT c.lease_id, c.session_id, c.attempt_id, r.attempt_count, r.retry_on_lost, r.retry_max_attempts,
+SELECT p.lease_id, p.session_id, p.attempt_id, r.attempt_count, r.retry_on_lost, r.retry_max_attempts,
 	r.retry_backoff_base_ms, r.retry_backoff_max_ms
-FROM c JOIN ql3.attempts a ON a.attempt_id = c.attempt_id JOIN ql3.runs r ON r.run_id = a.run_id
-ORDER BY c.expires_at_ms, c.lease_id LIMIT $2::int`
+FROM (SELECT lease_id, session_id, attempt_id, expires_at_ms FROM c ORDER BY expires_at_ms, lease_id LIMIT $2::int) p
+-- one Run per page row, by primary keys (LIMIT 1 keeps it a nested loop:
+-- a join planned over the whole runs table cost every sweep a scan of it)
+CROSS JOIN LATERAL (SELECT r.attempt_count, r.retry_on_lost, r.retry_max_attempts, r.retry_backoff_base_ms,
+		r.retry_backoff_max_ms
+	FROM ql3.attempts a JOIN ql3.runs r ON r.run_id = a.run_id WHERE a.attempt_id = p.attempt_id LIMIT 1) r
+ORDER BY p.expires_at_ms, p.lease_id`
