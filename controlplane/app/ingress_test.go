@@ -117,6 +117,7 @@ func TestServeStartsWorkerIngress(t *testing.T) {
 	}
 	req, _ = http.NewRequest(http.MethodPost, "https://"+m.IngressAddr()+protocol.PathOfferPull, bytes.NewReader(pull))
 	req.Header.Set("Authorization", "Worker "+text)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err = (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatal(err)
