@@ -19,6 +19,7 @@ import (
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
+	"github.com/ql3/ql3/controlplane/postgres/runops"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/panel"
 	"github.com/ql3/ql3/scripts/testio"
@@ -46,9 +47,9 @@ func newFixture(t *testing.T, ready func(context.Context) error) fixture {
 	adminPool := db.Pool(t, postgres.RoleAdmin)
 	srv := httptest.NewServer(adminapi.New(adminapi.Config{UI: panel.UI{}, Backend: pub, Version: "test", Ready: ready,
 		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Runs:   postgres.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
+		Runs:   runops.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
-			return postgres.DisableWorker(ctx, adminPool, ref)
+			return runops.DisableWorker(ctx, adminPool, ref)
 		}}))
 	t.Cleanup(srv.Close)
 	return fixture{t: t, url: srv.URL, token: token, db: db, logs: logs}

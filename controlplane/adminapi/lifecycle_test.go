@@ -12,6 +12,7 @@ import (
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/adminapi"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/sweep"
 )
 
 // req sends a request with extra headers and returns the response.
@@ -286,7 +287,7 @@ func TestDeleteTaskAndTrigger(t *testing.T) {
 		"triggers":[{"expression":"@hourly","name":"a"}]}`, nil), 201)
 
 	// The queued Run of the deleted task is cancelled by the next sweep.
-	if _, err := postgres.Sweep(ctx, f.db.Pool(t, postgres.RoleRuntime), controlplane.SweepOptions{}); err != nil {
+	if _, err := sweep.Sweep(ctx, f.db.Pool(t, postgres.RoleRuntime), controlplane.SweepOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	var status, reason, evReason string

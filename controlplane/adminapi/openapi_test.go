@@ -14,6 +14,7 @@ import (
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
+	"github.com/ql3/ql3/controlplane/postgres/runops"
 	"github.com/ql3/ql3/panel"
 	"github.com/ql3/ql3/scripts/openapitest"
 )
@@ -57,9 +58,9 @@ func TestOpenAPIExamples(t *testing.T) {
 	rec := &openapitest.Recorder{}
 	srv := httptest.NewServer(rec.Wrap(adminapi.New(adminapi.Config{UI: panel.UI{}, Backend: pub, Version: "test",
 		Logger: slog.New(slog.DiscardHandler),
-		Runs:   postgres.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
+		Runs:   runops.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
-			return postgres.DisableWorker(ctx, adminPool, ref)
+			return runops.DisableWorker(ctx, adminPool, ref)
 		}})))
 	t.Cleanup(srv.Close)
 	f := fixture{t: t, url: srv.URL, token: token}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/dispatch"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/errs"
 )
@@ -195,7 +196,7 @@ func TestPullPacingSettings(t *testing.T) {
 	if err := c.validateIngress(); err != nil {
 		t.Fatalf("defaults refused: %v", err)
 	}
-	if o := c.PullPacerOptions(); o.Margin != postgres.DefaultPullMargin || o.Floor != postgres.DefaultPullFloor {
+	if o := c.PullPacerOptions(); o.Margin != dispatch.DefaultPullMargin || o.Floor != dispatch.DefaultPullFloor {
 		t.Fatalf("defaults %+v", o)
 	}
 	c.PullMarginMs = 0

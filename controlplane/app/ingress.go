@@ -10,7 +10,9 @@ import (
 
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/dispatch"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
+	"github.com/ql3/ql3/controlplane/postgres/session"
 )
 
 // ingressParts is what the worker ingress runs on: its listener, its own
@@ -42,7 +44,7 @@ func (m *Main) startIngress(ctx context.Context, pub *publication.Publisher) err
 	m.mu.Lock()
 	m.ingress.pool = pool
 	m.mu.Unlock()
-	sessions, err := postgres.NewSessions(pool, postgres.SessionOptions{Lease: m.Config.Lease()})
+	sessions, err := session.NewSessions(pool, session.SessionOptions{Lease: m.Config.Lease()})
 	if err != nil {
 		return err
 	}
@@ -53,7 +55,7 @@ func (m *Main) startIngress(ctx context.Context, pub *publication.Publisher) err
 	m.mu.Lock()
 	m.ingress.dispatch = dpool
 	m.mu.Unlock()
-	leases, err := postgres.NewDispatcher(dpool, postgres.DispatchOptions{Lease: m.Config.Lease()})
+	leases, err := dispatch.NewDispatcher(dpool, dispatch.DispatchOptions{Lease: m.Config.Lease()})
 	if err != nil {
 		return err
 	}
@@ -62,7 +64,7 @@ func (m *Main) startIngress(ctx context.Context, pub *publication.Publisher) err
 	// ingress role does not and need not (ADR 0030).
 	pacing := m.Config.PullPacerOptions()
 	pacing.Logger = m.log.With("component", "pull-pacer")
-	pacer, err := postgres.NewPullPacer(dpool, pacing)
+	pacer, err := dispatch.NewPullPacer(dpool, pacing)
 	if err != nil {
 		return err
 	}
@@ -72,7 +74,7 @@ func (m *Main) startIngress(ctx context.Context, pub *publication.Publisher) err
 	m.mu.Lock()
 	m.ingress.stopPacer, m.ingress.pacerDone = stopPacer, pacerDone
 	m.mu.Unlock()
-	auth := postgres.NewWorkerAuth(pool)
+	auth := session.NewWorkerAuth(pool)
 	cfg := ingress.Config{
 		TLS: ingress.TLSFiles{CertFile: m.Config.IngressTLSCert, KeyFile: m.Config.IngressTLSKey,
 			ClientCAFile: m.Config.IngressClientCA, CRLFile: m.Config.IngressCRL},

@@ -17,6 +17,8 @@ import (
 	"github.com/ql3/ql3/controlplane/coordinator"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
+	"github.com/ql3/ql3/controlplane/postgres/runops"
+	"github.com/ql3/ql3/controlplane/postgres/schedule"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/panel"
 )
@@ -88,7 +90,7 @@ func (m *Main) serve(ctx context.Context) error {
 		Ready: func(ctx context.Context) error { return postgres.Readiness(ctx, pool) },
 		Runs:  runOps,
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
-			return postgres.DisableWorker(ctx, pool, ref)
+			return runops.DisableWorker(ctx, pool, ref)
 		},
 		Metrics: metricsCollector(pool, func() *coordinator.Coordinator {
 			m.mu.Lock()
@@ -130,7 +132,7 @@ func (m *Main) metricsSettleMs() int64 {
 // runOps is the admin API's runtime-role port (cancel, run-now, logs,
 // wait reasons): on the scheduler's runtime pool, or on one of its own when
 // this replica runs no scheduler.
-func (m *Main) runOps(ctx context.Context) (*postgres.RunOps, error) {
+func (m *Main) runOps(ctx context.Context) (*runops.RunOps, error) {
 	m.mu.Lock()
 	pool := m.runtimePool
 	m.mu.Unlock()
@@ -143,7 +145,7 @@ func (m *Main) runOps(ctx context.Context) (*postgres.RunOps, error) {
 		m.runtimePool = pool
 		m.mu.Unlock()
 	}
-	return postgres.NewRunOps(pool), nil
+	return runops.NewRunOps(pool), nil
 }
 
 // startScheduler opens the runtime pool, runs startup recovery to the end
@@ -158,7 +160,7 @@ func (m *Main) startScheduler(ctx context.Context) error {
 	m.mu.Lock()
 	m.runtimePool = pool
 	m.mu.Unlock()
-	coord, err := coordinator.New(postgres.NewScheduler(pool), coordinator.Config{Budget: int(m.Config.SchedulerBudget),
+	coord, err := coordinator.New(schedule.NewScheduler(pool), coordinator.Config{Budget: int(m.Config.SchedulerBudget),
 		Lease: time.Duration(m.Config.SchedulerLeaseMs) * time.Millisecond, Diagnostics: coordinator.SlogSink(m.log),
 		Sweep: m.Config.SweepOptions()})
 	if err != nil {

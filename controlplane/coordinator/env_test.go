@@ -14,6 +14,7 @@ import (
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
+	pgschedule "github.com/ql3/ql3/controlplane/postgres/schedule"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/schedule"
 	"github.com/ql3/ql3/core/spec"
@@ -152,7 +153,7 @@ func newCoord(t *testing.T, pool *pgxpool.Pool, cfg Config) (*Coordinator, *diag
 	if cfg.Diagnostics == nil {
 		cfg.Diagnostics = d.sink
 	}
-	c, err := New(postgres.NewScheduler(pool), cfg)
+	c, err := New(pgschedule.NewScheduler(pool), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

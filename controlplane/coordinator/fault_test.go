@@ -11,6 +11,7 @@ import (
 	"github.com/ql3/ql3/controlplane/faultproxy"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	pgschedule "github.com/ql3/ql3/controlplane/postgres/schedule"
 	"github.com/ql3/ql3/core/schedule"
 )
 
@@ -267,7 +268,7 @@ func TestPromotionTakeoverAfterClaimExpiry(t *testing.T) {
 
 	initer, _ := newCoord(t, e.pool(t, "coord-init"), Config{Owner: "replica-init"})
 	initialiseAndWaitDue(t, e, initer, 1)
-	held, err := postgres.ClaimSchedules(ctx, e.pool(t, "coord-old"), controlplane.ClaimRequest{Owner: "replica-old", Budget: 1, Lease: 3 * time.Second})
+	held, err := pgschedule.ClaimSchedules(ctx, e.pool(t, "coord-old"), controlplane.ClaimRequest{Owner: "replica-old", Budget: 1, Lease: 3 * time.Second})
 	if err != nil || len(held) != 1 {
 		t.Fatalf("claim on the primary: %v %v", held, err)
 	}

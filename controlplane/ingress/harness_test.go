@@ -27,7 +27,9 @@ import (
 	"github.com/ql3/ql3/controlplane/internal/devpki"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/dispatch"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
+	"github.com/ql3/ql3/controlplane/postgres/session"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/placement"
 	"github.com/ql3/ql3/core/protocol"
@@ -49,7 +51,7 @@ type env struct {
 	files  ingress.TLSFiles
 	log    *testio.Buffer
 	leases *fakeLeases
-	pacer  *postgres.PullPacer
+	pacer  *dispatch.PullPacer
 	now    time.Time
 	clock  *manualClock // the principal cache's clock
 
@@ -63,14 +65,14 @@ type env struct {
 type envOptions struct {
 	requestTimeout time.Duration
 	noLeases       bool // no dispatcher wired in
-	dispatch       bool // the real dispatcher (postgres.Dispatcher on a runtime pool) instead of fakeLeases
+	dispatch       bool // the real dispatcher (dispatch.Dispatcher on a runtime pool) instead of fakeLeases
 	crl            bool // start with a CRL file (of the client CA, revoking nothing)
 	handshake      time.Duration
 	reloadTicks    chan time.Time
 	maxInFlight    int
 	authCacheTTL   time.Duration // > 0: the authenticator behind a PrincipalCache on e.clock
 	idleRetry      time.Duration // the real dispatcher's idle pause (0: its default)
-	pace           bool          // a postgres.PullPacer on a runtime pool, on e.clock (e.pacer)
+	pace           bool          // a dispatch.PullPacer on a runtime pool, on e.clock (e.pacer)
 }
 
 // manualClock is a clock tests move by hand.
@@ -96,7 +98,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	db := pgtest.NewDB(t)
 	admin := db.Pool(t, postgres.RoleAdmin)
 	ing := db.Pool(t, postgres.RoleWorkerIngress)
-	sessions, err := postgres.NewSessions(ing, postgres.SessionOptions{})
+	sessions, err := session.NewSessions(ing, session.SessionOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +139,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 		}
 	}
 	logs := &testio.Buffer{}
-	workerAuth := postgres.NewWorkerAuth(ing)
+	workerAuth := session.NewWorkerAuth(ing)
 	clock := &manualClock{t: now}
 	auth := ingress.NewPrincipalCache(workerAuth, opts.authCacheTTL, clock.now)
 	e := &env{t: t, db: db, pub: publication.NewPublisher(admin, publication.PublisherOptions{}), ca: ca, dir: dir, log: logs,
@@ -145,7 +147,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	var leases controlplane.LeasePort
 	switch {
 	case opts.dispatch:
-		d, err := postgres.NewDispatcher(db.Pool(t, postgres.RoleRuntime), postgres.DispatchOptions{IdleRetryAfter: opts.idleRetry})
+		d, err := dispatch.NewDispatcher(db.Pool(t, postgres.RoleRuntime), dispatch.DispatchOptions{IdleRetryAfter: opts.idleRetry})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +158,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	var pacer controlplane.PullPacer
 	if opts.pace {
 		// A TTL the manual clock never reaches: the test refreshes it.
-		e.pacer, err = postgres.NewPullPacer(db.Pool(t, postgres.RoleRuntime), postgres.PullPacerOptions{TTL: 5 * time.Second, Now: clock.now})
+		e.pacer, err = dispatch.NewPullPacer(db.Pool(t, postgres.RoleRuntime), dispatch.PullPacerOptions{TTL: 5 * time.Second, Now: clock.now})
 		if err != nil {
 			t.Fatal(err)
 		}

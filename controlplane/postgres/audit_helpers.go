@@ -17,3 +17,13 @@ func PeerIP(addr string) string {
 	}
 	return addr
 }
+
+// Clip bounds s to n bytes for a column (subpackages use it too).
+func Clip(s string, n int) string { return clip(s, n) }
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

@@ -27,6 +27,9 @@ const (
 	SQLStateAdminShutdown        = "57P01"
 	SQLStateCrashShutdown        = "57P02"
 	SQLStateCannotConnectNow     = "57P03"
+	// SQLStateInvalidTextRepresentation is what the admission's and the
+	// sweep's write-count assertions raise.
+	SQLStateInvalidTextRepresentation = "22P02"
 )
 
 // Error is a driver error translated at the adapter edge. It unwraps to both
@@ -156,3 +159,7 @@ func translatePgError(pe *pgconn.PgError, err error) error {
 func errorf(cause error, format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), Translate(cause))
 }
+
+// Errorf is errorf for the adapter's subpackages: a translated driver error
+// with context, keeping its code.
+func Errorf(cause error, format string, args ...any) error { return errorf(cause, format, args...) }

@@ -27,8 +27,8 @@ type feedFixture struct {
 func newFeedFixture(t *testing.T) *feedFixture {
 	t.Helper()
 	lf := newLifeFixture(t)
-	runID, _ := lf.run(t, lifeRun{status: "queued", attempt: "claimed"})
-	db := lf.db
+	runID, _ := lf.Run(t, lifeRun{Status: "queued", Attempt: "claimed"})
+	db := lf.DB
 	return &feedFixture{a: postgres.NewFeed(db.Pool(t, postgres.RoleRuntime)), b: postgres.NewFeed(db.Pool(t, postgres.RoleRuntime)),
 		su: lf, runID: runID, seq: 100}
 }
@@ -38,7 +38,7 @@ func newFeedFixture(t *testing.T) *feedFixture {
 func (f *feedFixture) event(t *testing.T) string {
 	t.Helper()
 	f.seq++
-	f.su.exec(t, `INSERT INTO ql3.run_events (run_id, sequence, project_id, type, payload, created_at_ms)
+	f.su.Exec(t, `INSERT INTO ql3.run_events (run_id, sequence, project_id, type, payload, created_at_ms)
 		SELECT run_id, $2::bigint, project_id, 'run.test', jsonb_build_object('n', $2::bigint), 1 FROM ql3.runs WHERE run_id = $1::uuid`,
 		f.runID, f.seq)
 	return fmt.Sprintf("%s/%d", f.runID, f.seq)
@@ -116,7 +116,7 @@ func TestFeedConsumerClaimedByOneReplicaAndTakenOverFromItsCursor(t *testing.T) 
 	}
 	// a reads the next page but dies before storing it.
 	read(t, f.a, ca.Cursor, 2)
-	f.su.exec(t, `UPDATE ql3.run_event_consumers SET claim_expires_at_ms = 0 WHERE consumer = 'notify'`)
+	f.su.Exec(t, `UPDATE ql3.run_event_consumers SET claim_expires_at_ms = 0 WHERE consumer = 'notify'`)
 
 	cb, ok, err := f.b.Claim(ctx, "notify", "replica-b", 30*time.Second)
 	if err != nil || !ok || cb.Cursor != ca.Cursor || cb.Version != ca.Version+1 || cb.Token == ca.Token {
@@ -157,7 +157,7 @@ func TestFeedNeverSkipsALaterCommit(t *testing.T) {
 	f.event(t)
 	cursor := read(t, f.a, controlplane.FeedPosition{}, 1)[0].Position
 
-	first := f.su.db.Conn(t)
+	first := f.su.DB.Conn(t)
 	tx, err := first.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)

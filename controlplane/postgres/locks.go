@@ -35,15 +35,17 @@ const (
 // LockObjectKey is the second advisory key of id.
 func LockObjectKey(id uuid.UUID) int32 { return int32(binary.BigEndian.Uint32(id[12:16])) }
 
+// The advisory lock statements ($1 the class, $2 the key or keys), for the
+// subpackages that queue them in a batch.
 const (
-	sqlLockExclusive = `SELECT pg_advisory_xact_lock($1::int4, $2::int4)`
-	sqlLockShared    = `SELECT pg_advisory_xact_lock_shared($1::int4, $2::int4)`
-	sqlLockAttempts  = `SELECT count(pg_advisory_xact_lock($1::int4, k)) FROM unnest($2::int4[]) AS k`
+	SQLLockExclusive = `SELECT pg_advisory_xact_lock($1::int4, $2::int4)`
+	SQLLockShared    = `SELECT pg_advisory_xact_lock_shared($1::int4, $2::int4)`
+	SQLLockAttempts  = `SELECT count(pg_advisory_xact_lock($1::int4, k)) FROM unnest($2::int4[]) AS k`
 )
 
 // LockWorker takes the worker's exclusive transaction lock.
 func LockWorker(ctx context.Context, tx pgx.Tx, workerID uuid.UUID) error {
-	_, err := tx.Exec(ctx, sqlLockExclusive, LockClassWorker, LockObjectKey(workerID))
+	_, err := tx.Exec(ctx, SQLLockExclusive, LockClassWorker, LockObjectKey(workerID))
 	return err
 }
 
@@ -52,9 +54,9 @@ func LockWorker(ctx context.Context, tx pgx.Tx, workerID uuid.UUID) error {
 // or decides its free capacity (claims); shared for what only needs it to
 // stay as it is (acks, completions, renewal).
 func LockSession(ctx context.Context, tx pgx.Tx, sessionID uuid.UUID, shared bool) error {
-	q := sqlLockExclusive
+	q := SQLLockExclusive
 	if shared {
-		q = sqlLockShared
+		q = SQLLockShared
 	}
 	_, err := tx.Exec(ctx, q, LockClassSession, LockObjectKey(sessionID))
 	return err
@@ -75,6 +77,6 @@ func LockAttempts(ctx context.Context, tx pgx.Tx, attemptIDs ...uuid.UUID) error
 	}
 	// One round trip: the function scan over the sorted array emits (and
 	// locks) its elements in array order.
-	_, err := tx.Exec(ctx, sqlLockAttempts, LockClassAttempt, keys)
+	_, err := tx.Exec(ctx, SQLLockAttempts, LockClassAttempt, keys)
 	return err
 }

@@ -178,3 +178,6 @@ func translateDriver(err error) error {
 	}
 	return err
 }
+
+// TranslateDriver is translateDriver for the adapter's subpackages.
+func TranslateDriver(err error) error { return translateDriver(err) }

@@ -5,10 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/internal/pgfixture"
 )
 
 // TestSchemaConstraints: the CHECKs, uniques and foreign keys encode the
@@ -118,72 +117,21 @@ func TestSchemaConstraints(t *testing.T) {
 // trigger_schedules_due_idx and candidate discovery by runs_dispatchable_idx
 // and the lease sweep by run_leases_expiry_idx, each without a sort
 // (sequential scans disabled so the planner shows whether an index fits).
+// The sweeper's timeout scan and the pull's token check are checked the same
+// way beside their statements (sweep, dispatch).
 func TestClaimAndDiscoveryIndexesFit(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	conn := pgtest.NewDB(t).Conn(t)
-	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
-		t.Fatal(err)
-	}
 	for _, tc := range []struct{ query, index string }{
 		{`SELECT trigger_id FROM ql3.trigger_schedules WHERE active
 			ORDER BY coalesce(next_fire_at_ms, -9223372036854775808), project_id, trigger_id LIMIT 16`, "trigger_schedules_due_idx"},
 		{`SELECT run_id FROM ql3.runs WHERE status IN ('queued', 'dispatching') AND cancel_requested_at_ms IS NULL
 			ORDER BY priority DESC, created_at_ms, run_id LIMIT 9`, "runs_dispatchable_idx"},
 		{`SELECT lease_id FROM ql3.run_leases WHERE status = 'leased' AND expires_at_ms <= 1000 ORDER BY expires_at_ms, lease_id LIMIT 64`, "run_leases_expiry_idx"},
-		// The sweeper's own timeout scan (migration 0008's predicate).
-		{strings.Replace(postgres.SweepTimeoutCandidatesSQL, "$1::int", "64", 1), "attempts_deadline_idx"},
-		// Every pull's token check (migration 0010).
-		{strings.NewReplacer("$1::uuid", "'01a22f67-f4e6-72d1-ab92-9729495a5fc1'::uuid", "$2::text", "'o'::text",
-			"$3::bytea", "'\\x00'::bytea").Replace(postgres.SQLTokenReused), "run_leases_token_idx"},
 		// Retention reaches a Run's leases through its Attempts (migration 0011).
 		{`SELECT l.lease_id FROM ql3.run_leases l JOIN ql3.attempts a ON a.run_id = '01a22f67-f4e6-72d1-ab92-9729495a5fc1'::uuid
 			WHERE l.attempt_id = a.attempt_id`, "run_leases_attempt_id_lease_generation_key"},
 	} {
-		rows, err := conn.Query(ctx, "EXPLAIN "+tc.query)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan strings.Builder
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan.WriteString(line + "\n")
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(plan.String(), tc.index) || strings.Contains(plan.String(), "Sort") {
-			t.Errorf("%s\nplan does not read %s in order:\n%s", tc.query, tc.index, plan.String())
-		}
-	}
-}
-
-// TestSweepLeaseScanGatesTheSessionBranch: the lease scan's session branch
-// runs only when some session is offline or expired (a one-time filter);
-// ungated, it walked every expired lease and filtered by session, 25 ms a
-// page with 7,000 expired leases.
-func TestSweepLeaseScanGatesTheSessionBranch(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	conn := pgtest.NewDB(t).Conn(t)
-	if _, err := conn.Exec(ctx, "SET enable_seqscan = off"); err != nil {
-		t.Fatal(err)
-	}
-	q := strings.NewReplacer("$1::bigint", "10000", "$2::int", "64", "$3::bigint", "3600000").
-		Replace(postgres.SweepLeaseCandidatesSQL)
-	rows, err := conn.Query(ctx, "EXPLAIN "+q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := strings.Join(lines, "\n")
-	if !strings.Contains(plan, "One-Time Filter") {
-		t.Errorf("the session branch is not gated by a one-time filter:\n%s", plan)
+		pgfixture.CheckIndexFits(t, conn, tc.query, tc.index)
 	}
 }

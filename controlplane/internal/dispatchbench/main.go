@@ -47,7 +47,9 @@ import (
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/controlplane/internal/devpki"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/dispatch"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
+	"github.com/ql3/ql3/controlplane/postgres/session"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/fence"
@@ -98,7 +100,7 @@ type stack struct {
 	srv                 *ingress.Server
 	ingPool, dispatchDB *pgxpool.Pool
 	serverCA            *x509.CertPool
-	dispatcher          *postgres.Dispatcher
+	dispatcher          *dispatch.Dispatcher
 	stopPacer           context.CancelFunc
 	pacerDone           chan struct{}
 }
@@ -219,24 +221,24 @@ func (b *bench) start() (*stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	sessions, err := postgres.NewSessions(ing, postgres.SessionOptions{})
+	sessions, err := session.NewSessions(ing, session.SessionOptions{})
 	if err != nil {
 		return nil, err
 	}
-	d, err := postgres.NewDispatcher(rt, postgres.DispatchOptions{})
+	d, err := dispatch.NewDispatcher(rt, dispatch.DispatchOptions{})
 	if err != nil {
 		return nil, err
 	}
 	// The pull pacer with its refresh loop, as ql3-control wires it (ADR
 	// 0030): its reads are part of what an idle pull costs the server.
-	pacer, err := postgres.NewPullPacer(rt, postgres.PullPacerOptions{})
+	pacer, err := dispatch.NewPullPacer(rt, dispatch.PullPacerOptions{})
 	if err != nil {
 		return nil, err
 	}
 	pctx, stopPacer := context.WithCancel(context.Background())
 	pacerDone := make(chan struct{})
 	go func() { defer close(pacerDone); pacer.Run(pctx) }()
-	auth := postgres.NewWorkerAuth(ing)
+	auth := session.NewWorkerAuth(ing)
 	srv, err := ingress.New(ingress.Config{TLS: b.files, Sessions: sessions, Leases: d, Pacer: pacer, Audit: auth,
 		Auth:   ingress.NewPrincipalCache(auth, b.o.authCache, time.Now),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ReloadInterval: -1})

@@ -137,3 +137,4 @@ func TestDisplayNamesCountCharacters(t *testing.T) {
 		}
 	}
 }
+

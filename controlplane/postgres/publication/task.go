@@ -44,6 +44,16 @@ func compileSpec(cmd spec.Command) (compiledSpec, error) {
 	if err != nil {
 		return compiledSpec{}, errs.Prefix("spec", err)
 	}
+	// Script tasks and the random start delay run on ql3-edge only for now:
+	// a worker cannot fetch a script tree yet, and cluster admission does
+	// not apply the delay (issue #22's cluster half). Refused at publish,
+	// never accepted and then failed at 3 a.m.
+	if norm.Script != nil {
+		return compiledSpec{}, errs.Invalidf("spec.script", "script tasks run on ql3-edge; on the cluster use argv or shell until workers can fetch script trees")
+	}
+	if norm.RandomDelayMs != 0 {
+		return compiledSpec{}, errs.Invalidf("spec.randomDelayMs", "is not applied by the cluster's admission yet; must be 0 on ql3-control, got %d", norm.RandomDelayMs)
+	}
 	c := compiledSpec{cmd: norm, canonical: canonical, digest: canonjson.Sum(spec.DigestDomain, canonical)}
 	if norm.Placement != nil {
 		if _, err := matcher.Compile(*norm.Placement); err != nil {

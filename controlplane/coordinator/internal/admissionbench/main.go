@@ -31,6 +31,7 @@ import (
 	"github.com/ql3/ql3/controlplane/coordinator"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
+	"github.com/ql3/ql3/controlplane/postgres/schedule"
 	"github.com/ql3/ql3/core/spec"
 )
 
@@ -272,7 +273,7 @@ func runCase(ctx context.Context, su *pgx.Conn, runtimeDSN string, c benchCase, 
 			return r, err
 		}
 		pools = append(pools, pool)
-		co, err := coordinator.New(postgres.NewScheduler(pool), coordinator.Config{Owner: fmt.Sprintf("bench-%d", i), Budget: c.budget,
+		co, err := coordinator.New(schedule.NewScheduler(pool), coordinator.Config{Owner: fmt.Sprintf("bench-%d", i), Budget: c.budget,
 			Admission: c.mode, Diagnostics: func(d coordinator.Diagnostic) {
 				diagMu.Lock()
 				diags[d.Kind]++

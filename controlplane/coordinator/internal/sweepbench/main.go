@@ -33,7 +33,10 @@ import (
 
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/dispatch"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
+	"github.com/ql3/ql3/controlplane/postgres/runops"
+	"github.com/ql3/ql3/controlplane/postgres/sweep"
 	"github.com/ql3/ql3/core/protocol"
 	"github.com/ql3/ql3/core/spec"
 )
@@ -200,7 +203,7 @@ func sweepAll(ctx context.Context, runtimeDSN string, replicas int) (time.Durati
 		go func() {
 			defer wg.Done()
 			for {
-				r, err := postgres.Sweep(ctx, p, controlplane.SweepOptions{DisableRetention: true})
+				r, err := sweep.Sweep(ctx, p, controlplane.SweepOptions{DisableRetention: true})
 				mu.Lock()
 				locked += r.Locked
 				if r.Changed() > 0 {
@@ -246,11 +249,11 @@ func (e env) cancelLatency(ctx context.Context, runtimeDSN string, trials int, h
 		return err
 	}
 	defer pool.Close()
-	d, err := postgres.NewDispatcher(pool, postgres.DispatchOptions{})
+	d, err := dispatch.NewDispatcher(pool, dispatch.DispatchOptions{})
 	if err != nil {
 		return err
 	}
-	ops := postgres.NewRunOps(pool)
+	ops := runops.NewRunOps(pool)
 	var lat []time.Duration
 	for range trials {
 		if err := e.seed(ctx, "requeue", 1); err != nil {

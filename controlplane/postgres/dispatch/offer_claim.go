@@ -1,0 +1,266 @@
+package dispatch
+
+import (
+	"context"
+	"crypto/sha256"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/protocol"
+	"github.com/ql3/ql3/core/run"
+)
+
+// The claim statement of an offer pull (ADR 0009 as amended by ADR 0031).
+//
+// Placement is decided per execution revision, in Go, from the candidate
+// pages the pull read; the statement gets the revisions this session may
+// run with their preferred scores and picks the Run itself:
+//
+//   - w, the window: the first pages × rows candidates as of the
+//     statement's own snapshot (the same predicate and order as
+//     sqlCandidates' first page), so the candidates are never older than
+//     the statement — a page read a round trip earlier is already taken
+//     when 32 sessions pull at once (measured: 3.2–3.5 claim statements per
+//     run with one statement per candidate);
+//   - r, the first window row in claim order (priority DESC, preferred
+//     score DESC, FIFO, stable id) whose revision the session may run and
+//     that is still the candidate the window saw, row-locked FOR UPDATE
+//     SKIP LOCKED: a Run another pull is claiming right now is passed over,
+//     never waited for, and one a pull claimed since the snapshot fails the
+//     version re-check. Concurrent pulls thus settle their race inside one
+//     statement each;
+//   - then for that Run, as before: the Attempt bound to the session and
+//     offer, an expired unstarted lease released, the Run in dispatching,
+//     the new lease (unstarted: Lease.UnstartedMs of database time;
+//     generation + 1 of the attempt's), and the events (run.lease_released
+//     when a lease was released, then run.dispatched).
+//
+// A window row whose revision the pull has not placed (it appeared after
+// the pages were read) is not claimed by this statement. No row: nothing
+// in the window could be claimed. A row with a NULL lease: the chosen
+// Run's Attempt moved on (nothing written). The lease insert reads "stale"
+// first, so the released lease is out of the one-live-lease index before
+// the new one goes in.
+const sqlClaim = `WITH n AS (SELECT ` + postgres.DBNowMs + ` AS ms),
+e AS (
+	SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::int[], $4::text[])
+		AS e(revision_id, digest, score, fragment)),
+w AS (
+	SELECT r.run_id, r.version, r.priority, r.created_at_ms, r.execution_revision_id, r.execution_digest,
+		a.attempt_id, a.attempt, a.version AS attempt_version
+	FROM ql3.runs r
+	JOIN ql3.attempts a ON a.run_id = r.run_id AND a.attempt = r.attempt_count
+	CROSS JOIN n /*checked*/
+	WHERE r.status IN ('queued', 'dispatching') AND r.cancel_requested_at_ms IS NULL
+		AND r.not_before_ms <= n.ms
+		AND a.status = 'claimed' AND a.executor = 'remote_worker'
+		AND NOT EXISTS (SELECT 1 FROM ql3.run_leases l
+			WHERE l.run_id = r.run_id AND l.status = 'leased' AND l.expires_at_ms > n.ms)
+	ORDER BY r.priority DESC, r.created_at_ms, r.run_id
+	LIMIT $5::int),
+r AS (
+	SELECT x.run_id, x.project_id, x.status, x.timeout_ms, x.scheduled_for_ms, x.execution_revision_id, w.attempt_id, w.attempt,
+		w.attempt_version, e.fragment
+	FROM w
+	JOIN e ON e.revision_id = w.execution_revision_id AND e.digest = w.execution_digest
+	JOIN ql3.runs x ON x.run_id = w.run_id
+	WHERE x.version = w.version AND x.status IN ('queued', 'dispatching') AND x.cancel_requested_at_ms IS NULL
+	ORDER BY w.priority DESC, e.score DESC, w.created_at_ms, w.run_id
+	LIMIT 1
+	FOR UPDATE OF x SKIP LOCKED),
+a AS (
+	UPDATE ql3.attempts a SET worker_id = $6::uuid, session_id = $7::uuid, session_generation = $8::bigint,
+		offer_id = $9::text, version = a.version + 1, updated_at_ms = n.ms
+	FROM r, n
+	WHERE a.attempt_id = r.attempt_id AND a.run_id = r.run_id AND a.status = 'claimed'
+		AND a.version = r.attempt_version
+	RETURNING a.attempt_id, a.run_id),
+stale AS (
+	UPDATE ql3.run_leases l SET status = 'released', release_reason = 'lease_expired', ended_at_ms = n.ms,
+		updated_at_ms = n.ms, version = l.version + 1
+	FROM a, n
+	WHERE l.run_id = a.run_id AND l.status = 'leased' AND l.expires_at_ms <= n.ms
+	RETURNING l.lease_generation),
+released AS MATERIALIZED (SELECT count(*) AS c, max(lease_generation) AS gen FROM stale),
+g AS (SELECT coalesce(max(lease_generation), 0) + 1 AS gen FROM ql3.run_leases
+	WHERE attempt_id = (SELECT attempt_id FROM a)),
+ru AS (
+	UPDATE ql3.runs x SET status = 'dispatching', version = x.version + 1, updated_at_ms = n.ms
+	FROM r, a, n
+	WHERE x.run_id = r.run_id
+	RETURNING r.status AS from_status, r.project_id, r.run_id, r.attempt_id, r.attempt, r.fragment),
+l AS (
+	INSERT INTO ql3.run_leases (lease_id, run_id, attempt_id, attempt, project_id, worker_id, session_id,
+		session_generation, offer_id, token_digest, lease_generation, version, status, leased_at_ms,
+		expires_at_ms, updated_at_ms)
+	SELECT $10::uuid, ru.run_id, ru.attempt_id, ru.attempt, ru.project_id, $6::uuid, $7::uuid, $8::bigint,
+		$9::text, $11::bytea, g.gen, 1, 'leased', n.ms, n.ms + $12::bigint, n.ms
+	FROM ru, g, n, released
+	RETURNING lease_generation, expires_at_ms, project_id),
+seq AS (SELECT coalesce(max(e.sequence), 0) AS s FROM ql3.run_events e, ru WHERE e.run_id = ru.run_id),
+ev AS (
+	INSERT INTO ql3.run_events (run_id, sequence, project_id, attempt, type, payload, created_at_ms)
+	SELECT ru.run_id, seq.s + k.k, l.project_id, ru.attempt, k.type, k.payload, n.ms
+	FROM l, seq, n, ru, released,
+		LATERAL (SELECT jsonb_build_object('attemptId', ru.attempt_id::text, 'attemptNumber', ru.attempt) AS p) ap,
+		LATERAL (
+			SELECT 1 AS k, 'run.lease_released' AS type,
+				$13::jsonb || ap.p || jsonb_build_object('leaseGeneration', released.gen) AS payload
+			WHERE released.c > 0
+			UNION ALL
+			SELECT 1 + (released.c > 0)::int, 'run.dispatched',
+				$14::jsonb || ru.fragment::jsonb || ap.p || jsonb_build_object('leaseGeneration', l.lease_generation)
+					|| CASE WHEN ru.from_status <> 'dispatching' THEN jsonb_build_object('from', ru.from_status)
+						ELSE '{}'::jsonb END) k
+	RETURNING 1)
+SELECT r.run_id, r.attempt_id, r.attempt, r.execution_revision_id, r.timeout_ms, r.scheduled_for_ms,
+	(SELECT lease_generation FROM l), (SELECT expires_at_ms FROM l), (SELECT count(*) FROM ev)
+FROM r`
+
+// sqlClaimChecked is sqlClaim for a pull's first claim, sent in one
+// pipeline after the session's exclusive lock without an explicit
+// transaction (claimPipelined): the checks the claim transaction makes in
+// Go under the lock are conditions of the window instead — the session
+// is the principal's ($6 worker, $7 session, $8 generation), online, its
+// heartbeat lease unexpired by database time and its live leases below
+// its capacity; no lease of the session has this offer id (a replay) or
+// this token digest (a token bound twice). Any of them failing reads an
+// empty window: no row, nothing written, and the pull takes the claim
+// transaction, which answers the replay, the conflict or nothing.
+var sqlClaimChecked = strings.Replace(strings.Replace(sqlClaim, "CROSS JOIN n /*checked*/", "CROSS JOIN n CROSS JOIN ok", 1),
+	"\nw AS (", `
+ok AS (
+	SELECT 1 FROM ql3.worker_sessions s, n
+	WHERE s.session_id = $7::uuid AND s.worker_id = $6::uuid AND s.generation = $8::bigint
+		AND s.status = 'online' AND s.lease_expires_at_ms > n.ms
+		AND s.capacity > (SELECT count(*) FROM ql3.run_leases l
+			WHERE l.session_id = s.session_id AND l.status = 'leased' AND l.expires_at_ms > n.ms)
+		AND NOT EXISTS (SELECT 1 FROM ql3.run_leases l WHERE l.session_id = $7::uuid AND l.offer_id = $9::text)
+		AND NOT EXISTS (SELECT 1 FROM ql3.run_leases l WHERE l.session_id = $7::uuid AND l.token_digest = $11::bytea)),
+w AS (`, 1)
+
+// placedRevision is an execution revision the pull placed on this session:
+// eligible, with its preferred score.
+type placedRevision struct {
+	rev   *compiledRevision
+	score int
+}
+
+// claimSend runs one claim statement and hands its row to scan.
+type claimSend func(ctx context.Context, sql string, args []any, scan func(pgx.Row) error) error
+
+// inTxSend runs the claim statement inside the claim transaction.
+func inTxSend(tx *dtx) claimSend {
+	return func(ctx context.Context, sql string, args []any, scan func(pgx.Row) error) error {
+		return scan(tx.QueryRow(ctx, sql, args...))
+	}
+}
+
+// pipelinedSend runs sqlClaimChecked in one pipeline after the plan
+// settings and the session's exclusive lock, as one implicit transaction
+// (one Sync: the lock is held until the claim is committed; see
+// TestPipelineWithoutBeginIsOneTransaction).
+func (d *Dispatcher) pipelinedSend(sessionID uuid.UUID) claimSend {
+	return func(ctx context.Context, sql string, args []any, scan func(pgx.Row) error) error {
+		return d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
+			b := &pgx.Batch{}
+			b.Queue(postgres.PlanSettingsSQL)
+			b.Queue(postgres.SQLLockExclusive, postgres.LockClassSession, postgres.LockObjectKey(sessionID))
+			b.Queue(sql, args...)
+			br := tx.SendBatch(ctx, b)
+			for range 2 {
+				if _, err := br.Exec(); err != nil {
+					_ = br.Close()
+					return err
+				}
+			}
+			if err := scan(br.QueryRow()); err != nil {
+				_ = br.Close()
+				return err
+			}
+			return br.Close()
+		})
+	}
+}
+
+// claim runs one claim statement (sqlClaim in the claim transaction, or
+// sqlClaimChecked pipelined) over the window for the revisions the pull
+// placed. It returns the offer, or nil when nothing in the window could be
+// claimed (or, checked, a check failed).
+func (d *Dispatcher) claim(ctx context.Context, send claimSend, sql string, placed map[uuid.UUID]placedRevision,
+	workerID, sessionID uuid.UUID, req protocol.OfferPullRequest, digest [sha256.Size]byte) (*protocol.Offer, error) {
+	n := len(placed)
+	revIDs, digests := make([]uuid.UUID, 0, n), make([][]byte, 0, n)
+	scores, fragments := make([]int32, 0, n), make([]string, 0, n)
+	for id, p := range placed {
+		frag, err := run.Payload{ExecutionRevisionID: p.rev.id.String(),
+			ExecutionRevisionDigest: p.rev.digest.String()}.Encode()
+		if err != nil {
+			return nil, errs.E(errs.Internal, "", "dispatched payload: %v", err)
+		}
+		revIDs, digests = append(revIDs, id), append(digests, p.rev.digest[:])
+		scores, fragments = append(scores, int32(p.score)), append(fragments, string(frag))
+	}
+	released, dispatched, err := claimPayloads(workerID, sessionID, req)
+	if err != nil {
+		return nil, err
+	}
+	leaseID, err := uuid.NewV7()
+	if err != nil {
+		return nil, errs.E(errs.Internal, "", "lease id: %v", err)
+	}
+	d.stats.claimStatements.Add(1)
+	var f offerFacts
+	var revisionID uuid.UUID
+	var attemptNumber int32
+	var leaseGen, expires *int64
+	var events int64
+	missed := false
+	scan := func(row pgx.Row) error {
+		err := row.Scan(&f.runID, &f.attemptID, &attemptNumber, &revisionID, &f.timeoutMs, &f.scheduledForMs, &leaseGen, &expires, &events)
+		if err == pgx.ErrNoRows {
+			missed = true
+			return nil
+		}
+		return err
+	}
+	window := int32(d.opts.PullPages * d.opts.PullPageRows)
+	args := []any{revIDs, digests, scores, fragments, window, workerID, sessionID, req.Generation, req.OfferID,
+		leaseID, digest[:], d.opts.Lease.UnstartedMs, released, dispatched}
+	if err = send(ctx, sql, args, scan); err != nil {
+		return nil, postgres.Errorf(err, "postgres: claim")
+	}
+	if missed || leaseGen == nil || expires == nil {
+		d.stats.claimMisses.Add(1)
+		return nil, nil // nothing claimable in the window, or the chosen Attempt moved on
+	}
+	p, ok := placed[revisionID]
+	if !ok || events < 1 {
+		return nil, errs.E(errs.Internal, "", "claim chose revision %s, wrote %d events", revisionID, events)
+	}
+	d.stats.offers.Add(1)
+	f.attemptNumber, f.workerID, f.sessionID, f.generation, f.offerID = int(attemptNumber), workerID, sessionID,
+		req.Generation, req.OfferID
+	f.leaseGeneration, f.leaseVersion, f.expiresAtMs, f.tokenDigest = *leaseGen, 1, *expires, digest
+	return buildOffer(p.rev, f), nil
+}
+
+// claimPayloads are the session's part of the allow-listed event payloads
+// of a claim; the statement adds the Attempt, the revision (the placed
+// revision's fragment), the lease generation and the Run's former status.
+func claimPayloads(workerID, sessionID uuid.UUID, req protocol.OfferPullRequest) (string, string, error) {
+	released, err := run.Payload{Reason: "lease_expired"}.Encode()
+	if err != nil {
+		return "", "", errs.E(errs.Internal, "", "lease_released payload: %v", err)
+	}
+	dispatched, err := run.Payload{To: string(run.RunDispatching), WorkerID: workerID.String(),
+		SessionID: sessionID.String(), SessionGeneration: req.Generation, OfferID: req.OfferID}.Encode()
+	if err != nil {
+		return "", "", errs.E(errs.Internal, "", "dispatched payload: %v", err)
+	}
+	return string(released), string(dispatched), nil
+}

@@ -1,0 +1,10 @@
+package dispatch
+
+import "github.com/ql3/ql3/controlplane"
+
+// The ports this package implements (controlplane/ports.go,
+// controlplane/worker_ports.go).
+var (
+	_ controlplane.LeasePort = (*Dispatcher)(nil)
+	_ controlplane.PullPacer = (*PullPacer)(nil)
+)

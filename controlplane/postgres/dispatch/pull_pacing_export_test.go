@@ -1,0 +1,12 @@
+package dispatch
+
+import "time"
+
+// PullForecastSQLForTest is the pacer's read, for its plan test.
+var PullForecastSQLForTest = pullForecastSQL
+
+// NextReadForTest is how long Run would wait at now before its next read.
+func (p *PullPacer) NextReadForTest(now time.Time) time.Duration { return p.nextRead(now) }
+
+// SQLTokenReused is the offer pull's token check, for its plan test.
+var SQLTokenReused = sqlTokenReused

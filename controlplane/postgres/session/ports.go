@@ -1,0 +1,10 @@
+package session
+
+import "github.com/ql3/ql3/controlplane"
+
+// The ports this package implements (controlplane/ports.go,
+// controlplane/worker_ports.go).
+var (
+	_ controlplane.SessionPort   = (*Sessions)(nil)
+	_ controlplane.Authenticator = (*WorkerAuth)(nil)
+)
