@@ -137,4 +137,3 @@ func TestDisplayNamesCountCharacters(t *testing.T) {
 		}
 	}
 }
-
