@@ -141,7 +141,16 @@ func TestEdgeScriptsPage(t *testing.T) {
 	if err := os.WriteFile(archive, tb.Bytes(), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// Leave the editor first and wait for another page: a late redraw of
+	// the editor's page (its log follow) must not replace the upload input
+	// after the file is set on it (seen on a loaded machine).
+	do(t, ctx, "leave the editor",
+		jsRun(`document.getElementById("main").replaceChildren()`),
+		hash("#/tasks"),
+		poll(`!!document.querySelector("#main h1")`),
+	)
 	do(t, ctx, "upload a folder",
+		jsRun(`document.getElementById("main").replaceChildren()`),
 		hash("#/scripts?dir="),
 		chromedp.WaitVisible(css("#script-list")),
 		chromedp.SetUploadFiles(css("#script-upload"), []string{archive}),
