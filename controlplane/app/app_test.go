@@ -88,7 +88,9 @@ func (c httpClient) do(method, path, body string, out any) int {
 // client), read them back, and get 4xx answers naming the field for bad
 // input.
 func TestEndToEnd(t *testing.T) {
-	t.Parallel()
+	// Not parallel: the leak check below sees the whole process, so it
+	// runs before the parallel tests that serve their own Main start (their
+	// servers' goroutines were reported as this test's leaks).
 	cluster := pgtest.Shared(t)
 	// Everything this test starts (server, pools, client connections) must
 	// be gone when Close and the cleanups are done.

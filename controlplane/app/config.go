@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/controlplane"
+	"github.com/ql3/ql3/controlplane/cli"
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/controlplane/postgres/dispatch"
@@ -26,7 +27,7 @@ import (
 // Defaults (DESIGN.md §8).
 const (
 	DefaultListen   = "127.0.0.1:5800"
-	DefaultServer   = "http://127.0.0.1:5800"
+	DefaultServer   = cli.DefaultServer
 	DefaultMaxConns = 8
 	maxConfigBytes  = 64 << 10
 )

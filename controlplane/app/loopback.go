@@ -3,17 +3,15 @@ package app
 import (
 	"fmt"
 	"net"
-	"net/http"
-	"net/url"
 
-	"github.com/ql3/ql3/core/cleartext"
 	"github.com/ql3/ql3/core/errs"
 )
 
 // API tokens never cross a network in cleartext unless the user says so
 // (--insecure): serve binds plain HTTP only on loopback, and the client only
-// sends a token over http:// to a loopback peer. Both decide by the address
-// actually bound or connected, never by the spelling of a host name.
+// sends a token over http:// to a loopback peer (package cli). Both decide
+// by the address actually bound or connected, never by the spelling of a
+// host name.
 
 // isLoopbackAddr reports whether a bound or connected address is loopback
 // (127.0.0.0/8, ::1). The unspecified address (":5800", 0.0.0.0, ::) is
@@ -37,28 +35,3 @@ func listenAdmin(addr string, tlsOn, insecure bool) (net.Listener, error) {
 	}
 	return ln, nil
 }
-
-// errCleartextToken is the refusal of core/cleartext, the rule ql3-edge's
-// CLI applies too.
-var errCleartextToken = cleartext.ErrToken
-
-// guardCleartext checks the server URL up front (an IP literal beyond
-// loopback fails without any network traffic) and installs the dial-time
-// check for host names on tr (core/cleartext).
-func guardCleartext(base *url.URL, insecure bool, tr *http.Transport) error {
-	if base.Scheme != "http" || insecure {
-		return nil
-	}
-	if err := cleartext.Check(base.Scheme, base.Hostname()); err != nil {
-		return errs.Invalidf("server", "%s: %v; %s", base.Host, errCleartextToken, cleartextRemedy)
-	}
-	dial := tr.DialContext
-	if dial == nil {
-		dial = (&net.Dialer{}).DialContext
-	}
-	tr.DialContext = cleartext.GuardDial(dial, func(c net.Conn) string { return c.RemoteAddr().String() })
-	return nil
-}
-
-// cleartextRemedy is core/cleartext's advice with this CLI's CA flag.
-const cleartextRemedy = "use https:// (with --ca-file if needed) or pass --insecure"

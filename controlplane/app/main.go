@@ -6,7 +6,7 @@
 //	ql3-control serve                         run the admin API (127.0.0.1:5800)
 //	ql3-control token create --name N [--ttl D]   print a new API token once
 //	ql3-control token list | token revoke --id ID
-//	ql3-control project create|list|get|archive   (HTTP client of the admin API)
+//	ql3-control project create|list|get|archive   (package cli: HTTP client of the admin API)
 //	ql3-control task list|get|create|update|enable|disable
 //	ql3-control trigger list|get|create|update
 //	ql3-control worker register|list|get|credentials|issue-credential|rotate-credentials|revoke-credential
@@ -31,6 +31,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ql3/ql3/controlplane/cli"
 	"github.com/ql3/ql3/controlplane/coordinator"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
@@ -74,7 +75,7 @@ func NewMain() *Main {
 }
 
 // command is one subcommand: its flags, what it does, and how it prints
-// its answer (present.go).
+// its answer (package cli).
 type command struct {
 	summary string
 	scope   settingScope // which shared settings it takes as flags
@@ -82,7 +83,7 @@ type command struct {
 	run     func(m *Main, ctx context.Context) error
 	// print is the text form of the answer; with it the command takes
 	// --json, which prints the answer's JSON instead.
-	print printer
+	print cli.Printer
 	// outcome, when set, decides the exit status from the answer.
 	outcome func(data []byte) error
 }
@@ -105,25 +106,14 @@ func commands() map[string]command {
 		}
 		cmds[name] = c
 	}
-	client := clientCommands()
-	for name, c := range lifecycleCommands() {
-		client[name] = c
-	}
-	for name, c := range client {
-		if c.scope == 0 {
-			c.scope = forClient
-		}
+	for name, c := range clientCommands() {
 		cmds[name] = c
 	}
-	for name, p := range printers() {
-		if c, ok := cmds[name]; ok {
+	for name, p := range cli.Printers() { // the token commands' answers print as the client's do
+		if c, ok := cmds[name]; ok && c.print == nil {
 			c.print = p
 			cmds[name] = c
 		}
-	}
-	if c, ok := cmds["run now"]; ok {
-		c.outcome = runNowOutcome
-		cmds["run now"] = c
 	}
 	return cmds
 }
@@ -158,7 +148,7 @@ func (m *Main) ParseFlags(args []string) error {
 		m.cmd.flags(fs, &m.args)
 	}
 	if m.cmd.print != nil {
-		fs.BoolVar(&m.args.json, "json", false, "print the admin API's JSON answer instead of text")
+		fs.BoolVar(&m.args.client.JSON, "json", false, "print the admin API's JSON answer instead of text")
 	}
 	if err := fs.Parse(rest); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -32,7 +32,8 @@ func TestControlLinksTimeZoneData(t *testing.T) {
 // TestControlPlaneRoomsPointOneWay: the control plane's domain package
 // (records, the admission decision, the ports) links no adapter and no
 // driver; coordinator, adminapi and ingress depend on it and core, never
-// on postgres (or any of its subpackages) or pgx; postgres and its
+// on postgres (or any of its subpackages) or pgx; the CLI's client side
+// (cli) talks HTTP and links neither either; postgres and its
 // subpackages implement the ports and never import the ingress, the admin API
 // or the coordinator; the shared test fixtures are linked by tests only
 // (ADR 0034).
@@ -40,13 +41,13 @@ func TestControlPlaneRoomsPointOneWay(t *testing.T) {
 	const cp = "github.com/ql3/ql3/controlplane"
 	host := deptest.ServerTargets[:1]
 	deptest.Forbid(t, "../..", cp, host, []string{cp + "/", "github.com/jackc/", "net/http"})
-	for _, pkg := range []string{cp + "/coordinator", cp + "/adminapi", cp + "/ingress"} {
+	for _, pkg := range []string{cp + "/coordinator", cp + "/adminapi", cp + "/ingress", cp + "/cli"} {
 		deptest.Forbid(t, "../..", pkg, host, []string{cp + "/postgres", cp + "/postgres/", "github.com/jackc/"})
 	}
 	for _, pkg := range []string{cp + "/postgres", cp + "/postgres/publication", cp + "/postgres/dispatch",
 		cp + "/postgres/session", cp + "/postgres/schedule", cp + "/postgres/sweep", cp + "/postgres/runops"} {
 		deptest.Forbid(t, "../..", pkg, host, []string{cp + "/ingress", cp + "/adminapi", cp + "/coordinator",
-			cp + "/app", cp + "/postgres/internal/"})
+			cp + "/app", cp + "/cli", cp + "/postgres/internal/"})
 	}
 	// The foundation links none of the packages built on it.
 	deptest.Forbid(t, "../..", cp+"/postgres", host, []string{cp + "/postgres/"})

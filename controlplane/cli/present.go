@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"bytes"
@@ -19,56 +19,41 @@ import (
 // text printers read the answer's wire fields into the small views of
 // present_views.go, so they depend on the API's JSON, not on server types.
 
-// printer renders a successful answer as text.
-type printer func(w io.Writer, a cmdArgs, data []byte) error
-
 // ErrRunSkipped is what `run now` returns when the task's concurrency
 // policy did not start the Run (forbid with another Run active): the result
 // line is printed and main exits ExitRunSkipped.
 var ErrRunSkipped = errors.New("run skipped by the task's concurrency policy")
 
-// Exit statuses of ql3-control (its usage lists them).
-const (
-	ExitOK         = 0
-	ExitError      = 1
-	ExitUsage      = 2 // a command-line mistake or input the server refused as invalid
-	ExitRunSkipped = 8 // run now: not started because of the task's concurrency policy
-)
-
-const exitStatusHelp = `exit status: 0 ok, 1 error, 2 usage or invalid input,
-  8 run now: the Run was skipped by the task's concurrency policy (forbid, another Run active)
-`
-
 // output prints a successful answer: its JSON with --json (or when the
 // command has no text form), else the command's text; then the command's
 // outcome check decides the exit status.
-func (m *Main) output(data []byte) error {
+func (c *Client) output(data []byte) error {
 	var err error
 	switch {
-	case m.args.json || m.cmd.print == nil:
-		err = writeJSONAnswer(m.Stdout, data)
+	case c.Args.JSON || c.Print == nil:
+		err = writeJSONAnswer(c.Stdout, data)
 	default:
-		err = m.cmd.print(m.Stdout, m.args, data)
+		err = c.Print(c.Stdout, c.Args, data)
 	}
 	if err != nil {
 		return err
 	}
-	if m.cmd.outcome != nil {
-		return m.cmd.outcome(data)
+	if c.Outcome != nil {
+		return c.Outcome(data)
 	}
 	return nil
 }
 
-// outputValue prints a value the command read itself (not through the
+// OutputValue prints a value the command read itself (not through the
 // admin API) as output prints an answer.
-func (m *Main) outputValue(v any) error {
+func (c *Client) OutputValue(v any) error {
 	var data bytes.Buffer
 	enc := json.NewEncoder(&data)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	return m.output(data.Bytes())
+	return c.output(data.Bytes())
 }
 
 // writeJSONAnswer prints the answer indented; an empty answer (204) prints

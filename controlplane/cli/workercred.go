@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/ql3/ql3/core/errs"
 )
 
-func credentialFileFlag(fs *flag.FlagSet, a *cmdArgs) {
+func credentialFileFlag(fs *flag.FlagSet, a *Args) {
 	fs.StringVar(&a.credentialFile, "credential-file", "",
 		"write the new credential to this file (0600; its directory must not be group/world-accessible) instead of printing it")
 }
@@ -22,10 +22,10 @@ func credentialFileFlag(fs *flag.FlagSet, a *cmdArgs) {
 // written atomically) and the printed answer (text, or with --json every
 // other field) never holds it, so provisioning scripts never pass the
 // secret through a terminal or a pipe.
-func (m *Main) callCredential(ctx context.Context, path string, body any) error {
-	file := m.args.credentialFile
+func (c *Client) callCredential(ctx context.Context, path string, body any) error {
+	file := c.Args.credentialFile
 	if file == "" {
-		return m.call(ctx, http.MethodPost, path, body)
+		return c.call(ctx, http.MethodPost, path, body)
 	}
 	dir := filepath.Dir(file)
 	st, err := os.Stat(dir)
@@ -35,7 +35,7 @@ func (m *Main) callCredential(ctx context.Context, path string, body any) error 
 	if st.Mode().Perm()&0o077 != 0 {
 		return errs.Invalidf("credential-file", "its directory is accessible by group or others (mode %#o); use 0700", st.Mode().Perm())
 	}
-	data, err := m.fetch(ctx, http.MethodPost, path, body)
+	data, err := c.fetch(ctx, http.MethodPost, path, body)
 	if err != nil {
 		return err
 	}
@@ -55,5 +55,5 @@ func (m *Main) callCredential(ctx context.Context, path string, body any) error 
 	if err != nil {
 		return err
 	}
-	return m.output(rest)
+	return c.output(rest)
 }

@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -135,19 +137,49 @@ func clientArgs(t *testing.T) map[string][]string {
 	}
 }
 
+// runClient runs one client command as ql3-control does: its flags and
+// --json parsed from args, then its Run with the token from QL3_TOKEN.
 func runClient(t *testing.T, server string, name string, args []string, extra ...string) (string, string, error) {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	m := &Main{Stdout: &out, Stderr: &errOut, Getenv: func(k string) string {
-		return map[string]string{"QL3_SERVER": server, "QL3_TOKEN": fakeToken}[k]
-	}}
-	argv := append(append(strings.Fields(name), args...), extra...)
-	if err := m.ParseFlags(argv); err != nil {
-		return out.String(), errOut.String(), err
+	cmd, ok := Commands()[name]
+	if !ok {
+		t.Fatalf("no client command %q", name)
 	}
-	defer m.Close()
-	err := m.Run(context.Background())
-	return out.String(), errOut.String(), err
+	var out bytes.Buffer
+	c := &Client{Stdout: &out, Getenv: func(k string) string { return map[string]string{"QL3_TOKEN": fakeToken}[k] },
+		Server: server, CheckToken: checkShape, Print: cmd.Print, Outcome: cmd.Outcome}
+	if err := parseArgs(cmd, &c.Args, append(append([]string{}, args...), extra...)); err != nil {
+		return out.String(), "", err
+	}
+	err := cmd.Run(c, context.Background())
+	return out.String(), "", err
+}
+
+// parseArgs parses a command's flags (and --json when it prints text).
+func parseArgs(cmd Command, a *Args, argv []string) error {
+	fs := flag.NewFlagSet("client", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if cmd.Flags != nil {
+		cmd.Flags(fs, a)
+	}
+	if cmd.Print != nil {
+		fs.BoolVar(&a.JSON, "json", false, "")
+	}
+	if err := fs.Parse(argv); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+// checkShape stands in for the app's token check: a ql3c_ token.
+func checkShape(tok string) error {
+	if !strings.HasPrefix(tok, "ql3c_") {
+		return errors.New("malformed token")
+	}
+	return nil
 }
 
 // TestEveryClientCommandPrintsText (#27): every command of the admin API
@@ -158,8 +190,8 @@ func TestEveryClientCommandPrintsText(t *testing.T) {
 	server := fakeAdminAPI(t, false)
 	argsOf := clientArgs(t)
 	var names []string
-	for name, c := range commands() {
-		if c.scope&forClient != 0 && name != "run logs" {
+	for name := range Commands() {
+		if name != "run logs" {
 			names = append(names, name)
 		}
 	}
@@ -258,40 +290,5 @@ func TestRunNowSkipped(t *testing.T) {
 	out, _, _ = runClient(t, server, "run list", nil)
 	if !strings.Contains(out, "concurrency_forbid") {
 		t.Errorf("run list does not name the skip:\n%s", out)
-	}
-}
-
-// TestGroupHelp (#27): "pki --help" prints the pki commands (not the
-// global list) and is no error; a group alone is a usage error with the
-// group's commands; the global help names the exit statuses.
-func TestGroupHelp(t *testing.T) {
-	help := func(args ...string) (string, string, error) {
-		var out, errOut bytes.Buffer
-		m := &Main{Stdout: &out, Stderr: &errOut, Getenv: func(string) string { return "" }}
-		err := m.ParseFlags(args)
-		return out.String(), errOut.String(), err
-	}
-	for _, args := range [][]string{{"pki", "--help"}, {"pki", "-h"}, {"pki", "help"}} {
-		out, _, err := help(args...)
-		if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out, "pki issue-worker") || strings.Contains(out, "  serve ") ||
-			strings.Contains(out, "task list") {
-			t.Errorf("%v: %v\n%s", args, err, out)
-		}
-	}
-	_, errOut, err := help("run")
-	if !errors.Is(err, ErrUsage) || !strings.Contains(errOut, "run now") || strings.Contains(errOut, "pki init") {
-		t.Errorf("run alone: %v\n%s", err, errOut)
-	}
-	_, errOut, err = help("pki", "bogus")
-	if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), `"pki bogus"`) || !strings.Contains(errOut, "pki init") {
-		t.Errorf("pki bogus: %v\n%s", err, errOut)
-	}
-	out, _, err := help("--help")
-	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out, "  serve ") || !strings.Contains(out, "8 run now") || !strings.Contains(out, "--json") {
-		t.Errorf("--help: %v\n%s", err, out)
-	}
-	out, _, err = help("worker", "list", "--help")
-	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(out, "--json") || !strings.Contains(out, "--server string") {
-		t.Errorf("worker list --help: %v\n%s", err, out)
 	}
 }

@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"context"
@@ -28,19 +28,19 @@ type runArgs struct {
 // lifecycleCommands are the operator's run and worker commands (issue 10):
 // run list|show|now|cancel|logs, worker show|disable, task and trigger
 // delete.
-func lifecycleCommands() map[string]command {
-	id := func(usage string) func(*flag.FlagSet, *cmdArgs) {
-		return func(fs *flag.FlagSet, a *cmdArgs) { fs.StringVar(&a.id, "id", "", usage) }
+func lifecycleCommands() map[string]Command {
+	id := func(usage string) func(*flag.FlagSet, *Args) {
+		return func(fs *flag.FlagSet, a *Args) { fs.StringVar(&a.id, "id", "", usage) }
 	}
-	return map[string]command{
-		"run list": {summary: "list runs, newest first (waitReason: why one has not started; run show explains it)", flags: func(fs *flag.FlagSet, a *cmdArgs) {
+	return map[string]Command{
+		"run list": {Summary: "list runs, newest first (waitReason: why one has not started; run show explains it)", Flags: func(fs *flag.FlagSet, a *Args) {
 			fs.StringVar(&a.project, "project", "", "only this project (id or name)")
 			fs.StringVar(&a.task, "task", "", "only this task (id)")
 			fs.StringVar(&a.run.trigger, "trigger", "", "only this trigger (id)")
 			fs.StringVar(&a.run.status, "status", "", "only these statuses, comma-separated (e.g. queued,running)")
 			fs.IntVar(&a.limit, "limit", 0, "runs per page (default 50, at most 200)")
 			fs.StringVar(&a.cursor, "cursor", "", "nextCursor of the previous page")
-		}, run: get("/api/v1/runs", func(a cmdArgs) url.Values {
+		}, Run: get("/api/v1/runs", func(a Args) url.Values {
 			v := url.Values{"project": {a.project}, "task": {a.task}, "trigger": {a.run.trigger},
 				"status": {a.run.status}, "cursor": {a.cursor}}
 			if a.limit > 0 {
@@ -48,60 +48,60 @@ func lifecycleCommands() map[string]command {
 			}
 			return v
 		})},
-		"run show": {summary: "show a run with its attempts and, if it has not started, why it waits",
-			flags: id("run id"), run: getPath("/api/v1/runs/")},
-		"run now": {summary: "run a task now (idempotent per --idempotency-key)", flags: func(fs *flag.FlagSet, a *cmdArgs) {
+		"run show": {Summary: "show a run with its attempts and, if it has not started, why it waits",
+			Flags: id("run id"), Run: getPath("/api/v1/runs/")},
+		"run now": {Summary: "run a task now (idempotent per --idempotency-key)", Flags: func(fs *flag.FlagSet, a *Args) {
 			fs.StringVar(&a.task, "task", "", "task id (required)")
 			fs.StringVar(&a.run.key, "idempotency-key", "", "client key: a retry with the same key returns the same run (default: a new random key, printed in the run)")
 			fs.StringVar(&a.run.rerunOf, "rerun-of", "", "run id this run re-runs")
-		}, run: func(m *Main, ctx context.Context) error {
-			if err := required("task", m.args.task); err != nil {
+		}, Run: func(c *Client, ctx context.Context) error {
+			if err := required("task", c.Args.task); err != nil {
 				return err
 			}
-			key := m.args.run.key
+			key := c.Args.run.key
 			if key == "" {
 				key = "cli-" + uuid.NewString()
 			}
-			return m.call(ctx, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(m.args.task)+"/runs",
-				adminapi.RunNowRequest{IdempotencyKey: key, RerunOf: m.args.run.rerunOf})
+			return c.call(ctx, http.MethodPost, "/api/v1/tasks/"+url.PathEscape(c.Args.task)+"/runs",
+				adminapi.RunNowRequest{IdempotencyKey: key, RerunOf: c.Args.run.rerunOf})
 		}},
-		"run cancel": {summary: "cancel a run (a running one stops at its worker's next heartbeat)",
-			flags: id("run id"), run: postPath("/api/v1/runs/", "/cancel")},
-		"run logs": {summary: "print a run's log; -f follows it until the attempt ends", flags: func(fs *flag.FlagSet, a *cmdArgs) {
+		"run cancel": {Summary: "cancel a run (a running one stops at its worker's next heartbeat)",
+			Flags: id("run id"), Run: postPath("/api/v1/runs/", "/cancel")},
+		"run logs": {Summary: "print a run's log; -f follows it until the attempt ends", Flags: func(fs *flag.FlagSet, a *Args) {
 			fs.StringVar(&a.id, "id", "", "run id (required)")
 			fs.IntVar(&a.run.attempt, "attempt", 0, "attempt number (default: the current one)")
 			fs.StringVar(&a.run.stream, "stream", "stdout", "stdout or stderr")
 			fs.Int64Var(&a.run.offset, "offset", 0, "first byte to print")
 			fs.BoolVar(&a.run.follow, "f", false, "follow until the attempt's log is complete")
 			fs.BoolVar(&a.run.follow, "follow", false, "same as -f")
-		}, run: (*Main).runLogs},
-		"worker show": {summary: "show a worker with its newest session (expired, capacity, leases, credential, agent)",
-			flags: id("worker id or name"), run: getPath("/api/v1/workers/")},
-		"worker disable": {summary: "disable a worker and revoke its credentials",
-			flags: id("worker id or name"), run: postPath("/api/v1/workers/", "/disable")},
-		"task delete": {summary: "delete a task and its triggers (its waiting runs are cancelled by the next sweep, within one coordinator round; running ones finish)",
-			flags: id("task id"), run: func(m *Main, ctx context.Context) error {
-				if err := required("id", m.args.id); err != nil {
+		}, Run: (*Client).runLogs},
+		"worker show": {Summary: "show a worker with its newest session (expired, capacity, leases, credential, agent)",
+			Flags: id("worker id or name"), Run: getPath("/api/v1/workers/")},
+		"worker disable": {Summary: "disable a worker and revoke its credentials",
+			Flags: id("worker id or name"), Run: postPath("/api/v1/workers/", "/disable")},
+		"task delete": {Summary: "delete a task and its triggers (its waiting runs are cancelled by the next sweep, within one coordinator round; running ones finish)",
+			Flags: id("task id"), Run: func(c *Client, ctx context.Context) error {
+				if err := required("id", c.Args.id); err != nil {
 					return err
 				}
-				return m.call(ctx, http.MethodDelete, "/api/v1/tasks/"+url.PathEscape(m.args.id), nil)
+				return c.call(ctx, http.MethodDelete, "/api/v1/tasks/"+url.PathEscape(c.Args.id), nil)
 			}},
-		"trigger delete": {summary: "delete a trigger", flags: func(fs *flag.FlagSet, a *cmdArgs) {
+		"trigger delete": {Summary: "delete a trigger", Flags: func(fs *flag.FlagSet, a *Args) {
 			fs.StringVar(&a.task, "task", "", "task id (required)")
 			fs.StringVar(&a.id, "id", "", "trigger id (required)")
-		}, run: func(m *Main, ctx context.Context) error {
-			if err := required("task", m.args.task, "id", m.args.id); err != nil {
+		}, Run: func(c *Client, ctx context.Context) error {
+			if err := required("task", c.Args.task, "id", c.Args.id); err != nil {
 				return err
 			}
-			return m.call(ctx, http.MethodDelete, "/api/v1/tasks/"+url.PathEscape(m.args.task)+"/triggers/"+url.PathEscape(m.args.id), nil)
+			return c.call(ctx, http.MethodDelete, "/api/v1/tasks/"+url.PathEscape(c.Args.task)+"/triggers/"+url.PathEscape(c.Args.id), nil)
 		}},
 	}
 }
 
 // runLogs copies the log to stdout: range reads until the stored bytes are
 // read, or one follow stream until the attempt ended.
-func (m *Main) runLogs(ctx context.Context) error {
-	a := m.args
+func (c *Client) runLogs(ctx context.Context) error {
+	a := c.Args
 	if err := required("id", a.id); err != nil {
 		return err
 	}
@@ -117,11 +117,11 @@ func (m *Main) runLogs(ctx context.Context) error {
 		} else {
 			q.Set("limit", strconv.Itoa(1<<20))
 		}
-		resp, err := m.send(ctx, http.MethodGet, path+"?"+q.Encode(), nil, !a.run.follow)
+		resp, err := c.send(ctx, http.MethodGet, path+"?"+q.Encode(), nil, !a.run.follow)
 		if err != nil {
 			return err
 		}
-		n, err := io.Copy(m.Stdout, resp.Body)
+		n, err := io.Copy(c.Stdout, resp.Body)
 		resp.Body.Close()
 		if err != nil {
 			return errs.E(errs.Unavailable, "server", "reading the log: %v", err)
@@ -143,12 +143,12 @@ func (m *Main) runLogs(ctx context.Context) error {
 // send is call without the JSON printing: it returns the successful
 // response (the caller closes it). bounded: the client's request timeout
 // applies (a follow is bounded by ctx and the server instead).
-func (m *Main) send(ctx context.Context, method, path string, body any, bounded bool) (*http.Response, error) {
-	tok, err := m.apiToken()
+func (c *Client) send(ctx context.Context, method, path string, body any, bounded bool) (*http.Response, error) {
+	tok, err := c.apiToken()
 	if err != nil {
 		return nil, err
 	}
-	base, err := url.Parse(m.Config.Server)
+	base, err := url.Parse(c.Server)
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return nil, errs.Invalidf("server", "must be an http(s) URL such as %s", DefaultServer)
 	}
@@ -168,14 +168,14 @@ func (m *Main) send(ctx context.Context, method, path string, body any, bounded 
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	client, err := m.httpClient()
+	client, err := c.httpClient()
 	if err != nil {
 		return nil, err
 	}
 	if !bounded {
 		client.Timeout = 0
 	}
-	if err := guardCleartext(base, m.Config.Insecure, client.Transport.(*http.Transport)); err != nil {
+	if err := guardCleartext(base, c.Insecure, client.Transport.(*http.Transport)); err != nil {
 		return nil, err
 	}
 	resp, err := client.Do(req)

@@ -1,4 +1,4 @@
-package app
+package cli
 
 import (
 	"fmt"
@@ -190,8 +190,8 @@ type tokenView struct {
 }
 
 // one decodes an answer of type T and prints it with show.
-func one[T any](show func(w io.Writer, a cmdArgs, v T) error) printer {
-	return func(w io.Writer, a cmdArgs, data []byte) error {
+func one[T any](show func(w io.Writer, a Args, v T) error) Printer {
+	return func(w io.Writer, a Args, data []byte) error {
 		var v T
 		if err := decode(data, &v); err != nil {
 			return err
@@ -200,9 +200,9 @@ func one[T any](show func(w io.Writer, a cmdArgs, v T) error) printer {
 	}
 }
 
-// printers are the text forms of the client commands, by command name.
-func printers() map[string]printer {
-	return map[string]printer{
+// Printers are the text forms of the client commands, by command name.
+func Printers() map[string]Printer {
+	return map[string]Printer{
 		"audit list": one(printAuditList),
 
 		"project list":    one(printProjectList),
@@ -212,7 +212,7 @@ func printers() map[string]printer {
 
 		"task list": one(printTaskList),
 		"task get":  one(printTask),
-		"task create": one(func(w io.Writer, _ cmdArgs, t taskView) error {
+		"task create": one(func(w io.Writer, _ Args, t taskView) error {
 			fmt.Fprintf(w, "created task %s, revision %d\n", named(t.Name, t.ID), t.Revision)
 			for _, tr := range t.Triggers {
 				fmt.Fprintf(w, "  trigger %s: %s in %s\n", named(tr.Name, tr.ID), tr.Expression, tr.TimeZone)
@@ -224,7 +224,7 @@ func printers() map[string]printer {
 		})),
 		"task enable":  one(said[taskView](func(t taskView) string { return "enabled task " + named(t.Name, t.ID) })),
 		"task disable": one(said[taskView](func(t taskView) string { return "disabled task " + named(t.Name, t.ID) })),
-		"task delete": func(w io.Writer, a cmdArgs, _ []byte) error {
+		"task delete": func(w io.Writer, a Args, _ []byte) error {
 			_, err := fmt.Fprintf(w, "deleted task %s (its waiting runs are cancelled by the next sweep; running ones finish)\n", a.id)
 			return err
 		},
@@ -236,7 +236,7 @@ func printers() map[string]printer {
 		"trigger update": one(said[triggerView](func(t triggerView) string {
 			return fmt.Sprintf("published trigger %s revision %d: %s", named(t.Name, t.ID), t.Revision, triggerSummary(t))
 		})),
-		"trigger delete": func(w io.Writer, a cmdArgs, _ []byte) error {
+		"trigger delete": func(w io.Writer, a Args, _ []byte) error {
 			_, err := fmt.Fprintf(w, "deleted trigger %s of task %s\n", a.id, a.task)
 			return err
 		},
@@ -264,7 +264,7 @@ func printers() map[string]printer {
 		"run list": one(printRunList),
 		"run show": one(printRun),
 		"run now":  one(printRunNow),
-		"run cancel": one(func(w io.Writer, _ cmdArgs, r runView) error {
+		"run cancel": one(func(w io.Writer, _ Args, r runView) error {
 			if r.Status == "cancelled" || r.FinishedAtMs != 0 {
 				_, err := fmt.Fprintf(w, "run %s: %s\n", r.ID, r.Status)
 				return err
@@ -273,7 +273,7 @@ func printers() map[string]printer {
 			return err
 		}),
 
-		"token list": one(func(w io.Writer, _ cmdArgs, list []tokenView) error {
+		"token list": one(func(w io.Writer, _ Args, list []tokenView) error {
 			t := newTable(w, "ID", "NAME", "STATUS", "CREATED", "EXPIRES", "REVOKED")
 			for _, k := range list {
 				t.row(k.ID, k.Name, k.Status, fmtTime(k.CreatedAtMs), fmtTime(k.ExpiresAtMs), fmtTime(k.RevokedAtMs))
@@ -285,16 +285,16 @@ func printers() map[string]printer {
 }
 
 // said prints one line about a mutation's result.
-func said[T any](line func(T) string) func(io.Writer, cmdArgs, T) error {
-	return func(w io.Writer, _ cmdArgs, v T) error {
+func said[T any](line func(T) string) func(io.Writer, Args, T) error {
+	return func(w io.Writer, _ Args, v T) error {
 		_, err := fmt.Fprintln(w, line(v))
 		return err
 	}
 }
 
-// runNowOutcome turns a skipped run-now into ErrRunSkipped, whatever the
+// RunNowOutcome turns a skipped run-now into ErrRunSkipped, whatever the
 // output form.
-func runNowOutcome(data []byte) error {
+func RunNowOutcome(data []byte) error {
 	var r runView
 	if err := decode(data, &r); err != nil {
 		return err
@@ -305,7 +305,7 @@ func runNowOutcome(data []byte) error {
 	return nil
 }
 
-func printRunNow(w io.Writer, _ cmdArgs, r runView) error {
+func printRunNow(w io.Writer, _ Args, r runView) error {
 	note := ""
 	if r.Created != nil && !*r.Created {
 		note = " (already requested with this idempotency key)"
@@ -332,7 +332,7 @@ func triggerSummary(t triggerView) string {
 	return s
 }
 
-func printAuditList(w io.Writer, _ cmdArgs, page listView[auditView]) error {
+func printAuditList(w io.Writer, _ Args, page listView[auditView]) error {
 	t := newTable(w, "AT", "ACTOR", "ACTION", "SUBJECT", "OUTCOME")
 	for _, l := range page.Items {
 		actor := l.ActorKind
@@ -348,7 +348,7 @@ func printAuditList(w io.Writer, _ cmdArgs, page listView[auditView]) error {
 	return t.end(w, page.NextCursor)
 }
 
-func printProjectList(w io.Writer, _ cmdArgs, page listView[projectView]) error {
+func printProjectList(w io.Writer, _ Args, page listView[projectView]) error {
 	t := newTable(w, "ID", "NAME", "STATUS", "CREATED")
 	for _, p := range page.Items {
 		t.row(p.ID, p.Name, p.Status, fmtTime(p.CreatedAtMs))
@@ -356,7 +356,7 @@ func printProjectList(w io.Writer, _ cmdArgs, page listView[projectView]) error 
 	return t.end(w, page.NextCursor)
 }
 
-func printProject(w io.Writer, _ cmdArgs, p projectView) error {
+func printProject(w io.Writer, _ Args, p projectView) error {
 	f := newFields(w)
 	f.add("project", p.ID)
 	f.add("name", p.Name)
@@ -367,7 +367,7 @@ func printProject(w io.Writer, _ cmdArgs, p projectView) error {
 	return f.end()
 }
 
-func printTaskList(w io.Writer, _ cmdArgs, page listView[taskView]) error {
+func printTaskList(w io.Writer, _ Args, page listView[taskView]) error {
 	t := newTable(w, "ID", "NAME", "PROJECT", "ENABLED", "REV", "COMMAND")
 	for _, k := range page.Items {
 		t.row(k.ID, k.Name, k.ProjectID, fmt.Sprint(k.Enabled), fmt.Sprint(k.Revision), oneLine(k.Spec.command(), 60))
@@ -375,7 +375,7 @@ func printTaskList(w io.Writer, _ cmdArgs, page listView[taskView]) error {
 	return t.end(w, page.NextCursor)
 }
 
-func printTask(w io.Writer, _ cmdArgs, k taskView) error {
+func printTask(w io.Writer, _ Args, k taskView) error {
 	f := newFields(w)
 	f.add("task", k.ID)
 	f.add("name", k.Name)
@@ -403,7 +403,7 @@ func printTask(w io.Writer, _ cmdArgs, k taskView) error {
 	return printTriggers(w, k.Triggers, "")
 }
 
-func printTriggerList(w io.Writer, _ cmdArgs, page listView[triggerView]) error {
+func printTriggerList(w io.Writer, _ Args, page listView[triggerView]) error {
 	return printTriggers(w, page.Items, page.NextCursor)
 }
 
@@ -416,7 +416,7 @@ func printTriggers(w io.Writer, list []triggerView, next string) error {
 	return t.end(w, next)
 }
 
-func printWorkerList(w io.Writer, _ cmdArgs, page listView[workerView]) error {
+func printWorkerList(w io.Writer, _ Args, page listView[workerView]) error {
 	t := newTable(w, "ID", "NAME", "STATUS", "SESSION", "LEASES", "HEARTBEAT", "AGENT")
 	for _, wk := range page.Items {
 		session, leases, beat, agent := "none", "", "", ""
@@ -430,7 +430,7 @@ func printWorkerList(w io.Writer, _ cmdArgs, page listView[workerView]) error {
 	return t.end(w, page.NextCursor)
 }
 
-func printWorker(w io.Writer, _ cmdArgs, wk workerView) error {
+func printWorker(w io.Writer, _ Args, wk workerView) error {
 	f := newFields(w)
 	f.add("worker", wk.ID)
 	f.add("name", wk.Name)
@@ -451,7 +451,7 @@ func printWorker(w io.Writer, _ cmdArgs, wk workerView) error {
 	return f.end()
 }
 
-func printCredentialList(w io.Writer, _ cmdArgs, page listView[credentialView]) error {
+func printCredentialList(w io.Writer, _ Args, page listView[credentialView]) error {
 	t := newTable(w, "ID", "STATUS", "CREATED", "EXPIRES", "REVOKED", "SUPERSEDED BY", "REVOKE AFTER", "REASON")
 	for _, c := range page.Items {
 		t.row(c.ID, c.Status, fmtTime(c.CreatedAtMs), fmtTime(c.ExpiresAtMs), fmtTime(c.RevokedAtMs), c.SupersededBy,
@@ -462,7 +462,7 @@ func printCredentialList(w io.Writer, _ cmdArgs, page listView[credentialView]) 
 
 // printIssuedCredential: the secret alone on the last line (as `token
 // create` prints its token), or where --credential-file put it.
-func printIssuedCredential(w io.Writer, a cmdArgs, c credentialView) error {
+func printIssuedCredential(w io.Writer, a Args, c credentialView) error {
 	if a.credentialFile != "" {
 		_, err := fmt.Fprintf(w, "issued credential %s for worker %s, written to %s\n", c.ID, c.WorkerID, a.credentialFile)
 		return err
@@ -471,7 +471,7 @@ func printIssuedCredential(w io.Writer, a cmdArgs, c credentialView) error {
 	return err
 }
 
-func printRunList(w io.Writer, _ cmdArgs, page listView[runView]) error {
+func printRunList(w io.Writer, _ Args, page listView[runView]) error {
 	t := newTable(w, "ID", "TASK", "STATUS", "ORIGIN", "SCHEDULED FOR", "ATTEMPTS", "EXIT", "REASON")
 	for _, r := range page.Items {
 		reason := r.WaitReason
@@ -487,7 +487,7 @@ func printRunList(w io.Writer, _ cmdArgs, page listView[runView]) error {
 	return t.end(w, page.NextCursor)
 }
 
-func printRun(w io.Writer, _ cmdArgs, r runView) error {
+func printRun(w io.Writer, _ Args, r runView) error {
 	f := newFields(w)
 	f.add("run", r.ID)
 	f.add("task", fmt.Sprintf("%s (revision %d)", r.TaskID, r.TaskRevision))
