@@ -85,30 +85,45 @@ func (s *Store) ConsumerPosition(ctx context.Context, consumer string) (int64, e
 
 // AdvanceConsumer implements edge.EventFeed.
 func (s *Store) AdvanceConsumer(ctx context.Context, consumer string, from, to int64) error {
+	if err := checkConsumerMove(consumer, from, to); err != nil {
+		return err
+	}
+	now := s.clock.Now().UnixMilli()
+	return s.writeDurable(ctx, func(tx *wtx, _ *signals) error {
+		return moveConsumer(ctx, tx, consumer, from, to, now)
+	})
+}
+
+// checkConsumerMove validates a cursor move from → to of a named consumer.
+func checkConsumerMove(consumer string, from, to int64) error {
 	if err := edge.CheckConsumerName(consumer); err != nil {
 		return err
 	}
 	if from < 0 || to < from {
 		return errs.Invalidf("to", "must be >= from (%d) >= 0, got %d", from, to)
 	}
-	now := s.clock.Now().UnixMilli()
-	return s.writeDurable(ctx, func(tx *wtx, _ *signals) error {
-		var res sql.Result
-		var err error
-		if from == 0 {
-			res, err = tx.ExecContext(ctx, `INSERT INTO event_consumers (name, position, updated_at_ms) VALUES (?, ?, ?)
+	return nil
+}
+
+// moveConsumer compare-and-sets a consumer's cursor from → to inside tx
+// (from 0: the first move creates the row); a cursor that moved meanwhile
+// is a conflict. AdvanceConsumer and the notification outbox share it.
+func moveConsumer(ctx context.Context, tx *wtx, consumer string, from, to, now int64) error {
+	var res sql.Result
+	var err error
+	if from == 0 {
+		res, err = tx.ExecContext(ctx, `INSERT INTO event_consumers (name, position, updated_at_ms) VALUES (?, ?, ?)
                 ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at_ms = excluded.updated_at_ms
                 WHERE event_consumers.position = 0`, consumer, to, now)
-		} else {
-			res, err = tx.ExecContext(ctx, `UPDATE event_consumers SET position = ?, updated_at_ms = ? WHERE name = ? AND position = ?`,
-				to, now, consumer, from)
-		}
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return errs.E(errs.Conflict, "from", "consumer %s is not at position %d", consumer, from)
-		}
-		return nil
-	})
+	} else {
+		res, err = tx.ExecContext(ctx, `UPDATE event_consumers SET position = ?, updated_at_ms = ? WHERE name = ? AND position = ?`,
+			to, now, consumer, from)
+	}
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return errs.E(errs.Conflict, "from", "consumer %s is not at position %d", consumer, from)
+	}
+	return nil
 }

@@ -52,29 +52,13 @@ ON CONFLICT (rule_id, task_id) DO UPDATE SET window_start_ms = excluded.window_s
 // lost to a power cut loses the rows and the cursor move together, and the
 // next start derives the same rows (same idempotency keys) again.
 func (s *Store) Enqueue(ctx context.Context, consumer string, from, to int64, rows []nt.NewDelivery, states map[nt.CoalesceKey]cn.CoalesceState) error {
-	if err := edge.CheckConsumerName(consumer); err != nil {
+	if err := checkConsumerMove(consumer, from, to); err != nil {
 		return err
-	}
-	if from < 0 || to < from {
-		return errs.Invalidf("to", "must be >= from (%d) >= 0, got %d", from, to)
 	}
 	now := s.clock.Now().UnixMilli()
 	return s.write(ctx, func(tx *wtx, _ *signals) error {
-		var res sql.Result
-		var err error
-		if from == 0 {
-			res, err = tx.ExecContext(ctx, `INSERT INTO event_consumers (name, position, updated_at_ms) VALUES (?, ?, ?)
-                ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at_ms = excluded.updated_at_ms
-                WHERE event_consumers.position = 0`, consumer, to, now)
-		} else {
-			res, err = tx.ExecContext(ctx, `UPDATE event_consumers SET position = ?, updated_at_ms = ? WHERE name = ? AND position = ?`,
-				to, now, consumer, from)
-		}
-		if err != nil {
+		if err := moveConsumer(ctx, tx, consumer, from, to, now); err != nil {
 			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return errs.E(errs.Conflict, "from", "consumer %s is not at position %d", consumer, from)
 		}
 		for _, d := range rows {
 			if _, err := addDelivery(ctx, tx, d); err != nil {
