@@ -75,17 +75,10 @@ func tokenList(ctx context.Context, e Env, args []string) error {
 	fs := newFlagSet(e, "token list", "[flags]", "List API tokens, newest first; secrets are never shown.")
 	var cf clientFlags
 	cf.register(fs)
-	_, c, ctx, cancel, err := cf.connect(ctx, e, fs, args, 0, "no arguments")
-	if err != nil {
+	l, done, err := fetch[httpapi.List[httpapi.APIToken]](ctx, e, fs, &cf, args, 0, "no arguments",
+		func(_ []string) request { return request{method: http.MethodGet, path: "/api/v1/tokens"} })
+	if err != nil || done {
 		return err
-	}
-	defer cancel()
-	var l httpapi.List[httpapi.APIToken]
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/tokens"}, &l); err != nil {
-		return err
-	}
-	if cf.json {
-		return printJSON(e.Stdout, l)
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tSCOPES\tLIVE\tEXPIRES\tCREATED")
@@ -168,17 +161,10 @@ func appList(ctx context.Context, e Env, args []string) error {
 	fs := newFlagSet(e, "app list", "[flags]", "List Open API apps; secrets are never shown.")
 	var cf clientFlags
 	cf.register(fs)
-	_, c, ctx, cancel, err := cf.connect(ctx, e, fs, args, 0, "no arguments")
-	if err != nil {
+	l, done, err := fetch[httpapi.List[httpapi.OpenAppView]](ctx, e, fs, &cf, args, 0, "no arguments",
+		func(_ []string) request { return request{method: http.MethodGet, path: "/api/v1/apps"} })
+	if err != nil || done {
 		return err
-	}
-	defer cancel()
-	var l httpapi.List[httpapi.OpenAppView]
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/apps"}, &l); err != nil {
-		return err
-	}
-	if cf.json {
-		return printJSON(e.Stdout, l)
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tCLIENT_ID\tSCOPES\tCREATED")
@@ -196,17 +182,12 @@ func appCreate(ctx context.Context, e Env, args []string) error {
 	name := fs.String("name", "", "the app's name")
 	var scopes stringList
 	fs.Var(&scopes, "scope", "envs, crons, scripts, logs or system (repeatable)")
-	_, c, ctx, cancel, err := cf.connect(ctx, e, fs, args, 0, "no arguments")
-	if err != nil {
+	out, done, err := fetch[httpapi.CreatedApp](ctx, e, fs, &cf, args, 0, "no arguments",
+		func(_ []string) request {
+			return request{method: http.MethodPost, path: "/api/v1/apps", body: httpapi.CreateAppRequest{Name: *name, Scopes: scopes}}
+		})
+	if err != nil || done {
 		return err
-	}
-	defer cancel()
-	var out httpapi.CreatedApp
-	if err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/apps", body: httpapi.CreateAppRequest{Name: *name, Scopes: scopes}}, &out); err != nil {
-		return err
-	}
-	if cf.json {
-		return printJSON(e.Stdout, out)
 	}
 	fmt.Fprintf(e.Stderr, "created app %d (%s); the secret is shown this once\n", out.ID, strings.Join(out.Scopes, ","))
 	fmt.Fprintf(e.Stdout, "client_id=%s\nclient_secret=%s\n", out.ClientID, out.ClientSecret)
@@ -224,17 +205,10 @@ func userList(ctx context.Context, e Env, args []string) error {
 	fs := newFlagSet(e, "user list", "[flags]", "List accounts.")
 	var cf clientFlags
 	cf.register(fs)
-	_, c, ctx, cancel, err := cf.connect(ctx, e, fs, args, 0, "no arguments")
-	if err != nil {
+	l, done, err := fetch[httpapi.List[httpapi.UserView]](ctx, e, fs, &cf, args, 0, "no arguments",
+		func(_ []string) request { return request{method: http.MethodGet, path: "/api/v1/users"} })
+	if err != nil || done {
 		return err
-	}
-	defer cancel()
-	var l httpapi.List[httpapi.UserView]
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/users"}, &l); err != nil {
-		return err
-	}
-	if cf.json {
-		return printJSON(e.Stdout, l)
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "USERNAME\tTOTP\tLOCKED_UNTIL\tCREATED")
@@ -306,20 +280,16 @@ func userTOTPSetup(ctx context.Context, e Env, args []string) error {
 	fs := newFlagSet(e, "user totp-setup", "USERNAME", "Print a fresh second-factor secret and its otpauth:// URI; nothing is stored until totp-on.")
 	var cf clientFlags
 	cf.register(fs)
-	pos, c, ctx, cancel, err := cf.connect(ctx, e, fs, args, 1, "USERNAME")
-	if err != nil {
+	var user string
+	out, done, err := fetch[httpapi.TOTPSetup](ctx, e, fs, &cf, args, 1, "USERNAME", func(pos []string) request {
+		user = pos[0]
+		return request{method: http.MethodPost, path: userPath(user) + "/totp/setup"}
+	})
+	if err != nil || done {
 		return err
-	}
-	defer cancel()
-	var out httpapi.TOTPSetup
-	if err := c.do(ctx, request{method: http.MethodPost, path: userPath(pos[0]) + "/totp/setup"}, &out); err != nil {
-		return err
-	}
-	if cf.json {
-		return printJSON(e.Stdout, out)
 	}
 	fmt.Fprintf(e.Stdout, "secret %s\nuri    %s\n", out.Secret, out.URI)
-	fmt.Fprintf(e.Stderr, "add it to an authenticator app, then: ql3-edge user totp-on %s --secret %s --code <code>\n", pos[0], out.Secret)
+	fmt.Fprintf(e.Stderr, "add it to an authenticator app, then: ql3-edge user totp-on %s --secret %s --code <code>\n", user, out.Secret)
 	return nil
 }
 

@@ -194,3 +194,23 @@ func endPage(env Env, tw *tabwriter.Writer, nextCursor string) error {
 	}
 	return nil
 }
+
+// fetch connects (want positional arguments, named by usage), sends the
+// request built from them and decodes the answer into a T. With --json it
+// prints the answer itself and done is true; otherwise the caller prints
+// its text. The one shape of the read-and-print commands.
+func fetch[T any](ctx context.Context, e Env, fs *flag.FlagSet, cf *clientFlags, args []string, want int, usage string,
+	build func(pos []string) request) (out T, done bool, err error) {
+	pos, c, ctx, cancel, err := cf.connect(ctx, e, fs, args, want, usage)
+	if err != nil {
+		return out, false, err
+	}
+	defer cancel()
+	if err := c.do(ctx, build(pos), &out); err != nil {
+		return out, false, err
+	}
+	if cf.json {
+		return out, true, printJSON(e.Stdout, out)
+	}
+	return out, false, nil
+}

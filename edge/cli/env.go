@@ -327,17 +327,10 @@ func envReveal(ctx context.Context, e Env, args []string) error {
 	fs := newFlagSet(e, "env reveal", "ID", "Print one entry's value (written to the audit log).")
 	var cf clientFlags
 	cf.register(fs)
-	pos, c, ctx, cancel, err := cf.connect(ctx, e, fs, args, 1, "ID")
-	if err != nil {
+	out, done, err := fetch[httpapi.EnvValue](ctx, e, fs, &cf, args, 1, "ID",
+		func(pos []string) request { return request{method: http.MethodPost, path: envPath(pos[0]) + "/reveal"} })
+	if err != nil || done {
 		return err
-	}
-	defer cancel()
-	var out httpapi.EnvValue
-	if err := c.do(ctx, request{method: http.MethodPost, path: envPath(pos[0]) + "/reveal"}, &out); err != nil {
-		return err
-	}
-	if cf.json {
-		return printJSON(e.Stdout, out)
 	}
 	_, err = fmt.Fprintln(e.Stdout, out.Value)
 	return err
@@ -347,17 +340,10 @@ func envRotateKey(ctx context.Context, e Env, args []string) error {
 	fs := newFlagSet(e, "env rotate-key", "", "Write a new env key file and re-wrap the data key under it; the server keeps running.")
 	var cf clientFlags
 	cf.register(fs)
-	_, c, ctx, cancel, err := cf.connect(ctx, e, fs, args, 0, "no arguments")
-	if err != nil {
+	out, done, err := fetch[httpapi.RotateKeyResponse](ctx, e, fs, &cf, args, 0, "no arguments",
+		func(_ []string) request { return request{method: http.MethodPost, path: "/api/v1/envs/rotate-key"} })
+	if err != nil || done {
 		return err
-	}
-	defer cancel()
-	var out httpapi.RotateKeyResponse
-	if err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/envs/rotate-key"}, &out); err != nil {
-		return err
-	}
-	if cf.json {
-		return printJSON(e.Stdout, out)
 	}
 	fmt.Fprintf(e.Stdout, "env key rotated; new key id %s (back up the new key file)\n", out.KeyID)
 	return nil

@@ -117,17 +117,10 @@ func channelList(ctx context.Context, e Env, args []string) error {
 	fs := newFlagSet(e, "notify channel list", "[flags]", "List notification channels; credentials are never shown.")
 	var cf clientFlags
 	cf.register(fs)
-	_, c, ctx, cancel, err := cf.connect(ctx, e, fs, args, 0, "no arguments")
-	if err != nil {
+	out, done, err := fetch[httpapi.List[httpapi.NotifyChannel]](ctx, e, fs, &cf, args, 0, "no arguments",
+		func(_ []string) request { return request{method: http.MethodGet, path: "/api/v1/notify/channels"} })
+	if err != nil || done {
 		return err
-	}
-	defer cancel()
-	var out httpapi.List[httpapi.NotifyChannel]
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/notify/channels"}, &out); err != nil {
-		return err
-	}
-	if cf.json {
-		return printJSON(e.Stdout, out)
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tKIND\tENABLED\tSERVER\tCREDENTIALS SET")
@@ -279,17 +272,10 @@ func ruleList(ctx context.Context, e Env, args []string) error {
 	fs := newFlagSet(e, "notify rule list", "[flags]", "List notification rules.")
 	var cf clientFlags
 	cf.register(fs)
-	_, c, ctx, cancel, err := cf.connect(ctx, e, fs, args, 0, "no arguments")
-	if err != nil {
+	out, done, err := fetch[httpapi.List[httpapi.NotifyRule]](ctx, e, fs, &cf, args, 0, "no arguments",
+		func(_ []string) request { return request{method: http.MethodGet, path: "/api/v1/notify/rules"} })
+	if err != nil || done {
 		return err
-	}
-	defer cancel()
-	var out httpapi.List[httpapi.NotifyRule]
-	if err := c.do(ctx, request{method: http.MethodGet, path: "/api/v1/notify/rules"}, &out); err != nil {
-		return err
-	}
-	if cf.json {
-		return printJSON(e.Stdout, out)
 	}
 	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tKINDS\tCHANNELS\tSCOPE\tENABLED")
@@ -358,17 +344,12 @@ func notifyTest(ctx context.Context, e Env, args []string) error {
 	fs := newFlagSet(e, "notify test", "CHANNEL_ID", "Send a test message through a channel now and print the attempt.")
 	var cf clientFlags
 	cf.register(fs)
-	pos, c, ctx, cancel, err := cf.connect(ctx, e, fs, args, 1, "CHANNEL_ID")
-	if err != nil {
+	d, done, err := fetch[httpapi.NotifyDelivery](ctx, e, fs, &cf, args, 1, "CHANNEL_ID",
+		func(pos []string) request {
+			return request{method: http.MethodPost, path: "/api/v1/notify/channels/" + url.PathEscape(pos[0]) + "/test"}
+		})
+	if err != nil || done {
 		return err
-	}
-	defer cancel()
-	var d httpapi.NotifyDelivery
-	if err := c.do(ctx, request{method: http.MethodPost, path: "/api/v1/notify/channels/" + url.PathEscape(pos[0]) + "/test"}, &d); err != nil {
-		return err
-	}
-	if cf.json {
-		return printJSON(e.Stdout, d)
 	}
 	printDelivery(e, d)
 	if d.Status != "delivered" {
