@@ -98,6 +98,8 @@ type Config struct {
 	// UI is the browser front end served beside the API (the app passes
 	// the web panel, module panel); nil serves the API alone.
 	UI httpkit.UI
+	// Envs is the projects' env store (envs.go); nil answers those routes 503.
+	Envs controlplane.EnvStore
 }
 
 // Server is the admin API handler.
@@ -112,6 +114,7 @@ type Server struct {
 	now      func() time.Time
 	sessions *httpkit.Sessions
 	ui       httpkit.UI
+	envs     controlplane.EnvStore
 	handler  http.Handler
 
 	collect   Collector
@@ -122,7 +125,7 @@ type Server struct {
 // New returns the API handler.
 func New(cfg Config) *Server {
 	s := &Server{runs: cfg.Runs, disable: cfg.DisableWorker, b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, now: cfg.Now,
-		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI}
+		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI, envs: cfg.Envs}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -186,6 +189,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	mux.HandleFunc("GET /api/v1/audit", s.listAudit)
 
 	s.lifecycleRoutes(mux)
+	s.envRoutes(mux)
 	s.panelRoutes(mux)
 
 	// Everything else is a JSON 404, not the mux's text one.
