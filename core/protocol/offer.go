@@ -178,7 +178,6 @@ type offerWire struct {
 	Env                     []EnvVar        `json:"env"`
 }
 
-
 // DecodeOffer strictly decodes and validates an Offer, the spec included
 // (defaults applied, digest verified). Offers as the authority encodes them
 // take the fast path (offer_fast.go); everything else, every refusal
