@@ -20,10 +20,20 @@ import (
 
 // PinnedEntriesSQL aggregates the enabled entries of project_id = <project>
 // (alias x, ql3.env_entries) into the jsonb array ql3.attempt_envs.entries
-// holds: [id, name, base64(ciphertext), pinned, position, created_at_ms]
-// per entry. NULL when the project has none.
-const PinnedEntriesSQL = `(SELECT jsonb_agg(jsonb_build_array(x.entry_id::text, x.name, encode(x.value_ct, 'base64'),
-		x.pinned, x.position, x.created_at_ms)) FROM ql3.env_entries x WHERE x.project_id = %s AND x.enabled)`
+// holds: {i: id, n: name, c: base64(ciphertext), p: pinned, o: position,
+// t: created_at_ms} per entry (pinnedEntry). NULL when the project has none.
+const PinnedEntriesSQL = `(SELECT jsonb_agg(jsonb_build_object('i', x.entry_id::text, 'n', x.name, 'c', encode(x.value_ct, 'base64'),
+		'p', x.pinned, 'o', x.position, 't', x.created_at_ms)) FROM ql3.env_entries x WHERE x.project_id = %s AND x.enabled)`
+
+// pinnedEntry is one element of attempt_envs.entries.
+type pinnedEntry struct {
+	ID       string `json:"i"`
+	Name     string `json:"n"`
+	Sealed   string `json:"c"` // base64 (PostgreSQL's, with line breaks)
+	Pinned   bool   `json:"p"`
+	Position int64  `json:"o"`
+	Created  int64  `json:"t"`
+}
 
 // OfferEnv opens the entries pinned for an attempt (the text of
 // attempt_envs.entries; "" when none were pinned) and returns what the
@@ -40,29 +50,21 @@ func OfferEnv(pinned string, open controlplane.EnvOpener, cmd spec.Command) ([]p
 	if open == nil {
 		return nil, errs.E(errs.Unavailable, "", "the attempt has env entries but the env store is locked: start ql3-control with %s", KeyFlag)
 	}
-	var raw [][6]json.RawMessage
+	var raw []pinnedEntry
 	if err := json.Unmarshal([]byte(pinned), &raw); err != nil {
 		return nil, errs.E(errs.Internal, "", "pinned env entries do not decode: %v", err)
 	}
 	entries := make([]env.Entry, len(raw))
 	for i, r := range raw {
-		var (
-			e   = &entries[i]
-			b64 string
-		)
-		for j, dst := range []any{&e.ID, &e.Name, &b64, &e.Pinned, &e.Position, &e.CreatedAtMs} {
-			if err := json.Unmarshal(r[j], dst); err != nil {
-				return nil, errs.E(errs.Internal, "", "pinned env entry %d does not decode: %v", i, err)
-			}
-		}
-		blob, err := base64.StdEncoding.DecodeString(b64) // PostgreSQL's base64 has line breaks; Go skips them
+		e := &entries[i]
+		*e = env.Entry{ID: r.ID, Name: r.Name, Enabled: true, Pinned: r.Pinned, Position: r.Position, CreatedAtMs: r.Created}
+		blob, err := base64.StdEncoding.DecodeString(r.Sealed) // PostgreSQL's base64 has line breaks; Go skips them
 		if err != nil {
 			return nil, errs.E(errs.Internal, "", "pinned env entry %s: ciphertext does not decode", e.ID)
 		}
 		if e.Value, err = open.Open(e.ID, e.Name, blob); err != nil {
 			return nil, errs.E(errs.Internal, "", "%v", err)
 		}
-		e.Enabled = true
 	}
 	vars, err := env.Resolve(entries)
 	if err != nil {
