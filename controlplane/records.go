@@ -213,6 +213,9 @@ type Attempt struct {
 	CreatedAtMs  int64  `json:"createdAtMs"`
 	StartedAtMs  int64  `json:"startedAtMs,omitempty"`
 	FinishedAtMs int64  `json:"finishedAtMs,omitempty"`
+	// MaskedCount: occurrences of env values the worker masked in the
+	// attempt's output (ADR 0051).
+	MaskedCount int64 `json:"maskedCount,omitempty"`
 }
 
 // RunEvent is one entry of a Run's history.

@@ -104,6 +104,11 @@ func TestClusterEnv(t *testing.T) {
 			t.Errorf("attempt masked_count = %d, want 3", n)
 		}
 		answers.WriteString(cli("", "run", "logs", "--id", run))
+		var shown struct{ Attempts []struct{ MaskedCount int64 } }
+		if err := json.Unmarshal([]byte(cli("", "run", "show", "--id", run, "--json")), &shown); err != nil ||
+			len(shown.Attempts) != 1 || shown.Attempts[0].MaskedCount != 3 {
+			t.Errorf("run show: attempts %+v (%v), want maskedCount 3", shown.Attempts, err)
+		}
 	})
 
 	t.Run("CrashAndRecover", func(t *testing.T) {

@@ -185,7 +185,7 @@ func (p *Publisher) GetRun(ctx context.Context, id string) (controlplane.Run, er
 	}
 	rows, err := p.db.Query(ctx, `SELECT attempt_id::text, attempt, status, coalesce(worker_id::text, ''),
 		coalesce(session_id::text, ''), exit_code, coalesce(error_class, ''), coalesce(error_message, ''),
-		created_at_ms, coalesce(started_at_ms, 0), coalesce(finished_at_ms, 0)
+		created_at_ms, coalesce(started_at_ms, 0), coalesce(finished_at_ms, 0), coalesce(masked_count, 0)
 		FROM ql3.attempts WHERE run_id = $1 ORDER BY attempt`, runID)
 	if err != nil {
 		return controlplane.Run{}, pubReadErr(err)
@@ -193,7 +193,7 @@ func (p *Publisher) GetRun(ctx context.Context, id string) (controlplane.Run, er
 	r.Attempts, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (controlplane.Attempt, error) {
 		var a controlplane.Attempt
 		err := row.Scan(&a.ID, &a.Number, &a.Status, &a.WorkerID, &a.SessionID, &a.ExitCode, &a.ErrorClass,
-			&a.Message, &a.CreatedAtMs, &a.StartedAtMs, &a.FinishedAtMs)
+			&a.Message, &a.CreatedAtMs, &a.StartedAtMs, &a.FinishedAtMs, &a.MaskedCount)
 		return a, err
 	})
 	return r, pubReadErr(err)
