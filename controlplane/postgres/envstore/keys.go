@@ -66,13 +66,6 @@ func (s *Store) Cipher() (*envseal.Cipher, error) {
 	return s.cipher, nil
 }
 
-// Unlocked reports whether the data key is open.
-func (s *Store) Unlocked() bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.cipher != nil
-}
-
 // HasEnvKey implements controlplane.EnvKeys.
 func (s *Store) HasEnvKey(ctx context.Context) (bool, error) {
 	var has bool
