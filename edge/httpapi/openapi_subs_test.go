@@ -109,7 +109,7 @@ func (f *fixture) subsExamples() {
 	var sub Subscription
 	f.decode("POST", "/api/v1/subscriptions", `{"name":"脚本库","kind":"git","url":"`+url+`","branch":"main","extensions":[".js"],"schedule":"0 */6 * * *"}`,
 		http.StatusCreated, &sub)
-	f.call("POST", "/api/v1/subscriptions", `{"name":"脚本库","kind":"git","url":"`+url+`"}`)                      // 409
+	f.call("POST", "/api/v1/subscriptions", `{"name":"脚本库","kind":"git","url":"`+url+`"}`)                         // 409
 	f.call("POST", "/api/v1/subscriptions", `{"name":"x","kind":"git","url":"https://u:p@example.invalid/r.git"}`) // 400
 	f.call("GET", "/api/v1/subscriptions", "")
 	f.call("GET", "/api/v1/subscriptions/"+sub.ID, "")
