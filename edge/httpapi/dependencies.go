@@ -84,7 +84,11 @@ func (s *Server) cancelDep(w http.ResponseWriter, r *http.Request) {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	httpkit.WriteJSON(w, http.StatusOK, runView(rn, nil))
+	status := http.StatusOK
+	if !rn.Status.Terminal() {
+		status = http.StatusAccepted // asked; the runner ends it
+	}
+	httpkit.WriteJSON(w, status, runView(rn, nil))
 }
 
 func (s *Server) deleteDep(w http.ResponseWriter, r *http.Request) {
