@@ -200,7 +200,7 @@ func parseLsTree(b []byte) ([]rawEntry, error) {
 		case f[1] == "blob" && strings.HasPrefix(f[0], "100"):
 			e.kind, e.exec = kindFile, f[0] == "100755"
 			n, err := strconv.ParseInt(f[3], 10, 64)
-			if err != nil {
+			if err != nil || n < 0 {
 				return nil, fmt.Errorf("git ls-tree: size %q", f[3])
 			}
 			e.size = n
