@@ -164,3 +164,53 @@ func equal(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// With removeMode delete, a removed script's task is deleted (its history
+// stays) and no longer the subscription's; with autoRemoveTasks off it is
+// kept as it is.
+func TestRemovedScriptsTaskDeletedOrKept(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name       string
+		autoRemove bool
+		want       string
+	}{{"delete", true, subplan.Remove}, {"kept", false, ""}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRepo(t)
+			r.write(map[string]string{"a.js": "// cron: 1 1 * * *\n", "b.js": "// cron: 2 2 * * *\n"})
+			r.commit("one")
+			e := newEnv(t)
+			sub := e.subscribe(r.url(), func(in *edge.NewSubscription) { in.RemoveMode, in.AutoRemove = subplan.RemoveDelete, tc.autoRemove })
+			ch, _, err := e.pull(sub)
+			if err != nil || len(actions(ch)) != 2 {
+				t.Fatalf("first pull %v %v", actions(ch), err)
+			}
+			if err := os.Remove(filepath.Join(r.dir, "b.js")); err != nil {
+				t.Fatal(err)
+			}
+			r.commit("two")
+			if ch, _, err = e.pull(sub); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{}
+			if tc.want != "" {
+				want["b.js"] = tc.want
+			}
+			if got := actions(ch); !equal(got, want) {
+				t.Fatalf("second pull %v, want %v", got, want)
+			}
+			tasks, _ := e.store.SubscriptionPlanTasks(ctx, sub.ID)
+			deleted := 0
+			for _, c := range ch {
+				if c.Path == "b.js" && c.TaskID != "" {
+					if tk, _ := e.store.GetTask(ctx, c.TaskID); tk.Deleted() {
+						deleted++
+					}
+				}
+			}
+			if tc.autoRemove && (len(tasks) != 1 || deleted != 1) || !tc.autoRemove && (len(tasks) != 2 || deleted != 0) {
+				t.Fatalf("tasks of the subscription %d, deleted %d", len(tasks), deleted)
+			}
+		})
+	}
+}
