@@ -211,6 +211,19 @@ func TestRemovedScriptsTaskDeletedOrKept(t *testing.T) {
 			if tc.autoRemove && (len(tasks) != 1 || deleted != 1) || !tc.autoRemove && (len(tasks) != 2 || deleted != 0) {
 				t.Fatalf("tasks of the subscription %d, deleted %d", len(tasks), deleted)
 			}
+			// Forgetting the subscription drops its cache; its folder and tasks stay.
+			if err := e.svc.Delete(ctx, sub.ID, "test"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(e.work, "repo")); !os.IsNotExist(err) {
+				t.Errorf("cache left: %v", err)
+			}
+			if _, err := os.Stat(filepath.Join(e.root, "repo", "a.js")); err != nil {
+				t.Errorf("folder gone: %v", err)
+			}
+			if left, err := e.store.ListTasks(ctx, edge.TaskFilter{Label: "sub:repo"}); err != nil || len(left.Tasks) != len(tasks) {
+				t.Errorf("tasks after forgetting: %d, want %d (%v)", len(left.Tasks), len(tasks), err)
+			}
 		})
 	}
 }

@@ -2,6 +2,7 @@ package subs
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 
 	"github.com/ql3/ql3/core/errs"
@@ -183,7 +184,8 @@ func (s *Service) Delete(ctx context.Context, id, actor string) error {
 			return err
 		}
 	}
-	return nil
+	// Its git cache, stages and previous tree go; scripts/<slug>/ stays.
+	return os.RemoveAll(filepath.Join(s.cfg.WorkDir, sub.Slug))
 }
 
 // Pull starts a pull now: a manual Run of the system task.
