@@ -106,6 +106,9 @@ type Config struct {
 	// with an extension it has no entry for is refused at publish (nil:
 	// not checked here, the start fails instead).
 	Interpreters scriptpath.Interpreters
+	// Subs serves subscriptions and dependencies (ADR 0054, 0055); nil
+	// answers their routes with 503.
+	Subs *SubsConfig
 }
 
 // Server is the HTTP handler of the API.
@@ -142,6 +145,7 @@ type Server struct {
 	scripts     *scripts.Folder
 	auditLog    edge.AuditAppender
 	interps     scriptpath.Interpreters
+	subs        *SubsConfig
 }
 
 // New returns the API handler.
@@ -154,6 +158,7 @@ func New(cfg Config) *Server {
 		envs: cfg.Envs, rotateKey: cfg.RotateEnvKey, notify: cfg.Notify,
 		access: cfg.Access, openZone: cfg.OpenTimeZone,
 		scripts: cfg.Scripts, auditLog: cfg.Audit, interps: cfg.Interpreters,
+		subs: cfg.Subs,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -216,6 +221,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	s.openRoutes(mux)
 	s.findRoutes(mux)
 	s.scriptRoutes(mux)
+	s.subsRoutes(mux)
 
 	// Everything else under the API is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

@@ -34,35 +34,41 @@ func (s *Store) CreateTask(ctx context.Context, in edge.NewTask) (edge.Task, err
 	now := s.clock.Now().UnixMilli()
 	id := newID()
 	err = s.writeDurable(ctx, func(tx *wtx, sg *signals) error {
-		if err := checkNameFree(ctx, tx, v.Name, ""); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, project_id, name, enabled, current_revision,
-            created_at_ms, updated_at_ms, search_text) VALUES (?, ?, ?, ?, 1, ?, ?, ?)`,
-			id, edge.DefaultProjectID, v.Name, boolInt(v.Enabled), now, now,
-			edge.SearchText(v.Name, v.Spec.Spec, v.Labels)); err != nil {
-			return err
-		}
-		if len(v.Labels) > 0 {
-			if err := writeLabels(ctx, tx, id, v.Name, v.Spec.Spec, v.Labels); err != nil {
-				return err
-			}
-		}
-		if err := insertRevision(ctx, tx, id, 1, v.Spec, now); err != nil {
-			return err
-		}
-		for _, t := range v.Triggers {
-			if err := insertTrigger(ctx, tx, newID(), id, t, v.Enabled, now); err != nil {
-				return err
-			}
-			sg.schedulesChanged = true
-		}
-		return nil
+		return createTaskTx(ctx, tx, sg, id, v, now)
 	})
 	if err != nil {
 		return edge.Task{}, err
 	}
 	return s.GetTask(ctx, id)
+}
+
+// createTaskTx writes a validated task with its revision, labels and
+// triggers inside tx (CreateTask; a subscription's plan, ADR 0054).
+func createTaskTx(ctx context.Context, tx *wtx, sg *signals, id string, v edge.ValidTask, now int64) error {
+	if err := checkNameFree(ctx, tx, v.Name, ""); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, project_id, name, enabled, current_revision,
+            created_at_ms, updated_at_ms, search_text) VALUES (?, ?, ?, ?, 1, ?, ?, ?)`,
+		id, edge.DefaultProjectID, v.Name, boolInt(v.Enabled), now, now,
+		edge.SearchText(v.Name, v.Spec.Spec, v.Labels)); err != nil {
+		return err
+	}
+	if len(v.Labels) > 0 {
+		if err := writeLabels(ctx, tx, id, v.Name, v.Spec.Spec, v.Labels); err != nil {
+			return err
+		}
+	}
+	if err := insertRevision(ctx, tx, id, 1, v.Spec, now); err != nil {
+		return err
+	}
+	for _, t := range v.Triggers {
+		if err := insertTrigger(ctx, tx, newID(), id, t, v.Enabled, now); err != nil {
+			return err
+		}
+		sg.schedulesChanged = true
+	}
+	return nil
 }
 
 func checkNameFree(ctx context.Context, tx *wtx, name, exceptID string) error {
@@ -131,31 +137,36 @@ func (s *Store) UpdateTask(ctx context.Context, taskID string, expectedRevision 
 	return s.GetTask(ctx, taskID)
 }
 
+// setTaskEnabledTx is SetTaskEnabled inside tx.
+func setTaskEnabledTx(ctx context.Context, tx *wtx, sg *signals, taskID string, enabled bool, now int64) error {
+	cur, err := getTask(ctx, tx, taskID)
+	if err != nil {
+		return err
+	}
+	if cur.Deleted() {
+		return errs.NotFoundf("task %s was deleted", taskID)
+	}
+	if cur.Enabled == enabled {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET enabled = ?, updated_at_ms = ? WHERE id = ?`,
+		boolInt(enabled), now, taskID); err != nil {
+		return err
+	}
+	// Enabling resets the cursors: the disabled span is not replayed,
+	// whatever the misfire policy says.
+	if err := refreshSchedules(ctx, tx, taskID, enabled, now); err != nil {
+		return err
+	}
+	sg.schedulesChanged = true
+	return nil
+}
+
 // SetTaskEnabled implements edge.TaskStore.
 func (s *Store) SetTaskEnabled(ctx context.Context, taskID string, enabled bool) (edge.Task, error) {
 	now := s.clock.Now().UnixMilli()
 	err := s.writeDurable(ctx, func(tx *wtx, sg *signals) error {
-		cur, err := getTask(ctx, tx, taskID)
-		if err != nil {
-			return err
-		}
-		if cur.Deleted() {
-			return errs.NotFoundf("task %s was deleted", taskID)
-		}
-		if cur.Enabled == enabled {
-			return nil
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET enabled = ?, updated_at_ms = ? WHERE id = ?`,
-			boolInt(enabled), now, taskID); err != nil {
-			return err
-		}
-		// Enabling resets the cursors: the disabled span is not replayed,
-		// whatever the misfire policy says.
-		if err := refreshSchedules(ctx, tx, taskID, enabled, now); err != nil {
-			return err
-		}
-		sg.schedulesChanged = true
-		return nil
+		return setTaskEnabledTx(ctx, tx, sg, taskID, enabled, now)
 	})
 	if err != nil {
 		return edge.Task{}, err
@@ -181,33 +192,38 @@ func refreshSchedules(ctx context.Context, tx *wtx, taskID string, reset bool, n
 	return err
 }
 
+// deleteTaskTx is DeleteTask inside tx.
+func deleteTaskTx(ctx context.Context, tx *wtx, sg *signals, taskID string, now int64) error {
+	cur, err := getTask(ctx, tx, taskID)
+	if err != nil {
+		return err
+	}
+	if cur.Deleted() {
+		return errs.NotFoundf("task %s was deleted", taskID)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE tasks SET enabled = 0, deleted_at_ms = ?, updated_at_ms = ? WHERE id = ?`,
+		now, now, taskID); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE triggers SET deleted_at_ms = ?, updated_at_ms = ?
+            WHERE task_id = ? AND deleted_at_ms IS NULL`, now, now, taskID); err != nil {
+		return err
+	}
+	if err := refreshSchedules(ctx, tx, taskID, false, now); err != nil {
+		return err
+	}
+	if err := cancelWaitingRuns(ctx, tx, taskID, edge.ReasonTaskDeleted, now); err != nil {
+		return err
+	}
+	sg.schedulesChanged = true
+	return nil
+}
+
 // DeleteTask implements edge.TaskStore.
 func (s *Store) DeleteTask(ctx context.Context, taskID string) error {
 	now := s.clock.Now().UnixMilli()
 	return s.writeDurable(ctx, func(tx *wtx, sg *signals) error {
-		cur, err := getTask(ctx, tx, taskID)
-		if err != nil {
-			return err
-		}
-		if cur.Deleted() {
-			return errs.NotFoundf("task %s was deleted", taskID)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET enabled = 0, deleted_at_ms = ?, updated_at_ms = ? WHERE id = ?`,
-			now, now, taskID); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE triggers SET deleted_at_ms = ?, updated_at_ms = ?
-            WHERE task_id = ? AND deleted_at_ms IS NULL`, now, now, taskID); err != nil {
-			return err
-		}
-		if err := refreshSchedules(ctx, tx, taskID, false, now); err != nil {
-			return err
-		}
-		if err := cancelWaitingRuns(ctx, tx, taskID, edge.ReasonTaskDeleted, now); err != nil {
-			return err
-		}
-		sg.schedulesChanged = true
-		return nil
+		return deleteTaskTx(ctx, tx, sg, taskID, now)
 	})
 }
 

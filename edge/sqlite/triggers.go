@@ -128,6 +128,40 @@ func insertTrigger(ctx context.Context, tx *wtx, id, taskID string, in edge.Trig
 	return err
 }
 
+// updateTriggerTx is UpdateTrigger inside tx (in already normalized).
+func updateTriggerTx(ctx context.Context, tx *wtx, sg *signals, triggerID string, expectedRevision int64, in edge.TriggerInput, now int64) error {
+	cur, err := getTrigger(ctx, tx, triggerID)
+	if err != nil {
+		return err
+	}
+	if cur.Revision != expectedRevision {
+		return errs.E(errs.Conflict, "revision", "trigger %s is at revision %d, not %d", triggerID, cur.Revision, expectedRevision)
+	}
+	task, err := getTask(ctx, tx, cur.TaskID)
+	if err != nil {
+		return err
+	}
+	if err := checkNotDuplicate(ctx, tx, cur.TaskID, in, triggerID); err != nil {
+		return err
+	}
+	next := cur.Revision + 1
+	if _, err := tx.ExecContext(ctx, insertTriggerRevision, triggerID, next, in.Expression, in.TimeZone,
+		string(in.Misfire), in.GraceMs, boolInt(in.Enabled), now); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE triggers SET current_revision = ?, updated_at_ms = ? WHERE id = ?`,
+		next, now, triggerID); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE trigger_schedules SET trigger_revision = ?, active = ?,
+            initialized = 0, next_fire_at_ms = 0, last_error = '', state_version = state_version + 1, updated_at_ms = ?
+            WHERE trigger_id = ?`, next, boolInt(task.Enabled && !task.Deleted() && in.Enabled), now, triggerID); err != nil {
+		return err
+	}
+	sg.schedulesChanged = true
+	return nil
+}
+
 // UpdateTrigger implements edge.TaskStore. The new revision and the reset
 // of the schedule row (cursor cleared, state_version bumped) commit
 // together, so a scheduler holding the old row loses its compare-and-set.
@@ -138,36 +172,7 @@ func (s *Store) UpdateTrigger(ctx context.Context, triggerID string, expectedRev
 	}
 	now := s.clock.Now().UnixMilli()
 	err = s.writeDurable(ctx, func(tx *wtx, sg *signals) error {
-		cur, err := getTrigger(ctx, tx, triggerID)
-		if err != nil {
-			return err
-		}
-		if cur.Revision != expectedRevision {
-			return errs.E(errs.Conflict, "revision", "trigger %s is at revision %d, not %d", triggerID, cur.Revision, expectedRevision)
-		}
-		task, err := getTask(ctx, tx, cur.TaskID)
-		if err != nil {
-			return err
-		}
-		if err := checkNotDuplicate(ctx, tx, cur.TaskID, in, triggerID); err != nil {
-			return err
-		}
-		next := cur.Revision + 1
-		if _, err := tx.ExecContext(ctx, insertTriggerRevision, triggerID, next, in.Expression, in.TimeZone,
-			string(in.Misfire), in.GraceMs, boolInt(in.Enabled), now); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE triggers SET current_revision = ?, updated_at_ms = ? WHERE id = ?`,
-			next, now, triggerID); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE trigger_schedules SET trigger_revision = ?, active = ?,
-            initialized = 0, next_fire_at_ms = 0, last_error = '', state_version = state_version + 1, updated_at_ms = ?
-            WHERE trigger_id = ?`, next, boolInt(task.Enabled && !task.Deleted() && in.Enabled), now, triggerID); err != nil {
-			return err
-		}
-		sg.schedulesChanged = true
-		return nil
+		return updateTriggerTx(ctx, tx, sg, triggerID, expectedRevision, in, now)
 	})
 	if err != nil {
 		return edge.Trigger{}, err
