@@ -172,6 +172,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	imports, err := m.openImport(ctx, cfg.DataDir, scriptCfg.Folder) // import.go
+	if err != nil {
+		return err
+	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.cancel = cancel
 	idle := newIdleTrim(m.Clock, idleQuietFor, releaseIdleMemory, m.log)
@@ -232,6 +236,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Scripts:        scriptCfg.Folder,
 		Audit:          m.store,
 		Interpreters:   scriptCfg.Interpreters,
+		Import:         imports,
 	})
 	m.server = &http.Server{
 		Handler:           api,

@@ -58,7 +58,8 @@ func newFixtureWith(t testing.TB, wrap func(http.Handler) http.Handler) *fixture
 	nc := notifyFor(t, store, clk)      // notify_test.go
 	folder := openScripts(t, dir)       // scripts_test.go
 	api := New(Config{UI: panel.UI{}, Store: store, Logs: logs, Clock: clk, Auth: Auth{Digest: DigestToken(token)}, Version: "test",
-		Envs: store, RotateEnvKey: rotate, Notify: nc, Access: store, Scripts: folder, Audit: store, Interpreters: scriptpath.DefaultInterpretersTable()})
+		Envs: store, RotateEnvKey: rotate, Notify: nc, Access: store, Scripts: folder, Audit: store, Interpreters: scriptpath.DefaultInterpretersTable(),
+		Import: importFor(dir, store, folder)}) // import_test.go
 	var h http.Handler = api
 	if wrap != nil {
 		h = wrap(api)

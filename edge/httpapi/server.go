@@ -51,6 +51,7 @@ import (
 	"github.com/ql3/ql3/core/metrics"
 	"github.com/ql3/ql3/core/scriptpath"
 	"github.com/ql3/ql3/edge"
+	"github.com/ql3/ql3/edge/importer"
 	"github.com/ql3/ql3/edge/logstore"
 	"github.com/ql3/ql3/edge/scripts"
 	"github.com/ql3/ql3/httpkit"
@@ -106,6 +107,8 @@ type Config struct {
 	// with an extension it has no entry for is refused at publish (nil:
 	// not checked here, the start fails instead).
 	Interpreters scriptpath.Interpreters
+	// Import serves /api/v1/import (ADR 0056); nil answers 503.
+	Import *importer.Service
 }
 
 // Server is the HTTP handler of the API.
@@ -142,6 +145,7 @@ type Server struct {
 	scripts     *scripts.Folder
 	auditLog    edge.AuditAppender
 	interps     scriptpath.Interpreters
+	imports     *importer.Service
 }
 
 // New returns the API handler.
@@ -154,6 +158,7 @@ func New(cfg Config) *Server {
 		envs: cfg.Envs, rotateKey: cfg.RotateEnvKey, notify: cfg.Notify,
 		access: cfg.Access, openZone: cfg.OpenTimeZone,
 		scripts: cfg.Scripts, auditLog: cfg.Audit, interps: cfg.Interpreters,
+		imports: cfg.Import,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -216,6 +221,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	s.openRoutes(mux)
 	s.findRoutes(mux)
 	s.scriptRoutes(mux)
+	s.importRoutes(mux)
 
 	// Everything else under the API is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
