@@ -49,7 +49,7 @@ func planSubscriptions(rows []Subscription, loc *time.Location) []SubscriptionPl
 			Branch: strings.TrimSpace(r.Branch), AutoAdd: r.AutoAddCron, AutoRemove: r.AutoDelCron,
 			Enabled: !r.IsDisabled, Proxy: strings.TrimSpace(r.Proxy), Kind: "git"}
 		if r.Type == "file" {
-			p.Kind = "raw"
+			p.Kind = "file"
 		}
 		if p.Name == "" {
 			p.Name = fmt.Sprintf("Legacy Subscription %d", r.ID)
