@@ -135,8 +135,10 @@ func syncDir(dir string) error {
 
 // finish moves the staged files of a committed import into the scripts
 // folder (edge/scripts' archive upload: checked whole, each file written
-// atomically, replacing what an interrupted finish already wrote), then
-// marks the ledger row and drops the stage. It is idempotent.
+// atomically, replacing what an interrupted finish already wrote; one
+// file-system sync at the end, since a crash before it only means the
+// ledger row is still pending and the upload is redone), then marks the
+// ledger row and drops the stage. It is idempotent.
 func (im *Importer) finish(ctx context.Context, rec edge.ImportRecord, actor string) error {
 	if !rec.FilesPending {
 		return nil
@@ -147,7 +149,7 @@ func (im *Importer) finish(ctx context.Context, rec edge.ImportRecord, actor str
 		return errs.E(errs.Internal, "files", "the staged script files of import %s are gone (%v): copy them from the QingLong scripts folder by hand", rec.PlanDigest, err)
 	}
 	defer src.Close()
-	res, err := im.Folder.Upload("", scripts.FormatTar, src, true)
+	res, err := im.Folder.UploadSyncOnce("", scripts.FormatTar, src, true)
 	if err != nil {
 		return errs.Prefix("files", err)
 	}
