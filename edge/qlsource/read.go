@@ -150,7 +150,7 @@ func query(ctx context.Context, tx *sql.Tx, table string, required bool, q strin
 const (
 	selCrontabs = `SELECT id, IFNULL(name, ''), IFNULL(command, ''), IFNULL(schedule, ''), IFNULL(extra_schedules, ''),
     IFNULL(isDisabled, 0) + 0, IFNULL(isSystem, 0) + 0, IFNULL(labels, ''), IFNULL(sub_id, 0) + 0,
-    IFNULL(task_before, ''), IFNULL(task_after, ''), IFNULL(work_dir, ''), IFNULL(allow_multiple_instances, 0) + 0 FROM Crontabs`
+    IFNULL(task_before, ''), IFNULL(task_after, ''), IFNULL(work_dir, ''), IFNULL(allow_multiple_instances, -1) + 0 FROM Crontabs`
 	selEnvs = `SELECT id, IFNULL(name, ''), IFNULL(value, ''), IFNULL(remarks, ''), IFNULL(status, 0) + 0,
     IFNULL(position, 0) + 0.0, IFNULL(isPinned, 0) + 0, IFNULL(labels, ''), IFNULL(createdAt, '') FROM Envs`
 	selSubscriptions = `SELECT id, IFNULL(name, ''), IFNULL(alias, ''), IFNULL(type, ''), IFNULL(url, ''), IFNULL(branch, ''),
@@ -172,7 +172,9 @@ func readCrontabs(ctx context.Context, tx *sql.Tx) ([]qlimport.Crontab, error) {
 			&c.TaskBefore, &c.TaskAfter, &c.WorkDir, &mult); err != nil {
 			return err
 		}
-		c.IsDisabled, c.IsSystem, c.SubID, c.AllowMultipleInstances = dis == 1, sys == 1, sub, mult == 1
+		// QingLong 2.21's runCron kills a running instance only when the
+		// column is 0: 1, and NULL (rows older than the column), run both.
+		c.IsDisabled, c.IsSystem, c.SubID, c.AllowMultipleInstances = dis == 1, sys == 1, sub, mult != 0
 		var es []struct {
 			Schedule string `json:"schedule"`
 		}
