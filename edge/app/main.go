@@ -193,6 +193,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	subsCfg, err := m.newSubs(ctx, scriptCfg, notifier) // subs.go
+	if err != nil {
+		return err
+	}
 	m.engine, err = startEngine(runCtx, engineConfig{
 		Store: m.store, Logs: m.logs, Clock: m.Clock, Logger: m.log,
 		WorkRoot:       filepath.Join(cfg.DataDir, WorkDirName),
@@ -236,6 +240,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Scripts:        scriptCfg.Folder,
 		Audit:          m.store,
 		Interpreters:   scriptCfg.Interpreters,
+		Subs:           subsCfg,
 		Import:         imports,
 	})
 	m.server = &http.Server{
@@ -438,5 +443,5 @@ func (m *Main) openScripts(cfg Config) (*runner.Scripts, error) {
 	if _, err := scripts.WriteHelper(bin, argv, folder.Root(), cfg.InterpreterOverrides()); err != nil {
 		return nil, err
 	}
-	return &runner.Scripts{Folder: folder, Interpreters: interps, BinDir: bin}, nil
+	return &runner.Scripts{Folder: folder, Interpreters: interps, BinDir: bin, PathDirs: []string{pythonBin(dataDir)}}, nil
 }

@@ -95,6 +95,8 @@ func commands() []command {
 		{"app", "QingLong Open API apps: list, create, rm", appCmd},
 		{"user", "panel accounts: list, add, passwd, rm, second factor, sign-in log", userCmd},
 		{"script", "the scripts folder: ls, cat, put, mv, rm, mkdir, upload, run", scriptCmd},
+		{"sub", "subscriptions: list, add, rm, pull, preview", subCmd},
+		{"dep", "dependencies: list, add, install, reinstall, remove, cancel, settings", depCmd},
 		{"import", "move a QingLong 2 installation in: inspect, apply", importCmd},
 		{"version", "print the version", versionCmd},
 	}

@@ -91,7 +91,8 @@ func (s *Server) requestPolicy(r *http.Request) error {
 func (s *Server) isOpenPath(p string) bool {
 	return p == "/healthz" || p == "/readyz" || p == httpkit.SessionPath || p == PasswordSignInPath ||
 		strings.HasPrefix(p, "/open/") || (s.ui != nil && s.ui.Open(p)) ||
-		p == notify.SendPath // checks a Run's notify token itself (notify.go)
+		p == notify.SendPath || // checks a Run's notify token itself (notify.go)
+		p == PullSourcePath || p == PullAppliedPath // a pull's Run token (subscriptions.go)
 }
 
 func (s *Server) now() time.Time { return s.clock() }

@@ -93,6 +93,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	f.envExamples()    // envs_test.go
 	f.findExamples()   // openapi_find_test.go
 	f.scriptExamples() // scripts_test.go
+	f.subsExamples()   // openapi_subs_test.go
 	f.importExamples() // import_test.go
 
 	doc.Validate(t, rec)

@@ -107,6 +107,9 @@ type Config struct {
 	// with an extension it has no entry for is refused at publish (nil:
 	// not checked here, the start fails instead).
 	Interpreters scriptpath.Interpreters
+	// Subs serves subscriptions and dependencies (ADR 0054, 0055); nil
+	// answers their routes with 503.
+	Subs *SubsConfig
 	// Import serves /api/v1/import (ADR 0056); nil answers 503.
 	Import *importer.Service
 }
@@ -145,6 +148,7 @@ type Server struct {
 	scripts     *scripts.Folder
 	auditLog    edge.AuditAppender
 	interps     scriptpath.Interpreters
+	subs        *SubsConfig
 	imports     *importer.Service
 }
 
@@ -158,6 +162,7 @@ func New(cfg Config) *Server {
 		envs: cfg.Envs, rotateKey: cfg.RotateEnvKey, notify: cfg.Notify,
 		access: cfg.Access, openZone: cfg.OpenTimeZone,
 		scripts: cfg.Scripts, auditLog: cfg.Audit, interps: cfg.Interpreters,
+		subs:    cfg.Subs,
 		imports: cfg.Import,
 	}
 	if s.log == nil {
@@ -221,6 +226,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	s.openRoutes(mux)
 	s.findRoutes(mux)
 	s.scriptRoutes(mux)
+	s.subsRoutes(mux)
 	s.importRoutes(mux)
 
 	// Everything else under the API is a JSON 404, not the mux's text one.

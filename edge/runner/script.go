@@ -19,6 +19,9 @@ type Scripts struct {
 	// BinDir holds the `task` helper (scripts.WriteHelper); it is put
 	// first on the PATH of every process the runner starts.
 	BinDir string
+	// PathDirs follow BinDir at the head of that PATH (the python
+	// dependencies' venv bin folder, ADR 0055).
+	PathDirs []string
 }
 
 // fallbackPath is the PATH of a process when the server has none.
@@ -51,8 +54,12 @@ func (r *Runner) prepareScript(req *executor.Request, c edge.Claim) (string, err
 	if path == "" {
 		path = fallbackPath
 	}
-	if cfg.BinDir != "" && !strings.HasPrefix(path, cfg.BinDir+":") {
-		path = cfg.BinDir + ":" + path
+	head := cfg.PathDirs
+	if cfg.BinDir != "" {
+		head = append([]string{cfg.BinDir}, head...)
+	}
+	if h := strings.Join(head, ":"); h != "" && !strings.HasPrefix(path, h+":") {
+		path = h + ":" + path
 	}
 	env["PATH"] = path
 	req.Spec.Env = env

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package subs
+
+const noFollow = 0
