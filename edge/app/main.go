@@ -197,6 +197,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	imports.AfterApply = subsCfg.Subs.EnsureAll // imported subscriptions get their pull tasks
 	m.engine, err = startEngine(runCtx, engineConfig{
 		Store: m.store, Logs: m.logs, Clock: m.Clock, Logger: m.log,
 		WorkRoot:       filepath.Join(cfg.DataDir, WorkDirName),

@@ -210,5 +210,8 @@ func importApply(ctx context.Context, e Env, args []string) error {
 	for _, f := range out.Refused {
 		fmt.Fprintf(e.Stdout, "not copied: scripts/%s: %s\n", f.Path, strings.Join(f.Reasons, "; "))
 	}
+	for _, w := range out.Warnings {
+		fmt.Fprintf(e.Stdout, "warning: %s\n", w)
+	}
 	return nil
 }

@@ -57,6 +57,7 @@ type Result struct {
 	Refused     []qlimport.FilePlan `json:"refusedFiles"` // files not copied, with the reasons
 	Rows        []edge.ImportRow    `json:"rows"`         // what each source row became
 	AppliedAtMs int64               `json:"appliedAtMs"`
+	Warnings    []string            `json:"warnings"`
 }
 
 // Inspect reads the data directory from and plans its import for the
@@ -179,6 +180,7 @@ func resultOf(status string, rec edge.ImportRecord, refused []qlimport.FilePlan)
 	if r.Rows == nil {
 		r.Rows = []edge.ImportRow{}
 	}
+	r.Warnings = []string{}
 	return r
 }
 

@@ -32,6 +32,10 @@ type Service struct {
 	Importer *Importer
 	// UploadDir holds unpacked uploads (<data-dir>/import/uploads).
 	UploadDir string
+	// AfterApply, when set, runs after an apply that wrote records (the
+	// edge publishes the system tasks of the imported subscriptions); its
+	// error is a warning of the result, the import itself stands.
+	AfterApply func(ctx context.Context) error
 
 	mu      sync.Mutex
 	plans   []remembered // oldest first
@@ -145,7 +149,13 @@ func (s *Service) Apply(ctx context.Context, from, zone, digest, actor string) (
 	} else if !filepath.IsAbs(from) {
 		return Result{}, errs.Invalidf("from", "must be an absolute path on the server, got %q", from)
 	}
-	return s.Importer.Apply(ctx, dir, zone, digest, actor)
+	res, err := s.Importer.Apply(ctx, dir, zone, digest, actor)
+	if err == nil && res.Status == StatusApplied && s.AfterApply != nil {
+		if aerr := s.AfterApply(ctx); aerr != nil {
+			res.Warnings = append(res.Warnings, "the import is applied; publishing the subscriptions' pull tasks failed ("+aerr.Error()+"): they are published at the next start")
+		}
+	}
+	return res, err
 }
 
 func zoneRequired(zone string) (string, error) {

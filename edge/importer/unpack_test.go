@@ -26,7 +26,9 @@ func tarOf(t testing.TB, hs ...*tar.Header) []byte {
 }
 
 func TestUnpack(t *testing.T) {
-	reg := func(name string) *tar.Header { return &tar.Header{Name: name, Typeflag: tar.TypeReg, Size: 1, Mode: 0o644} }
+	reg := func(name string) *tar.Header {
+		return &tar.Header{Name: name, Typeflag: tar.TypeReg, Size: 1, Mode: 0o644}
+	}
 	for name, tc := range map[string]struct {
 		members []*tar.Header
 		err     string

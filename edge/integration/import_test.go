@@ -53,6 +53,14 @@ func TestImportThroughBinary(t *testing.T) {
 		t.Fatalf("apply again: %d %q", code, out)
 	}
 
+	// The imported subscription got its pull task (a system task of the
+	// subscriptions service), scheduled in the legacy zone.
+	var pull httpapi.Task
+	c.api("GET", "/api/v1/tasks/subscription%20faker2", nil, 200, &pull)
+	if len(pull.Triggers) != 1 || pull.Triggers[0].Expression != "0 */6 * * *" || pull.Triggers[0].TimeZone != "Asia/Shanghai" {
+		t.Errorf("the subscription's pull task: %+v", pull.Triggers)
+	}
+
 	src, err := qlsource.Read(t.Context(), from)
 	if err != nil {
 		t.Fatal(err)
