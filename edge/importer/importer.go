@@ -266,7 +266,8 @@ func TaskOf(t qlimport.TaskPlan, zone string) (edge.NewTask, error) {
 	}
 	nt := edge.NewTask{Name: t.Name, Spec: c.WithDefaults(), Enabled: t.Enabled, Labels: t.Labels}
 	for _, s := range t.Schedules {
-		nt.Triggers = append(nt.Triggers, edge.TriggerInput{Expression: s, TimeZone: zone})
+		// Triggers are on; a disabled QingLong task is a disabled task.
+		nt.Triggers = append(nt.Triggers, edge.TriggerInput{Expression: s, TimeZone: zone, Enabled: true})
 	}
 	return nt, nil
 }

@@ -125,7 +125,8 @@ func TestEdgeImportWizard(t *testing.T) {
 	var page struct {
 		Total int `json:"total"`
 	}
-	if code != 200 || json.Unmarshal([]byte(body), &page) != nil || page.Total != 11 {
+	// 11 imported tasks and the pull task of the imported subscription.
+	if code != 200 || json.Unmarshal([]byte(body), &page) != nil || page.Total != 12 {
 		t.Fatalf("tasks after apply: %d %s", code, body)
 	}
 	do(t, ctx, "apply again",
