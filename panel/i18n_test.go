@@ -53,7 +53,8 @@ func TestCatalogsHaveEveryKeyInBothLanguages(t *testing.T) {
 	placeholder := regexp.MustCompile(`\{\w+\}`)
 	words := regexp.MustCompile(`[A-Za-z]{3,}`)
 	for _, c := range []struct{ catalog, code string }{
-		{"messages.js", "app.js"}, {"messages.js", "runs.js"}, {"overview.js", "overview.js"}, {"env.js", "env.js"}, {"import.js", "import.js"},
+		{"messages.js", "app.js"}, {"messages.js", "runs.js"}, {"overview.js", "overview.js"}, {"env.js", "env.js"},
+		{"subs.js", "subs.js"}, {"import.js", "import.js"},
 	} {
 		cat := catalogOf(t, c.catalog)
 		en, zh := cat["en"], cat["zh-CN"]
