@@ -54,7 +54,7 @@ func TestCatalogsHaveEveryKeyInBothLanguages(t *testing.T) {
 	words := regexp.MustCompile(`[A-Za-z]{3,}`)
 	for _, c := range []struct{ catalog, code string }{
 		{"messages.js", "app.js"}, {"messages.js", "runs.js"}, {"overview.js", "overview.js"}, {"env.js", "env.js"},
-		{"subs.js", "subs.js"},
+		{"subs.js", "subs.js"}, {"import.js", "import.js"},
 	} {
 		cat := catalogOf(t, c.catalog)
 		en, zh := cat["en"], cat["zh-CN"]

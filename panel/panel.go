@@ -21,7 +21,7 @@ import (
 // in the same response (messages.js, the catalog of app.js's and runs.js's
 // strings; pages: runs.js, overview.js, env.js, scripts.js, notify.js, access.js, subs.js), app.css.
 //
-//go:embed assets/index.html assets/app.js assets/messages.js assets/runs.js assets/overview.js assets/env.js assets/scripts.js assets/notify.js assets/access.js assets/subs.js assets/app.css
+//go:embed assets/index.html assets/app.js assets/messages.js assets/runs.js assets/overview.js assets/env.js assets/scripts.js assets/notify.js assets/access.js assets/subs.js assets/import.js assets/app.css
 var assets embed.FS
 
 // CSP is the Content-Security-Policy of every panel response: script and
@@ -58,7 +58,7 @@ func (UI) Open(path string) bool { return IsAssetPath(path) }
 func Routes(mux httpkit.Mux) {
 	mux.HandleFunc("GET /{$}", serveFile("assets/index.html", "text/html; charset=utf-8"))
 	mux.HandleFunc("GET /panel/app.js", serveFile("assets/app.js", "text/javascript; charset=utf-8",
-		"assets/messages.js", "assets/runs.js", "assets/overview.js", "assets/env.js", "assets/scripts.js", "assets/notify.js", "assets/access.js", "assets/subs.js"))
+		"assets/messages.js", "assets/runs.js", "assets/overview.js", "assets/env.js", "assets/scripts.js", "assets/notify.js", "assets/access.js", "assets/subs.js", "assets/import.js"))
 	mux.HandleFunc("GET /panel/app.css", serveFile("assets/app.css", "text/css; charset=utf-8"))
 }
 

@@ -5,12 +5,14 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/ql3/ql3/core/env"
 )
 
-// Env limits of ql3's store (DESIGN.md §8).
+// Env limits of ql3's store (core/env, DESIGN.md §8).
 const (
-	MaxEnvValueBytes  = 128 << 10
-	MaxEnvJoinedBytes = 128 << 10
+	MaxEnvValueBytes  = env.MaxValueBytes
+	MaxEnvJoinedBytes = env.MaxJoinedBytes
 )
 
 // EnvPlan is what one Envs row becomes: a separate ql3 entry (so several
@@ -63,12 +65,22 @@ func planEnvs(rows []Env) []EnvPlan {
 			v.add(RequiresManual, "name %q is not a shell variable name: QingLong never exported it", r.Name)
 		case strings.HasPrefix(strings.ToUpper(r.Name), "QL3_"):
 			v.add(RequiresManual, "names starting with QL3_ are reserved for ql3")
+		default:
+			if err := env.ValidateName(r.Name); err != nil {
+				v.add(RequiresManual, "%v", err)
+			}
+		}
+		if err := env.ValidateRemarks(r.Remarks); err != nil {
+			v.add(RequiresManual, "%v", err)
+		}
+		if err := env.ValidateLabels(r.Labels); err != nil {
+			v.add(RequiresManual, "%v", err)
 		}
 		switch {
 		case strings.IndexByte(r.Value, 0) >= 0:
 			v.add(RequiresManual, "value contains NUL, which no process environment can hold")
-		case len(r.Value) > MaxEnvValueBytes:
-			v.add(RequiresManual, "value is %d bytes, limit is %d", len(r.Value), MaxEnvValueBytes)
+		case env.ValidateValue(r.Value) != nil:
+			v.add(RequiresManual, "%v", env.ValidateValue(r.Value))
 		case !r.Disabled && joined[r.Name] > MaxEnvJoinedBytes:
 			v.add(RequiresManual, "the enabled values of %s join to %d bytes, limit is %d", r.Name, joined[r.Name], MaxEnvJoinedBytes)
 		case !r.Disabled && strings.TrimFunc(r.Value, unicode.IsSpace) != r.Value:
@@ -146,8 +158,8 @@ func planDrafts(exports []ConfigExport) []EnvDraft {
 			v.add(RequiresManual, "name %q is not a shell variable name", e.Name)
 		case strings.HasPrefix(strings.ToUpper(e.Name), "QL3_"):
 			v.add(RequiresManual, "names starting with QL3_ are reserved for ql3")
-		case len(e.Value) > MaxEnvValueBytes:
-			v.add(RequiresManual, "value is %d bytes, limit is %d", len(e.Value), MaxEnvValueBytes)
+		case env.ValidateValue(e.Value) != nil:
+			v.add(RequiresManual, "%v", env.ValidateValue(e.Value))
 		}
 		d.Class, d.Reasons = v.class, v.reasons
 		out = append(out, d)

@@ -2,6 +2,7 @@ package qlimport
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/ql3/ql3/core/scriptpath"
 )
@@ -16,6 +17,20 @@ type FilePlan struct {
 	Size    int64    `json:"size,omitempty"`
 	SHA256  string   `json:"sha256,omitempty"`
 }
+
+// skippedDirs are folders of a QingLong scripts folder that hold what its
+// package managers and interpreters made, not scripts: they are listed
+// and not copied (ql3 installs dependencies itself).
+var skippedDirs = map[string]string{
+	"node_modules": "installed Node.js packages",
+	"__pycache__":  "Python's byte-code cache",
+	".git":         "a git repository's metadata",
+	".pnpm-store":  "pnpm's package store",
+}
+
+// SkipDir reports whether a folder of this name is listed but neither
+// entered nor copied.
+func SkipDir(name string) bool { _, ok := skippedDirs[name]; return ok }
 
 // Copied reports whether apply copies the entry.
 func (f FilePlan) Copied() bool { return f.Class == Lossless }
@@ -36,6 +51,10 @@ func planFiles(files []File) []FilePlan {
 			v.add(RequiresManual, "%v", err)
 		}
 		switch f.Mode {
+		case ModeDir:
+			if what, ok := skippedDirs[pathBase(f.Path)]; ok {
+				v.add(RequiresManual, "%s (%s): not copied; install the dependencies in ql3", pathBase(f.Path), what)
+			}
 		case ModeSymlink:
 			v.add(RequiresManual, "a symbolic link: never followed or copied")
 		case ModeSpecial:
@@ -69,4 +88,11 @@ func planFiles(files []File) []FilePlan {
 		out = append(out, p)
 	}
 	return out
+}
+
+func pathBase(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
 }

@@ -42,7 +42,8 @@ func TestTasks(t *testing.T) {
 		{ID: 16, Name: "seconds", Command: "task s.js", Schedule: "*/30 * * * * *"},
 		{ID: 17, Name: "hell\u043e", Command: "task s.js", Schedule: "0 0 * * *"},
 		{ID: 18, Name: "daily macro", Command: "task s.js", Schedule: "@daily"},
-	}}
+		{ID: 19, Name: "missing file", Command: "task gone.js", Schedule: "0 0 * * *"},
+	}, Files: scriptFiles("jd_sign.js", "dir/a.py", "x.js", "w.js", "jd_sign2.js", "t.ts", "x.pyc", "s.js")}
 	p, err := Inspect(src, "Asia/Shanghai")
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +59,7 @@ func TestTasks(t *testing.T) {
 		{9, RequiresManual, "once per account"}, {10, RequiresManual, "subscription 3"}, {11, RequiresManual, "ql repo/raw"},
 		{12, Lossless, `imported as "京东签到 #12"`}, {13, Malformed, "empty command"}, {14, Lossless, ""},
 		{15, RequiresManual, `no interpreter for ".pyc"`}, {16, Lossless, ""}, {17, RequiresManual, "must not mix Latin and Cyrillic"},
-		{18, RequiresManual, "macro @daily"},
+		{18, RequiresManual, "macro @daily"}, {19, RequiresManual, "scripts/gone.js is not copied"},
 	} {
 		got := taskOf(t, p, tc.id)
 		if got.Class != tc.class || tc.reason != "" && !strings.Contains(strings.Join(got.Reasons, "; "), tc.reason) {
@@ -88,6 +89,20 @@ func TestTasks(t *testing.T) {
 	if p.Counts["tasks"][Lossless] != 6 || p.Counts["tasks"][Malformed] != 2 {
 		t.Errorf("counts %v", p.Counts["tasks"])
 	}
+}
+
+// scriptFiles is a scripts folder holding paths (and their folders).
+func scriptFiles(paths ...string) []File {
+	var out []File
+	dirs := map[string]bool{}
+	for _, p := range paths {
+		if i := strings.LastIndexByte(p, '/'); i > 0 && !dirs[p[:i]] {
+			dirs[p[:i]] = true
+			out = append(out, File{Path: p[:i], Mode: ModeDir})
+		}
+		out = append(out, File{Path: p, Mode: ModeFile, Links: 1, Size: 10, SHA256: strings.Repeat("a", 64)})
+	}
+	return out
 }
 
 func TestTooManySchedules(t *testing.T) {

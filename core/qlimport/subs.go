@@ -18,7 +18,7 @@ type SubscriptionPlan struct {
 	Reasons    []string `json:"reasons,omitempty"`
 	Name       string   `json:"name"`
 	Folder     string   `json:"folder"` // scripts/<folder>
-	Kind       string   `json:"kind"`   // git | raw
+	Kind       string   `json:"kind"`   // git | file
 	URL        string   `json:"url"`
 	Branch     string   `json:"branch,omitempty"`
 	Schedule   string   `json:"schedule,omitempty"`
@@ -34,6 +34,9 @@ type SubscriptionPlan struct {
 // Created reports whether apply creates the subscription.
 func (s SubscriptionPlan) Created() bool { return s.Class == Lossless || s.Class == RequiresShell }
 
+// scpLike is git's user@host:path form of an SSH repository.
+var scpLike = regexp.MustCompile(`^[A-Za-z0-9_.-]+@[A-Za-z0-9.-]+:[^/]`)
+
 // literalAlternation is an egrep pattern that is only words joined by '|':
 // QingLong's usual whitelist "jd_|jx_|gua_"; each word becomes a glob.
 var literalAlternation = regexp.MustCompile(`^[A-Za-z0-9_\-/]+(\|[A-Za-z0-9_\-/]+)*$`)
@@ -46,7 +49,7 @@ func planSubscriptions(rows []Subscription, loc *time.Location) []SubscriptionPl
 			Branch: strings.TrimSpace(r.Branch), AutoAdd: r.AutoAddCron, AutoRemove: r.AutoDelCron,
 			Enabled: !r.IsDisabled, Proxy: strings.TrimSpace(r.Proxy), Kind: "git"}
 		if r.Type == "file" {
-			p.Kind = "raw"
+			p.Kind = "file"
 		}
 		if p.Name == "" {
 			p.Name = fmt.Sprintf("Legacy Subscription %d", r.ID)
@@ -60,8 +63,10 @@ func planSubscriptions(rows []Subscription, loc *time.Location) []SubscriptionPl
 		} else {
 			p.Folder = f
 		}
-		if u, err := url.Parse(p.URL); err != nil || u.Host == "" && !strings.HasPrefix(p.URL, "git@") {
-			v.add(Malformed, "url %q is not a repository or file URL", p.URL)
+		if !scpLike.MatchString(p.URL) {
+			if u, err := url.Parse(p.URL); err != nil || u.Host == "" {
+				v.add(Malformed, "url %q is not a repository or file URL", p.URL)
+			}
 		}
 		switch r.ScheduleType {
 		case "interval":

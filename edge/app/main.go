@@ -172,6 +172,10 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	imports, err := m.openImport(ctx, cfg.DataDir, scriptCfg.Folder) // import.go
+	if err != nil {
+		return err
+	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	m.cancel = cancel
 	idle := newIdleTrim(m.Clock, idleQuietFor, releaseIdleMemory, m.log)
@@ -193,6 +197,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	imports.AfterApply = subsCfg.Subs.EnsureAll // imported subscriptions get their pull tasks
 	m.engine, err = startEngine(runCtx, engineConfig{
 		Store: m.store, Logs: m.logs, Clock: m.Clock, Logger: m.log,
 		WorkRoot:       filepath.Join(cfg.DataDir, WorkDirName),
@@ -237,6 +242,7 @@ func (m *Main) Run(ctx context.Context) (err error) {
 		Audit:          m.store,
 		Interpreters:   scriptCfg.Interpreters,
 		Subs:           subsCfg,
+		Import:         imports,
 	})
 	m.server = &http.Server{
 		Handler:           api,

@@ -97,6 +97,7 @@ func commands() []command {
 		{"script", "the scripts folder: ls, cat, put, mv, rm, mkdir, upload, run", scriptCmd},
 		{"sub", "subscriptions: list, add, rm, pull, preview", subCmd},
 		{"dep", "dependencies: list, add, install, reinstall, remove, cancel, settings", depCmd},
+		{"import", "move a QingLong 2 installation in: inspect, apply", importCmd},
 		{"version", "print the version", versionCmd},
 	}
 }

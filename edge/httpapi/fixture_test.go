@@ -59,7 +59,8 @@ func newFixtureWith(t testing.TB, wrap func(http.Handler) http.Handler) *fixture
 	folder := openScripts(t, dir)       // scripts_test.go
 	api := New(Config{UI: panel.UI{}, Store: store, Logs: logs, Clock: clk, Auth: Auth{Digest: DigestToken(token)}, Version: "test",
 		Envs: store, RotateEnvKey: rotate, Notify: nc, Access: store, Scripts: folder, Audit: store, Interpreters: scriptpath.DefaultInterpretersTable(),
-		Subs: subsFor(t, dir, store, nc)}) // openapi_subs_test.go
+		Subs:   subsFor(t, dir, store, nc),     // openapi_subs_test.go
+		Import: importFor(dir, store, folder)}) // import_test.go
 	var h http.Handler = api
 	if wrap != nil {
 		h = wrap(api)

@@ -116,7 +116,7 @@ func edgeRoutes() []openapi.Route {
 			Params: append(run, openapi.Param{Name: "n", In: "path", Type: "integer", Required: true, Description: "attempt number"},
 				openapi.Query("offset", "integer", "first byte"), openapi.Query("limit", "integer", "bytes"), openapi.Query("follow", "boolean", "stream until the attempt ends")),
 			Responses: withErrors(map[int]openapi.Response{200: {Description: "output bytes (X-Log-Size, X-Log-Truncated headers)", ContentType: "text/plain"}}, 404)},
-	}, append(append(append(append(append(envRoutes(), notifyRoutes()...), accessRoutes()...), findRoutesDoc()...), scriptRoutes()...), subsRoutesDoc()...)...) // openapi_envs_test.go, openapi_notify_test.go, openapi_access_test.go, openapi_find_test.go, openapi_scripts_test.go, openapi_subs_test.go
+	}, append(append(append(append(append(append(envRoutes(), notifyRoutes()...), accessRoutes()...), findRoutesDoc()...), scriptRoutes()...), subsRoutesDoc()...), importRoutesDoc()...)...) // openapi_envs_test.go, openapi_notify_test.go, openapi_access_test.go, openapi_find_test.go, openapi_scripts_test.go, openapi_subs_test.go, openapi_import_test.go
 }
 
 func edgeGenerator() *openapi.Generator {

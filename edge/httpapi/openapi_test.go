@@ -94,6 +94,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	f.findExamples()   // openapi_find_test.go
 	f.scriptExamples() // scripts_test.go
 	f.subsExamples()   // openapi_subs_test.go
+	f.importExamples() // import_test.go
 
 	doc.Validate(t, rec)
 }

@@ -51,6 +51,7 @@ import (
 	"github.com/ql3/ql3/core/metrics"
 	"github.com/ql3/ql3/core/scriptpath"
 	"github.com/ql3/ql3/edge"
+	"github.com/ql3/ql3/edge/importer"
 	"github.com/ql3/ql3/edge/logstore"
 	"github.com/ql3/ql3/edge/scripts"
 	"github.com/ql3/ql3/httpkit"
@@ -109,6 +110,8 @@ type Config struct {
 	// Subs serves subscriptions and dependencies (ADR 0054, 0055); nil
 	// answers their routes with 503.
 	Subs *SubsConfig
+	// Import serves /api/v1/import (ADR 0056); nil answers 503.
+	Import *importer.Service
 }
 
 // Server is the HTTP handler of the API.
@@ -146,6 +149,7 @@ type Server struct {
 	auditLog    edge.AuditAppender
 	interps     scriptpath.Interpreters
 	subs        *SubsConfig
+	imports     *importer.Service
 }
 
 // New returns the API handler.
@@ -158,7 +162,8 @@ func New(cfg Config) *Server {
 		envs: cfg.Envs, rotateKey: cfg.RotateEnvKey, notify: cfg.Notify,
 		access: cfg.Access, openZone: cfg.OpenTimeZone,
 		scripts: cfg.Scripts, auditLog: cfg.Audit, interps: cfg.Interpreters,
-		subs: cfg.Subs,
+		subs:    cfg.Subs,
+		imports: cfg.Import,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -222,6 +227,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	s.findRoutes(mux)
 	s.scriptRoutes(mux)
 	s.subsRoutes(mux)
+	s.importRoutes(mux)
 
 	// Everything else under the API is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

@@ -223,6 +223,12 @@ const tmpPrefix = ".ql3-tmp-"
 
 // writeAtomic writes name in dirfd: temp file, fsync, rename, fsync dir.
 func writeAtomic(dirfd int, name string, data []byte, perm uint32) error {
+	return writeFile(dirfd, name, data, perm, true)
+}
+
+// writeFile is writeAtomic; with sync false it leaves both fsyncs to the
+// caller (UploadSyncOnce).
+func writeFile(dirfd int, name string, data []byte, perm uint32, sync bool) error {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := tmpPrefix + hex.EncodeToString(rnd[:])
@@ -232,7 +238,7 @@ func writeAtomic(dirfd int, name string, data []byte, perm uint32) error {
 	}
 	file := os.NewFile(uintptr(fd), tmp)
 	_, werr := file.Write(data)
-	if werr == nil {
+	if werr == nil && sync {
 		werr = file.Sync()
 	}
 	if cerr := file.Close(); werr == nil {
@@ -244,6 +250,9 @@ func writeAtomic(dirfd int, name string, data []byte, perm uint32) error {
 	if werr != nil {
 		_ = unix.Unlinkat(dirfd, tmp, 0)
 		return werr
+	}
+	if !sync {
+		return nil
 	}
 	return unix.Fsync(dirfd)
 }

@@ -27,27 +27,33 @@ func (s *Store) CreateDependency(ctx context.Context, in edge.NewDependency, act
 	now := s.clock.Now().UnixMilli()
 	id := newID()
 	err = s.write(ctx, func(tx *wtx, _ *signals) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM dependencies`).Scan(&n); err != nil {
-			return err
-		}
-		if n >= edge.MaxDependencies {
-			return errs.TooLargef("dependencies", "at most %d dependencies", edge.MaxDependencies)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO dependencies (id, kind, name, version, created_at_ms, updated_at_ms)
-            VALUES (?, ?, ?, ?, ?, ?)`, id, v.Kind, v.Name, v.Version, now, now); err != nil {
-			if errs.Code(translate(err)) == errs.Conflict {
-				return errs.E(errs.Conflict, "name", "%s package %q is already listed", v.Kind, v.Name)
-			}
-			return err
-		}
-		return insertAudit(ctx, tx, edge.AuditEntry{AtMs: now, Action: edge.AuditDepCreate, Target: id, Actor: actor,
-			Detail: v.Kind + " " + v.Name + " " + v.Version})
+		return createDependencyTx(ctx, tx, id, v, now, actor)
 	})
 	if err != nil {
 		return edge.Dependency{}, err
 	}
 	return s.GetDependency(ctx, id)
+}
+
+// createDependencyTx writes a checked dependency record and its audit
+// line inside tx (CreateDependency; the QingLong import, ADR 0056).
+func createDependencyTx(ctx context.Context, tx *wtx, id string, v edge.NewDependency, now int64, actor string) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM dependencies`).Scan(&n); err != nil {
+		return err
+	}
+	if n >= edge.MaxDependencies {
+		return errs.TooLargef("dependencies", "at most %d dependencies", edge.MaxDependencies)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO dependencies (id, kind, name, version, created_at_ms, updated_at_ms)
+            VALUES (?, ?, ?, ?, ?, ?)`, id, v.Kind, v.Name, v.Version, now, now); err != nil {
+		if errs.Code(translate(err)) == errs.Conflict {
+			return errs.E(errs.Conflict, "name", "%s package %q is already listed", v.Kind, v.Name)
+		}
+		return err
+	}
+	return insertAudit(ctx, tx, edge.AuditEntry{AtMs: now, Action: edge.AuditDepCreate, Target: id, Actor: actor,
+		Detail: v.Kind + " " + v.Name + " " + v.Version})
 }
 
 // DeleteDependency implements edge.SubscriptionStore: the record goes (its

@@ -13,6 +13,7 @@ import (
 	"github.com/ql3/ql3/core/env"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/edge"
+	"github.com/ql3/ql3/edge/envcrypt"
 )
 
 var _ edge.EnvStore = (*Store)(nil)
@@ -116,38 +117,13 @@ func (s *Store) CreateEnvs(ctx context.Context, in []edge.EnvInput, actor string
 	now := s.clock.Now().UnixMilli()
 	var out []env.Entry
 	err = s.envWrite(ctx, func(tx *wtx, _ *signals) error {
-		var count int
-		var lowest int64
-		if err := tx.QueryRowContext(ctx, `SELECT count(*), IFNULL(min(position), 0) FROM envs`).Scan(&count, &lowest); err != nil {
-			return err
-		}
-		if count+len(in) > env.MaxEntries {
-			return errs.Invalidf("entries", "the env store holds at most %d entries; it has %d, adding %d would exceed the limit", env.MaxEntries, count, len(in))
-		}
-		sizes, err := enabledSizes(ctx, tx, nil)
+		var err error
+		out, err = insertEnvs(ctx, tx, c, in, now)
 		if err != nil {
 			return err
 		}
-		for _, e := range in {
-			if e.Enabled {
-				sizes = append(sizes, env.Size{Name: e.Name, ValueBytes: len(e.Value)})
-			}
-		}
-		if err := env.CheckSizes(sizes); err != nil {
-			return err
-		}
-		positions := env.NextPositions(lowest, len(in))
 		names := make([]string, 0, len(in))
-		for i, e := range in {
-			id := newID()
-			ent := env.Entry{ID: id, Name: e.Name, Remarks: e.Remarks, Enabled: e.Enabled, Position: positions[i], Pinned: e.Pinned,
-				Labels: e.Labels, CreatedAtMs: now, UpdatedAtMs: now}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO envs (`+envColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-				id, e.Name, c.Seal(id, e.Name, e.Value), len(e.Value), e.Remarks, boolInt(e.Enabled), positions[i],
-				boolInt(e.Pinned), labelsJSON(e.Labels), now, now); err != nil {
-				return err
-			}
-			out = append(out, ent)
+		for _, e := range in {
 			names = append(names, e.Name)
 		}
 		target := out[0].ID
@@ -159,6 +135,45 @@ func (s *Store) CreateEnvs(ctx context.Context, in []edge.EnvInput, actor string
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// insertEnvs appends validated entries after every existing one, in their
+// order, within the store's limits (CreateEnvs, ApplyImport).
+func insertEnvs(ctx context.Context, tx *wtx, c *envcrypt.Cipher, in []edge.EnvInput, now int64) ([]env.Entry, error) {
+	var count int
+	var lowest int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*), IFNULL(min(position), 0) FROM envs`).Scan(&count, &lowest); err != nil {
+		return nil, err
+	}
+	if count+len(in) > env.MaxEntries {
+		return nil, errs.Invalidf("entries", "the env store holds at most %d entries; it has %d, adding %d would exceed the limit", env.MaxEntries, count, len(in))
+	}
+	sizes, err := enabledSizes(ctx, tx, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range in {
+		if e.Enabled {
+			sizes = append(sizes, env.Size{Name: e.Name, ValueBytes: len(e.Value)})
+		}
+	}
+	if err := env.CheckSizes(sizes); err != nil {
+		return nil, err
+	}
+	positions := env.NextPositions(lowest, len(in))
+	out := make([]env.Entry, 0, len(in))
+	for i, e := range in {
+		id := newID()
+		ent := env.Entry{ID: id, Name: e.Name, Remarks: e.Remarks, Enabled: e.Enabled, Position: positions[i], Pinned: e.Pinned,
+			Labels: e.Labels, CreatedAtMs: now, UpdatedAtMs: now}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO envs (`+envColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			id, e.Name, c.Seal(id, e.Name, e.Value), len(e.Value), e.Remarks, boolInt(e.Enabled), positions[i],
+			boolInt(e.Pinned), labelsJSON(e.Labels), now, now); err != nil {
+			return nil, err
+		}
+		out = append(out, ent)
 	}
 	return out, nil
 }

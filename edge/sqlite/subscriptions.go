@@ -53,27 +53,33 @@ func (s *Store) CreateSubscription(ctx context.Context, in edge.NewSubscription,
 	now := s.clock.Now().UnixMilli()
 	id := newID()
 	err = s.write(ctx, func(tx *wtx, _ *signals) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM subscriptions`).Scan(&n); err != nil {
-			return err
-		}
-		if n >= edge.MaxSubscriptions {
-			return errs.TooLargef("subscriptions", "at most %d subscriptions", edge.MaxSubscriptions)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO subscriptions (id, name, slug, kind, url, branch, credential,
-            credential_kind, filter, schedule, auto_add, auto_remove, remove_mode, default_cron, proxy, time_zone, enabled,
-            created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			id, v.Name, v.Slug, v.Kind, v.URL, v.Branch, v.Credential, v.CredentialKind, filterJSON(v.Filter), v.Schedule,
-			boolInt(v.AutoAdd), boolInt(v.AutoRemove), v.RemoveMode, v.DefaultCron, v.Proxy, v.TimeZone, boolInt(v.Enabled),
-			now, now); err != nil {
-			return subConflict(err, v)
-		}
-		return insertAudit(ctx, tx, edge.AuditEntry{AtMs: now, Action: edge.AuditSubCreate, Target: id, Actor: actor, Detail: subDetail(v)})
+		return createSubscriptionTx(ctx, tx, id, v, now, actor)
 	})
 	if err != nil {
 		return edge.Subscription{}, err
 	}
 	return s.GetSubscription(ctx, id)
+}
+
+// createSubscriptionTx writes a checked subscription and its audit line
+// inside tx (CreateSubscription; the QingLong import, ADR 0056).
+func createSubscriptionTx(ctx context.Context, tx *wtx, id string, v edge.NewSubscription, now int64, actor string) error {
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM subscriptions`).Scan(&n); err != nil {
+		return err
+	}
+	if n >= edge.MaxSubscriptions {
+		return errs.TooLargef("subscriptions", "at most %d subscriptions", edge.MaxSubscriptions)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO subscriptions (id, name, slug, kind, url, branch, credential,
+            credential_kind, filter, schedule, auto_add, auto_remove, remove_mode, default_cron, proxy, time_zone, enabled,
+            created_at_ms, updated_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		id, v.Name, v.Slug, v.Kind, v.URL, v.Branch, v.Credential, v.CredentialKind, filterJSON(v.Filter), v.Schedule,
+		boolInt(v.AutoAdd), boolInt(v.AutoRemove), v.RemoveMode, v.DefaultCron, v.Proxy, v.TimeZone, boolInt(v.Enabled),
+		now, now); err != nil {
+		return subConflict(err, v)
+	}
+	return insertAudit(ctx, tx, edge.AuditEntry{AtMs: now, Action: edge.AuditSubCreate, Target: id, Actor: actor, Detail: subDetail(v)})
 }
 
 func subConflict(err error, v edge.NewSubscription) error {
