@@ -63,6 +63,12 @@ func (d *Dispatcher) Ack(ctx context.Context, p controlplane.Principal, ack prot
 	if c, ok, err := d.ackFenced(ctx, p, ack); err != nil || ok {
 		return c, err
 	}
+	return d.ackFull(ctx, p, ack)
+}
+
+// ackFull is the full path of an ack: the lease read under the locks and
+// Ack's checks (replay, cancel, drift), then the write.
+func (d *Dispatcher) ackFull(ctx context.Context, p controlplane.Principal, ack protocol.Ack) (protocol.LeaseControl, error) {
 	var out protocol.LeaseControl
 	err := d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
 		l, err := loadLease(ctx, tx, p, ack.LeaseRef, false)

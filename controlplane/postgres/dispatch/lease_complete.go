@@ -120,6 +120,13 @@ func (d *Dispatcher) Complete(ctx context.Context, p controlplane.Principal, c p
 		}
 		return protocol.CompletionReceipt{V: protocol.Version, AttemptID: c.AttemptID, Disposition: protocol.Recorded}, nil
 	}
+	return d.completeFull(ctx, p, c, digest)
+}
+
+// completeFull is the full path of a completion: the lease read under the
+// locks, then duplicate, late or the recorded outcome.
+func (d *Dispatcher) completeFull(ctx context.Context, p controlplane.Principal, c protocol.Completion,
+	digest [sha256.Size]byte) (protocol.CompletionReceipt, error) {
 	var disposition protocol.Disposition
 	err := d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
 		l, err := loadLease(ctx, tx, p, c.LeaseRef, true)

@@ -60,6 +60,10 @@ type DispatchStats struct {
 	// FencedAcks and FencedCompletions count acks and completions
 	// written in one round trip (ADR 0031).
 	FencedAcks, FencedCompletions int64
+	// BatchPulls, BatchOffers and LeaseBatches count the batch envelopes
+	// (ADR 0058): batched pulls, the offers they claimed in their one
+	// pipelined transaction, and lease batches.
+	BatchPulls, BatchOffers, LeaseBatches int64
 }
 
 type dispatchCounters struct {
@@ -68,6 +72,8 @@ type dispatchCounters struct {
 	ineligible, claimMisses, truncated atomic.Int64
 	claimStatements, rereads           atomic.Int64
 	fencedAcks, fencedCompletions      atomic.Int64
+	batchPulls, batchOffers            atomic.Int64
+	leaseBatches                       atomic.Int64
 }
 
 // Stats returns the counters since the Dispatcher was made.
@@ -77,7 +83,8 @@ func (d *Dispatcher) Stats() DispatchStats {
 		Empty: c.empty.Load(), PagesRead: c.pages.Load(), CandidatesRead: c.candidates.Load(),
 		Ineligible: c.ineligible.Load(), ClaimMisses: c.claimMisses.Load(), Truncs: c.truncated.Load(),
 		ClaimStatements: c.claimStatements.Load(), Rereads: c.rereads.Load(),
-		FencedAcks: c.fencedAcks.Load(), FencedCompletions: c.fencedCompletions.Load()}
+		FencedAcks: c.fencedAcks.Load(), FencedCompletions: c.fencedCompletions.Load(),
+		BatchPulls: c.batchPulls.Load(), BatchOffers: c.batchOffers.Load(), LeaseBatches: c.leaseBatches.Load()}
 }
 
 const sqlPullSession = `SELECT s.worker_id, s.generation, s.status, s.capacity, s.capabilities::text,
