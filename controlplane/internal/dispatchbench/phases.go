@@ -120,6 +120,7 @@ func (b *bench) claims() error {
 	}
 	row("claims", "batched pulls / offers they claimed in one transaction / lease batches, per run", "%.2f / %.2f / %.2f",
 		float64(st.BatchPulls)/float64(n), float64(st.BatchOffers)/float64(n), float64(st.LeaseBatches)/float64(n))
+	row("claims", "running acks written with their completion in one statement (rides) per run", "%.2f", float64(st.Rides)/float64(n))
 	row("claims", "pull latency p50 / p99 (batch > 1: a whole round, pull → starting → running + completion)", "%s / %s", percentile(pulls, 0.5).Round(10*time.Microsecond), percentile(pulls, 0.99).Round(10*time.Microsecond))
 	row("claims", "empty pulls (lost races) per run", "%.2f", float64(empty.Load())/float64(n))
 	row("claims", "claim statements / candidates passed over / fresh re-reads per run", "%.2f / %.2f / %.2f",

@@ -59,8 +59,26 @@ func (d *Dispatcher) LeaseBatch(ctx context.Context, p controlplane.Principal, b
 			ans.Completions[i].Error = protocol.NewItemError(err)
 			continue
 		}
-		doneSt[i] = st
 		if st != nil {
+			// The running ack of the same lease rides with it: one
+			// statement for both (batch_ride.go).
+			for j, a := range b.Acks {
+				if ackSt[j] == nil {
+					continue
+				}
+				ride, err := d.rideStmt(p, a, c, st)
+				if err != nil {
+					return protocol.LeaseBatchAnswer{}, err
+				}
+				if ride != nil {
+					stmts = slices.DeleteFunc(stmts, func(x *fencedStmt) bool { return x == ackSt[j] })
+					ackSt[j], st = ride, ride
+					break
+				}
+			}
+		}
+		doneSt[i] = st
+		if st != nil && !slices.Contains(stmts, st) {
 			stmts = append(stmts, st)
 		}
 	}
@@ -75,6 +93,9 @@ func (d *Dispatcher) LeaseBatch(ctx context.Context, p controlplane.Principal, b
 		}
 		if st := ackSt[i]; st != nil && hits[st] {
 			d.stats.fencedAcks.Add(1)
+			if st.sql == sqlRunCompleteFenced {
+				d.stats.rides.Add(1)
+			}
 			c := st.control()
 			ans.Acks[i].Control = &c
 			continue

@@ -199,8 +199,24 @@ func TestLeaseBatchLifecycle(t *testing.T) {
 			t.Errorf("running payload %s (%v)", got, err)
 		}
 	}
-	if s := e.d.Stats(); s.FencedAcks != 6 || s.FencedCompletions != 3 || s.LeaseBatches != 2 {
-		t.Errorf("stats %+v: want 6 fenced acks, 3 fenced completions, 2 batches", s)
+	if s := e.d.Stats(); s.FencedAcks != 6 || s.FencedCompletions != 3 || s.LeaseBatches != 2 || s.Rides != 3 {
+		t.Errorf("stats %+v: want 6 fenced acks, 3 fenced completions, 2 batches, 3 rides", s)
+	}
+	// The ride wrote what the two requests write one after the other: the
+	// same events and payloads, the times stamped, the lease completed.
+	for _, r := range runs {
+		var got string
+		if err := e.su.QueryRow(e.ctx, `SELECT payload::text FROM ql3.run_events WHERE run_id = $1 AND type = 'run.succeeded'`,
+			r.run).Scan(&got); err != nil || got != `{"to": "succeeded", "from": "running", "exitCode": 0, "attemptId": "`+r.attempt.String()+`", "attemptNumber": 1}` {
+			t.Errorf("succeeded payload %s (%v)", got, err)
+		}
+		if n := e.scalar(`SELECT count(*) FROM ql3.runs r JOIN ql3.attempts a ON a.run_id = r.run_id
+			JOIN ql3.run_leases l ON l.attempt_id = a.attempt_id AND l.status = 'completed'
+			WHERE r.run_id = $1 AND r.status = 'succeeded' AND a.status = 'succeeded' AND a.completion_digest IS NOT NULL
+				AND r.started_at_ms IS NOT NULL AND r.finished_at_ms >= r.started_at_ms
+				AND a.started_at_ms IS NOT NULL AND a.finished_at_ms >= a.started_at_ms`, r.run); n != 1 {
+			t.Errorf("run %s: the ride's durable facts are incomplete", r.run)
+		}
 	}
 	// The repeated batch: completions are duplicates; the running acks of
 	// ended attempts are refused (the completion's answer is the one that
@@ -266,5 +282,37 @@ func TestLeaseBatchItemsKeepTheirOwnFence(t *testing.T) {
 		if _, as := e.status(runs[i].run); as != wantAttempt {
 			t.Errorf("run %d attempt %s, want %s", i, as, wantAttempt)
 		}
+	}
+}
+
+// TestRideFallsBackInOrder: a running ack and a completion that cannot ride
+// (a cancel intent arrived after the start barrier) take their own full
+// paths, the ack first: it answers cancel, and the completion is recorded
+// with the intent winning, exactly as two single requests.
+func TestRideFallsBackInOrder(t *testing.T) {
+	t.Parallel()
+	e := newDispatchEnv(t, dispatch.DispatchOptions{})
+	r := e.queue(e.revision(testSpec()), 0)
+	h := e.take(e.worker(linuxCaps(), 1))
+	e.mustAck(h, protocol.AckStarting)
+	e.exec(`UPDATE ql3.runs SET cancel_requested_at_ms = 1, cancel_reason = 'user' WHERE run_id = $1`, r.run)
+	b := protocol.LeaseBatch{V: protocol.Version,
+		Acks:        []protocol.Ack{{V: protocol.Version, LeaseRef: h.ref(), Phase: protocol.AckRunning}},
+		Completions: []protocol.Completion{succeeded(h, 0, 0)}}
+	a, err := e.d.LeaseBatch(e.ctx, h.w.p, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := a.Acks[0]; o.Error != nil || o.Control.Action != protocol.LeaseCancel {
+		t.Errorf("running ack: %+v %+v, want cancel", o.Error, o.Control)
+	}
+	if o := a.Completions[0]; o.Error != nil || o.Receipt.Disposition != protocol.Recorded {
+		t.Errorf("completion: %+v %+v, want recorded", o.Error, o.Receipt)
+	}
+	if rs, as := e.status(r.run); rs != "cancelled" || as != "cancelled" {
+		t.Errorf("run %s attempt %s, want cancelled (the intent wins)", rs, as)
+	}
+	if s := e.d.Stats(); s.Rides != 0 {
+		t.Errorf("%d rides, want 0", s.Rides)
 	}
 }

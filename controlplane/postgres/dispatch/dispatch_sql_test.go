@@ -14,7 +14,7 @@ var dispatchSQL = map[string]string{
 	"ackRunning": sqlAckRunning, "ackStartingFenced": sqlAckStartingFenced, "ackRunningFenced": sqlAckRunningFenced,
 	"lockRun": sqlLockRun, "completeFenced": sqlCompleteFenced, "logStreams": sqlLogStreams, "logAppend": sqlLogAppend,
 	"complete": sqlComplete, "lateCallback": sqlLateCallback, "renew": sqlRenew,
-	"claimBatch": sqlClaimBatch, "lockRuns": sqlLockRuns,
+	"claimBatch": sqlClaimBatch, "lockRuns": sqlLockRuns, "runCompleteFenced": sqlRunCompleteFenced,
 }
 
 // TestClaimBatchReplayCoversTheBatch: the batch claim is the checked claim

@@ -64,6 +64,9 @@ type DispatchStats struct {
 	// (ADR 0058): batched pulls, the offers they claimed in their one
 	// pipelined transaction, and lease batches.
 	BatchPulls, BatchOffers, LeaseBatches int64
+	// Rides counts running acks written together with their attempt's
+	// completion in one statement (ADR 0058).
+	Rides int64
 }
 
 type dispatchCounters struct {
@@ -73,7 +76,7 @@ type dispatchCounters struct {
 	claimStatements, rereads           atomic.Int64
 	fencedAcks, fencedCompletions      atomic.Int64
 	batchPulls, batchOffers            atomic.Int64
-	leaseBatches                       atomic.Int64
+	leaseBatches, rides                atomic.Int64
 }
 
 // Stats returns the counters since the Dispatcher was made.
@@ -84,7 +87,8 @@ func (d *Dispatcher) Stats() DispatchStats {
 		Ineligible: c.ineligible.Load(), ClaimMisses: c.claimMisses.Load(), Truncs: c.truncated.Load(),
 		ClaimStatements: c.claimStatements.Load(), Rereads: c.rereads.Load(),
 		FencedAcks: c.fencedAcks.Load(), FencedCompletions: c.fencedCompletions.Load(),
-		BatchPulls: c.batchPulls.Load(), BatchOffers: c.batchOffers.Load(), LeaseBatches: c.leaseBatches.Load()}
+		BatchPulls: c.batchPulls.Load(), BatchOffers: c.batchOffers.Load(), LeaseBatches: c.leaseBatches.Load(),
+		Rides: c.rides.Load()}
 }
 
 const sqlPullSession = `SELECT s.worker_id, s.generation, s.status, s.capacity, s.capabilities::text,
