@@ -26,12 +26,16 @@ const (
 	PathLeaseBatch     = "/v1/leases/batch"      // LeaseBatch → LeaseBatchAnswer
 )
 
-// Batch body limits: every item at its own limit, plus the envelope.
+// Batch body limits. A request stays within the hard body limit of the
+// ingress (a lease batch's items are ~0.7 KiB each, so 32 of them take
+// ~24 KiB; Encode refuses a batch above the limit with too_large and the
+// sender splits it); the offer batch, an answer, holds up to one full
+// offer per item.
 const (
 	MaxOfferPullBatchBytes   = DefaultBodyBytes + MaxBatchItems*256
 	MaxOfferBatchBytes       = DefaultBodyBytes + MaxBatchItems*MaxOfferBytes
-	MaxLeaseBatchBytes       = DefaultBodyBytes + 2*MaxBatchItems*DefaultBodyBytes
-	MaxLeaseBatchAnswerBytes = DefaultBodyBytes + 2*MaxBatchItems*DefaultBodyBytes
+	MaxLeaseBatchBytes       = HardBodyBytes
+	MaxLeaseBatchAnswerBytes = HardBodyBytes
 )
 
 // OfferPullItem is one offer the worker asks for: its own offer id and a

@@ -49,6 +49,7 @@ import (
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/controlplane/postgres/dispatch"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
+	"github.com/ql3/ql3/controlplane/postgres/pullpace"
 	"github.com/ql3/ql3/controlplane/postgres/session"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
@@ -233,7 +234,7 @@ func (b *bench) start() (*stack, error) {
 	}
 	// The pull pacer with its refresh loop, as ql3-control wires it (ADR
 	// 0030): its reads are part of what an idle pull costs the server.
-	pacer, err := dispatch.NewPullPacer(rt, dispatch.PullPacerOptions{})
+	pacer, err := pullpace.NewPullPacer(rt, pullpace.PullPacerOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -13,20 +13,10 @@ import (
 	"github.com/ql3/ql3/core/protocol"
 )
 
-// Lease batches (ADR 0058): the acks and completions of one worker request
-// as one pipeline and one implicit transaction. Every item that the fenced
-// path serves (ADR 0031: a first starting or running ack, a first report of
-// success) is one fenced statement of the pipeline, after every lock the
-// batch needs, taken in the ADR 0010 order: the sessions' shared locks
-// (ascending key), the attempts' exclusive locks (ascending key), the Runs'
-// row locks (ascending id); then the statements in item order (acks, then
-// completions), so a running ack and the completion of the same attempt
-// commit together. Each statement re-states its own item's whole fence, as
-// alone: an item whose fence does not hold writes nothing, and — after the
-// batch committed — takes its own full path (Ack, Complete), which answers
-// its replay, cancel, duplicate, late or conflict exactly as its own route
-// would. An error of the pipeline rolls the whole batch back and fails the
-// request; the worker repeats it (every item is idempotent).
+// Lease batches (ADR 0058): the fenced statements of every item the
+// fenced path serves, after all the batch's locks (ADR 0010 order), as one
+// pipeline and one implicit transaction; an item that writes nothing then
+// takes its own full path. A pipeline error fails the whole batch.
 
 // sqlLockRuns row-locks a batch's Runs in ascending id order.
 const sqlLockRuns = `SELECT count(*) FROM (SELECT 1 FROM ql3.runs WHERE run_id = ANY($1::uuid[])
@@ -39,45 +29,30 @@ func (d *Dispatcher) LeaseBatch(ctx context.Context, p controlplane.Principal, b
 	}
 	ans := protocol.LeaseBatchAnswer{V: protocol.Version, Acks: make([]protocol.AckOutcome, len(b.Acks)),
 		Completions: make([]protocol.CompletionOutcome, len(b.Completions))}
-	ackSt := make([]*fencedStmt, len(b.Acks))
-	doneSt := make([]*fencedStmt, len(b.Completions))
-	var stmts []*fencedStmt
+	ackSt, doneSt := make([]*fencedStmt, len(b.Acks)), make([]*fencedStmt, len(b.Completions))
 	for i, a := range b.Acks {
 		st, err := d.ackFencedStmt(p, a)
-		if err != nil {
-			ans.Acks[i].Error = protocol.NewItemError(err)
-			continue
-		}
-		ackSt[i] = st
-		if st != nil {
-			stmts = append(stmts, st)
-		}
+		ackSt[i], ans.Acks[i].Error = st, itemError(err)
 	}
 	for i, c := range b.Completions {
 		st, err := d.completeFencedStmt(p, c, completionDigest(c))
-		if err != nil {
-			ans.Completions[i].Error = protocol.NewItemError(err)
-			continue
-		}
-		if st != nil {
-			// The running ack of the same lease rides with it: one
-			// statement for both (batch_ride.go).
-			for j, a := range b.Acks {
-				if ackSt[j] == nil {
-					continue
-				}
-				ride, err := d.rideStmt(p, a, c, st)
-				if err != nil {
-					return protocol.LeaseBatchAnswer{}, err
-				}
-				if ride != nil {
-					stmts = slices.DeleteFunc(stmts, func(x *fencedStmt) bool { return x == ackSt[j] })
-					ackSt[j], st = ride, ride
-					break
-				}
+		doneSt[i], ans.Completions[i].Error = st, itemError(err)
+		for j := range b.Acks { // the running ack of the same lease rides with it (batch_ride.go)
+			if st == nil || ackSt[j] == nil || ackSt[j].sql == sqlRunCompleteFenced {
+				continue
+			}
+			ride, err := d.rideStmt(p, b.Acks[j], c, st)
+			if err != nil {
+				return protocol.LeaseBatchAnswer{}, err
+			}
+			if ride != nil {
+				ackSt[j], doneSt[i] = ride, ride
+				break
 			}
 		}
-		doneSt[i] = st
+	}
+	var stmts []*fencedStmt
+	for _, st := range append(append([]*fencedStmt(nil), ackSt...), doneSt...) {
 		if st != nil && !slices.Contains(stmts, st) {
 			stmts = append(stmts, st)
 		}
@@ -88,9 +63,6 @@ func (d *Dispatcher) LeaseBatch(ctx context.Context, p controlplane.Principal, b
 	}
 	// Item by item, in order: the fenced answer, or the item's own path.
 	for i, a := range b.Acks {
-		if ans.Acks[i].Error != nil {
-			continue
-		}
 		if st := ackSt[i]; st != nil && hits[st] {
 			d.stats.fencedAcks.Add(1)
 			if st.sql == sqlRunCompleteFenced {
@@ -98,40 +70,39 @@ func (d *Dispatcher) LeaseBatch(ctx context.Context, p controlplane.Principal, b
 			}
 			c := st.control()
 			ans.Acks[i].Control = &c
-			continue
+		} else if ans.Acks[i].Error == nil {
+			c, err := d.ackFull(ctx, p, a)
+			if ans.Acks[i].Error = itemError(err); err == nil {
+				ans.Acks[i].Control = &c
+			} else if itemAnswer(err) != nil {
+				return protocol.LeaseBatchAnswer{}, err
+			}
 		}
-		c, err := d.ackFull(ctx, p, a)
-		if err := itemAnswer(err); err != nil {
-			return protocol.LeaseBatchAnswer{}, err
-		}
-		if err != nil {
-			ans.Acks[i].Error = protocol.NewItemError(err)
-			continue
-		}
-		ans.Acks[i].Control = &c
 	}
 	for i, c := range b.Completions {
-		if ans.Completions[i].Error != nil {
-			continue
-		}
 		if st := doneSt[i]; st != nil && hits[st] {
 			d.stats.fencedCompletions.Add(1)
 			ans.Completions[i].Receipt = &protocol.CompletionReceipt{V: protocol.Version, AttemptID: c.AttemptID,
 				Disposition: protocol.Recorded}
-			continue
+		} else if ans.Completions[i].Error == nil {
+			rc, err := d.completeFull(ctx, p, c, completionDigest(c))
+			if ans.Completions[i].Error = itemError(err); err == nil {
+				ans.Completions[i].Receipt = &rc
+			} else if itemAnswer(err) != nil {
+				return protocol.LeaseBatchAnswer{}, err
+			}
 		}
-		rc, err := d.completeFull(ctx, p, c, completionDigest(c))
-		if err := itemAnswer(err); err != nil {
-			return protocol.LeaseBatchAnswer{}, err
-		}
-		if err != nil {
-			ans.Completions[i].Error = protocol.NewItemError(err)
-			continue
-		}
-		ans.Completions[i].Receipt = &rc
 	}
 	d.stats.leaseBatches.Add(1)
 	return ans, nil
+}
+
+// itemError is an item's refusal for the answer (nil for no error).
+func itemError(err error) *protocol.ItemError {
+	if err == nil {
+		return nil
+	}
+	return protocol.NewItemError(err)
 }
 
 // itemAnswer returns err when it must fail the whole batch (the authority

@@ -10,27 +10,14 @@ import (
 
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/postgres"
-	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/protocol"
 )
 
-// Batched pulls (ADR 0058). The first round trip is a single pull's (the
-// session, the replay lookup and token check of the first item, the first
-// page; no lock, no write), placement the same. Then one pipeline and one
-// implicit transaction: the plan settings, the session's exclusive lock
-// and one claim statement per item (up to the session's free capacity),
-// each sqlClaimChecked for its own offer id, lease id and token — so each
-// item is claimed exactly as its own pull's first claim would be, its
-// offer built the same way, and the batch commits once. The replay check
-// of every statement covers the whole batch (no lease of the session may
-// hold any of the batch's offer ids, other than the leases this very
-// transaction inserts): a repeated batch claims nothing new in the
-// pipeline; it then goes item by item through Pull, which rebuilds each
-// claimed item's offer byte for byte from its lease (ADR 0009) and claims
-// for the others as a pull would. The same item-by-item path serves a
-// pipeline that claimed nothing while something looked claimable (the
-// window was taken by concurrent claims).
+// Batched pulls (ADR 0058): the single pull's first round trip and
+// placement, then one pipeline (one implicit transaction) of one checked
+// claim statement per item up to the free capacity. A repeated batch, or a
+// pipeline that claimed nothing, goes item by item through Pull.
 
 // sqlClaimBatch is sqlClaimChecked whose replay condition covers the
 // batch: $15 every offer id of the batch, $16 the lease ids this batch's
@@ -84,23 +71,9 @@ func (d *Dispatcher) pullBatch(ctx context.Context, p controlplane.Principal, wo
 	if !s.hasFreeSlot() {
 		return nil, nil
 	}
-	var capsDigest canonjson.Digest
-	copy(capsDigest[:], s.capsDigest)
-	prepared, err := d.preparedCaps(capsDigest, []byte(s.capsJSON))
-	if err != nil {
+	w, err := d.placedWalk(ctx, s)
+	if err != nil || w == nil {
 		return nil, err
-	}
-	w := &pageWalk{d: d, prepared: prepared}
-	if err := w.first(ctx, d.db, s.firstCands); err != nil {
-		return nil, err
-	}
-	for len(w.eligible) == 0 {
-		if !w.more() {
-			return nil, nil
-		}
-		if err := w.next(ctx, d.db); err != nil {
-			return nil, err
-		}
 	}
 	n := min(int64(len(req.Pulls)), s.capacity-s.liveLeases)
 	offers, err := d.claimBatch(ctx, w.placed, workerID, sessionID, req, int(n))

@@ -11,20 +11,10 @@ import (
 	"github.com/ql3/ql3/core/run"
 )
 
-// The running transition riding the completion (ADR 0058). When a lease
-// batch carries the running ack of an attempt and a first report of its
-// success (the process started and already ended before the worker
-// flushed), one fenced statement writes both: the Attempt starting →
-// succeeded and the Run dispatching → succeeded in one row version each
-// (started and finished at the same database instant), the lease
-// completed, the streams closed, and the two events the two requests
-// write one after the other — run.running, then run.succeeded, with the
-// same payloads — so the event stream cannot tell the difference. It is
-// sqlCompleteFenced with the from-statuses of the running ack (Attempt
-// starting, Run dispatching) and both events; it answers the running ack
-// with the lease's version and expiry as the running ack would (no cancel
-// intent: the fence requires none). No row: both items take their own
-// paths, the ack first.
+// The running transition riding the completion (ADR 0058): a running ack
+// and a first report of success of the same lease in one statement, which
+// writes what the two write one after the other (both events, same
+// payloads) with one row version of the Attempt and of the Run.
 
 // sqlRunCompleteFenced: $1..$16 as sqlCompleteFenced, $17 the running
 // event's payload without the attempt number.

@@ -13,7 +13,7 @@ var dispatchSQL = map[string]string{
 	"replayLease": sqlReplayLease, "loadLease": sqlLoadLease, "ackStarting": sqlAckStarting,
 	"ackRunning": sqlAckRunning, "ackStartingFenced": sqlAckStartingFenced, "ackRunningFenced": sqlAckRunningFenced,
 	"lockRun": sqlLockRun, "completeFenced": sqlCompleteFenced, "logStreams": sqlLogStreams, "logAppend": sqlLogAppend,
-	"complete": sqlComplete, "lateCallback": sqlLateCallback, "renew": sqlRenew,
+	"complete": sqlComplete, "lateCallback": sqlLateCallback,
 	"claimBatch": sqlClaimBatch, "lockRuns": sqlLockRuns, "runCompleteFenced": sqlRunCompleteFenced,
 }
 

@@ -118,7 +118,7 @@ func (d *Dispatcher) ackStarting(ctx context.Context, tx *dtx, l *leaseRow) erro
 		return errs.E(errs.Internal, "", "starting payload: %v", err)
 	}
 	var events int64
-	err = tx.commitWith(ctx, func(r pgx.Row) error {
+	err = tx.CommitWith(ctx, func(r pgx.Row) error {
 		err := r.Scan(&l.leaseVersion, &l.expiresAtMs, &events)
 		if err == pgx.ErrNoRows || err == nil && events != 1 {
 			// Locks are held: only a schema drift gets here. Roll back.
@@ -150,7 +150,7 @@ func (d *Dispatcher) ackRunning(ctx context.Context, tx *dtx, l *leaseRow) error
 	if err != nil {
 		return errs.E(errs.Internal, "", "running payload: %v", err)
 	}
-	err = tx.commitWith(ctx, func(row pgx.Row) error {
+	err = tx.CommitWith(ctx, func(row pgx.Row) error {
 		var a, r, ev int64
 		if err := row.Scan(&a, &r, &ev); err != nil {
 			return err

@@ -163,7 +163,7 @@ func (d *Dispatcher) recordLate(ctx context.Context, tx *dtx, l *leaseRow, c pro
 	if err != nil {
 		return errs.E(errs.Internal, "", "late payload: %v", err)
 	}
-	if err := tx.commitWith(ctx, func(r pgx.Row) error {
+	if err := tx.CommitWith(ctx, func(r pgx.Row) error {
 		var n int64
 		return r.Scan(&n)
 	}, sqlLateCallback, l.runID, l.projectID, l.attemptNumber, string(payload)); err != nil {
@@ -234,7 +234,7 @@ func (d *Dispatcher) recordCompletion(ctx context.Context, tx *dtx, l *leaseRow,
 		v := int32(*c.ExitCode)
 		exit = &v
 	}
-	err = tx.commitWith(ctx, func(r pgx.Row) error {
+	err = tx.CommitWith(ctx, func(r pgx.Row) error {
 		var na, nr, nl, ns, nev int64
 		if err := r.Scan(&na, &nr, &nl, &ns, &nev); err != nil {
 			return err

@@ -205,6 +205,26 @@ func (d *Dispatcher) pull(ctx context.Context, workerID, sessionID uuid.UUID, re
 	if !s.hasFreeSlot() {
 		return nil, nil // draining, or no free slot: nothing for now
 	}
+	w, err := d.placedWalk(ctx, s)
+	if err != nil || w == nil {
+		return nil, err
+	}
+	// First one pipeline: the session's exclusive lock and the claim
+	// statement with the session, capacity, replay and token checks as
+	// its conditions (ADR 0031). Only when it claims nothing does the claim
+	// transaction re-read everything under the lock and decide.
+	w.tries++
+	offer, err := d.claim(ctx, d.pipelinedSend(sessionID), sqlClaimChecked, w.placed, workerID, sessionID, req, digest)
+	if offer != nil || err != nil || w.tries >= d.opts.PullClaims {
+		return offer, err
+	}
+	d.stats.rereads.Add(1)
+	return d.claimLocked(ctx, &pageWalk{d: d, prepared: w.prepared, tries: w.tries}, workerID, sessionID, req, digest)
+}
+
+// placedWalk places the session's first pages (read by readPullSession,
+// further pages while none is eligible); nil when nothing is eligible.
+func (d *Dispatcher) placedWalk(ctx context.Context, s *pullSession) (*pageWalk, error) {
 	var capsDigest canonjson.Digest
 	copy(capsDigest[:], s.capsDigest)
 	prepared, err := d.preparedCaps(capsDigest, []byte(s.capsJSON))
@@ -223,17 +243,7 @@ func (d *Dispatcher) pull(ctx context.Context, workerID, sessionID uuid.UUID, re
 			return nil, err
 		}
 	}
-	// First one pipeline: the session's exclusive lock and the claim
-	// statement with the session, capacity, replay and token checks as
-	// its conditions (ADR 0031). Only when it claims nothing does the claim
-	// transaction re-read everything under the lock and decide.
-	w.tries++
-	offer, err := d.claim(ctx, d.pipelinedSend(sessionID), sqlClaimChecked, w.placed, workerID, sessionID, req, digest)
-	if offer != nil || err != nil || w.tries >= d.opts.PullClaims {
-		return offer, err
-	}
-	d.stats.rereads.Add(1)
-	return d.claimLocked(ctx, &pageWalk{d: d, prepared: prepared, tries: w.tries}, workerID, sessionID, req, digest)
+	return w, nil
 }
 
 // claimLocked is the claim transaction of a pull whose pipelined claim
@@ -254,7 +264,7 @@ func (d *Dispatcher) claimLocked(ctx context.Context, w *pageWalk, workerID, ses
 		b.Queue(sqlReplayLease, sessionID, req.OfferID)
 		b.Queue(sqlTokenReused, sessionID, req.OfferID, digest[:])
 		b.Queue(sqlCandidates, int32(1001), int64(0), uuid.UUID{}, int32(d.opts.PullPageRows+1))
-		br, err := tx.begin(ctx, b)
+		br, err := tx.Begin(ctx, b)
 		if err != nil {
 			return postgres.Errorf(err, "postgres: begin claim")
 		}
