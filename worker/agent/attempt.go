@@ -21,6 +21,7 @@ type attempt struct {
 	deadline  time.Time // local view of the lease expiry; zero = unknown
 	cancelled bool      // the authority asked to cancel
 	fenced    string    // why the worker stopped it itself ("" = not fenced)
+	deferred  bool      // its running ack waits for a lease batch (batch.go)
 
 	uploaded     int64
 	eofDone      bool
@@ -259,6 +260,7 @@ func (a *Agent) startAttempt(ctx context.Context, at *attempt) error {
 		return jerr(err)
 	}
 	if a.deferRunningAck() {
+		at.deferred = true
 		a.poke() // the next pass's lease batch carries it (batch.go)
 		return nil
 	}
@@ -445,7 +447,7 @@ func (a *Agent) deliver(ctx context.Context, at *attempt) error {
 	if !a.upload(ctx, at, true) {
 		return nil
 	}
-	if !at.e.RunningAcked && at.proc != nil && at.fenced == "" && a.deferRunningAck() {
+	if at.deferred && !at.e.RunningAcked && at.fenced == "" {
 		// Its running ack waited for a batch that did not go (batch.go):
 		// the authority records a completion only after it.
 		if _, ok := a.ack(ctx, at, protocol.AckRunning); !ok || at.fenced != "" {

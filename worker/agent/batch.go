@@ -50,6 +50,9 @@ func (a *Agent) leaseBatchStep(ctx context.Context) error {
 		if now.Before(at.notBefore) {
 			continue
 		}
+		if len(acks) == protocol.MaxBatchItems || len(dones) == protocol.MaxBatchItems {
+			break // the rest go in the next pass (an attempt's items never split)
+		}
 		switch at.e.State {
 		case journal.Accepted:
 			if !at.e.StartAcked && a.startable(at, now) {
@@ -69,7 +72,6 @@ func (a *Agent) leaseBatchStep(ctx context.Context) error {
 			dones = append(dones, batchItem{at: at})
 		}
 	}
-	acks, dones = acks[:min(len(acks), protocol.MaxBatchItems)], dones[:min(len(dones), protocol.MaxBatchItems)]
 	if n := len(acks) + len(dones); n == 0 || (n == 1 && a.batch != batchServed) {
 		return nil
 	}
