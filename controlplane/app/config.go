@@ -15,8 +15,8 @@ import (
 	"github.com/ql3/ql3/controlplane/cli"
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/controlplane/postgres"
-	"github.com/ql3/ql3/controlplane/postgres/dispatch"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
+	"github.com/ql3/ql3/controlplane/postgres/pullpace"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/lease"
@@ -108,7 +108,7 @@ func DefaultConfig() Config {
 		IngressAuthCacheMs:    ingress.DefaultPrincipalCacheTTL.Milliseconds(),
 		CredentialReconcileMs: DefaultCredentialReconcileMs, SessionHeartbeatMs: lease.DefaultHeartbeatMs,
 		SessionLeaseMs: lease.DefaultSessionMs,
-		PullMarginMs:   dispatch.DefaultPullMargin.Milliseconds(), PullFloorMs: dispatch.DefaultPullFloor.Milliseconds()}
+		PullMarginMs:   pullpace.DefaultPullMargin.Milliseconds(), PullFloorMs: pullpace.DefaultPullFloor.Milliseconds()}
 }
 
 // setting binds one config field to its flag and environment names.
@@ -319,10 +319,10 @@ func (c Config) validateIngress() error {
 }
 
 // PullPacerOptions are the pacing settings of empty pulls (ADR 0030).
-func (c Config) PullPacerOptions() dispatch.PullPacerOptions {
+func (c Config) PullPacerOptions() pullpace.PullPacerOptions {
 	// 0 means "the default" to the pacer; a configured 0 margin is kept
 	// as the smallest positive one (1 ms).
-	return dispatch.PullPacerOptions{Margin: max(time.Duration(c.PullMarginMs)*time.Millisecond, time.Millisecond),
+	return pullpace.PullPacerOptions{Margin: max(time.Duration(c.PullMarginMs)*time.Millisecond, time.Millisecond),
 		Floor: time.Duration(c.PullFloorMs) * time.Millisecond}
 }
 

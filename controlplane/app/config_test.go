@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/controlplane/postgres"
-	"github.com/ql3/ql3/controlplane/postgres/dispatch"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
+	"github.com/ql3/ql3/controlplane/postgres/pullpace"
 	"github.com/ql3/ql3/core/errs"
 )
 
@@ -196,7 +196,7 @@ func TestPullPacingSettings(t *testing.T) {
 	if err := c.validateIngress(); err != nil {
 		t.Fatalf("defaults refused: %v", err)
 	}
-	if o := c.PullPacerOptions(); o.Margin != dispatch.DefaultPullMargin || o.Floor != dispatch.DefaultPullFloor {
+	if o := c.PullPacerOptions(); o.Margin != pullpace.DefaultPullMargin || o.Floor != pullpace.DefaultPullFloor {
 		t.Fatalf("defaults %+v", o)
 	}
 	c.PullMarginMs = 0

@@ -12,6 +12,7 @@ import (
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/controlplane/postgres/dispatch"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
+	"github.com/ql3/ql3/controlplane/postgres/pullpace"
 	"github.com/ql3/ql3/controlplane/postgres/session"
 )
 
@@ -67,7 +68,7 @@ func (m *Main) startIngress(ctx context.Context, pub *publication.Publisher) err
 	// ingress role does not and need not (ADR 0030).
 	pacing := m.Config.PullPacerOptions()
 	pacing.Logger = m.log.With("component", "pull-pacer")
-	pacer, err := dispatch.NewPullPacer(dpool, pacing)
+	pacer, err := pullpace.NewPullPacer(dpool, pacing)
 	if err != nil {
 		return err
 	}

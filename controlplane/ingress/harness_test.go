@@ -29,6 +29,7 @@ import (
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/controlplane/postgres/dispatch"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
+	"github.com/ql3/ql3/controlplane/postgres/pullpace"
 	"github.com/ql3/ql3/controlplane/postgres/session"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/placement"
@@ -51,7 +52,7 @@ type env struct {
 	files  ingress.TLSFiles
 	log    *testio.Buffer
 	leases *fakeLeases
-	pacer  *dispatch.PullPacer
+	pacer  *pullpace.PullPacer
 	now    time.Time
 	clock  *manualClock // the principal cache's clock
 
@@ -72,7 +73,7 @@ type envOptions struct {
 	maxInFlight    int
 	authCacheTTL   time.Duration // > 0: the authenticator behind a PrincipalCache on e.clock
 	idleRetry      time.Duration // the real dispatcher's idle pause (0: its default)
-	pace           bool          // a dispatch.PullPacer on a runtime pool, on e.clock (e.pacer)
+	pace           bool          // a pullpace.PullPacer on a runtime pool, on e.clock (e.pacer)
 }
 
 // manualClock is a clock tests move by hand.
@@ -158,7 +159,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	var pacer controlplane.PullPacer
 	if opts.pace {
 		// A TTL the manual clock never reaches: the test refreshes it.
-		e.pacer, err = dispatch.NewPullPacer(db.Pool(t, postgres.RoleRuntime), dispatch.PullPacerOptions{TTL: 5 * time.Second, Now: clock.now})
+		e.pacer, err = pullpace.NewPullPacer(db.Pool(t, postgres.RoleRuntime), pullpace.PullPacerOptions{TTL: 5 * time.Second, Now: clock.now})
 		if err != nil {
 			t.Fatal(err)
 		}

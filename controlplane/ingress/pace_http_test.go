@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ql3/ql3/controlplane"
-	"github.com/ql3/ql3/controlplane/postgres/dispatch"
+	"github.com/ql3/ql3/controlplane/postgres/pullpace"
 	"github.com/ql3/ql3/core/fence"
 	"github.com/ql3/ql3/core/protocol"
 	"github.com/ql3/ql3/core/schedule"
@@ -59,8 +59,8 @@ func TestEmptyPullIsPacedToTheNextOccurrence(t *testing.T) {
 		}
 		return ms, secs
 	}
-	pacing := protocol.PullPacing{IdleMs: idle.Milliseconds(), MarginMs: dispatch.DefaultPullMargin.Milliseconds(),
-		FloorMs: dispatch.DefaultPullFloor.Milliseconds()}
+	pacing := protocol.PullPacing{IdleMs: idle.Milliseconds(), MarginMs: pullpace.DefaultPullMargin.Milliseconds(),
+		FloorMs: pullpace.DefaultPullFloor.Milliseconds()}
 
 	// Before the first forecast: the idle pause.
 	if ms, _ := pull(); ms != idle.Milliseconds() {

@@ -4,7 +4,7 @@ import "github.com/ql3/ql3/controlplane"
 
 // The ports this package implements (controlplane/feed.go). Its
 // subpackages assert theirs in their own ports.go: dispatch (LeasePort,
-// PullPacer), session (SessionPort, Authenticator), schedule (Scheduling),
+// LeaseBatchPort), pullpace (PullPacer), session (SessionPort, Authenticator), schedule (Scheduling),
 // runops (RunOperations), publication (Publication, RunReads, Workers,
 // Authentication, AuditLog).
 var (

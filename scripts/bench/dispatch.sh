@@ -19,6 +19,7 @@
 #   scripts/bench/dispatch.sh
 #   SESSIONS=16 IDLE_SESSIONS=200 WINDOW=10s scripts/bench/dispatch.sh
 #   AUTH_CACHE=0s scripts/bench/dispatch.sh   # without the ingress principal cache
+#   BATCH=8 scripts/bench/dispatch.sh   # sessions of capacity 8 using the batch envelopes (ADR 0058)
 #   CPU_PROFILE=/tmp/claims.pprof scripts/bench/dispatch.sh   # Go CPU profile of the claims phase
 #   QL3_PG_BIN=/usr/lib/postgresql/16/bin scripts/bench/dispatch.sh
 set -euo pipefail
@@ -34,6 +35,9 @@ IDLE_SESSIONS=${IDLE_SESSIONS:-1000}
 RUNS=${RUNS:-40000}
 # Principal cache TTL of the ingress (ADR 0010); 0s = every request authenticates in PostgreSQL.
 AUTH_CACHE=${AUTH_CACHE:-5s}
+# Session capacity and batch size of the claims phase: 1 = the single routes
+# (pull, ack, complete); 2–16 = batched pull + lease batches (ADR 0058).
+BATCH=${BATCH:-1}
 
 . "$root/scripts/bench/lib.sh"
 bench_pg_start ql3bench
@@ -49,4 +53,4 @@ cd "$root/controlplane"
 go run ./internal/dispatchbench \
 	-dsn "host=$dir/sock user=postgres dbname=ql3bench sslmode=disable" \
 	-sessions "$SESSIONS" -idle-sessions "$IDLE_SESSIONS" -runs "$RUNS" \
-	-window "$WINDOW" -idle-window "$IDLE_WINDOW" -baseline-tps "$tps" -auth-cache "$AUTH_CACHE" -baseline-server-cpu "${cpu_us}us" ${CPU_PROFILE:+-cpuprofile "$CPU_PROFILE"}
+	-window "$WINDOW" -idle-window "$IDLE_WINDOW" -baseline-tps "$tps" -auth-cache "$AUTH_CACHE" -batch "$BATCH" -baseline-server-cpu "${cpu_us}us" ${CPU_PROFILE:+-cpuprofile "$CPU_PROFILE"}

@@ -9,11 +9,13 @@
 #   4. admissions/s of the scheduler + SQLite store (BenchmarkAdmission in
 #      edge/scheduler: cursor CAS + run + attempt + events per transaction)
 #                                                              (goal >= 2,000/s)
+#   5. raw SQLite single-row WAL transactions with the edge's pragmas, same
+#      run, and the admissions' ratio to them               (goal >= 0.25)
 # Loopback only, temporary data directory, bounded (about a minute), and it
 # stops the server it started on exit.
 #
 # Usage: scripts/bench/edge.sh            (from the repository root)
-# Env:   IDLE_SECONDS (10), LAG_TASKS (10), LAG_SECONDS (20), ADMIT_ITERS (40),
+# Env:   IDLE_SECONDS (10), LAG_TASKS (10), LAG_SECONDS (20), ADMIT_ITERS (40), RAW_ITERS (20000),
 #        BENCH_ZONE (Europe/London): time zone of the 1,000 idle triggers
 set -euo pipefail
 
@@ -22,6 +24,7 @@ IDLE_SECONDS=${IDLE_SECONDS:-10}
 LAG_TASKS=${LAG_TASKS:-10}
 LAG_SECONDS=${LAG_SECONDS:-20}
 ADMIT_ITERS=${ADMIT_ITERS:-40}
+RAW_ITERS=${RAW_ITERS:-20000}
 BENCH_ZONE=${BENCH_ZONE:-Europe/London}
 TRIGGERS=1000
 PER_TASK=10 # inline triggers per create request (API limit 16)
@@ -134,3 +137,13 @@ out=$(cd "$ROOT/edge" && go test -run '^$' -bench '^BenchmarkAdmission$' -bencht
 rate=$(echo "$out" | awk '/BenchmarkAdmission/ { for (i = 1; i <= NF; i++) if ($(i+1) == "admissions/s") print $i }')
 [ -n "$rate" ] || { echo "$out" >&2; echo "edge.sh: no admissions/s figure" >&2; exit 1; }
 printf "admissions/s                 %6.0f       (goal >= 2,000/s: %s)\n" "$rate" "$(verdict "$rate" 2000 ">=")"
+
+# 5. Same-run baseline (issue #28): raw SQLite single-row transactions with
+#    the edge writer's pragmas (BenchmarkRawSingleRowTx in edge/sqlite), and
+#    the admissions' ratio to it.
+out=$(cd "$ROOT/edge" && go test -run '^$' -bench '^BenchmarkRawSingleRowTx$' -benchtime "${RAW_ITERS}x" ./sqlite/)
+raw=$(echo "$out" | awk '/BenchmarkRawSingleRowTx/ { for (i = 1; i <= NF; i++) if ($(i+1) == "tx/s") print $i }')
+[ -n "$raw" ] || { echo "$out" >&2; echo "edge.sh: no raw tx/s figure" >&2; exit 1; }
+ratio=$(awk -v a="$rate" -v r="$raw" 'BEGIN { printf "%.3f", a / r }')
+printf "raw SQLite single-row tx/s   %6.0f       (WAL, synchronous NORMAL, one writer)\n" "$raw"
+printf "admissions / raw tx          %6s       (goal >= 0.25: %s)\n" "$ratio" "$(verdict "$ratio" 0.25 ">=")"

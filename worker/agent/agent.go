@@ -75,6 +75,7 @@ type Agent struct {
 	transitionAfter  time.Time
 	identityWarnedAt string
 	shortLeaseWarned bool
+	batch            batchMode // lease batches served by the authority (batch.go)
 }
 
 // session is the authority's session as this worker last saw it.
@@ -218,6 +219,9 @@ func (a *Agent) step(ctx context.Context) error {
 		return err
 	}
 	a.sessionStep(ctx)
+	if err := a.leaseBatchStep(ctx); err != nil {
+		return err
+	}
 	if err := a.attemptSteps(ctx); err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ type attempt struct {
 	deadline  time.Time     // local view of the lease expiry; zero = unknown
 	cancelled bool          // the authority asked to cancel
 	fenced    string        // why the worker stopped it itself ("" = not fenced)
+	deferred  bool          // its running ack waits for a lease batch (batch.go)
 
 	uploaded     int64
 	eofDone      bool
@@ -215,13 +216,9 @@ func (a *Agent) startAttempt(ctx context.Context, at *attempt) error {
 		if !ok {
 			return nil
 		}
-		switch ctl {
-		case protocol.LeaseRevoke:
-			return a.drop(at, "not started: the lease was revoked")
-		case protocol.LeaseCancel:
-			at.cancelled = true
+		if err := a.startAcked(at, ctl); err != nil || !at.e.StartAcked {
+			return err
 		}
-		at.e.StartAcked = true
 	}
 	if at.cancelled {
 		// Past the start barrier with a cancel intent: report it rather
@@ -281,7 +278,26 @@ func (a *Agent) startAttempt(ctx context.Context, at *attempt) error {
 	if err := a.j.PutEntry(at.e); err != nil {
 		return jerr(err)
 	}
+	if a.deferRunningAck() {
+		at.deferred = true
+		a.poke() // the next pass's lease batch carries it (batch.go)
+		return nil
+	}
 	a.ack(ctx, at, protocol.AckRunning)
+	return nil
+}
+
+// startAcked applies the answer to a starting ack: revoke drops the
+// attempt, cancel reports a cancelled start; otherwise the barrier is
+// passed.
+func (a *Agent) startAcked(at *attempt, ctl protocol.LeaseAction) error {
+	switch ctl {
+	case protocol.LeaseRevoke:
+		return a.drop(at, "not started: the lease was revoked")
+	case protocol.LeaseCancel:
+		at.cancelled = true
+	}
+	at.e.StartAcked = true
 	return nil
 }
 
@@ -299,22 +315,32 @@ func (a *Agent) ack(ctx context.Context, at *attempt, phase protocol.AckPhase) (
 			a.backoff(at)
 			return "", false
 		}
-		a.log.Warn("ack refused; the lease is not held", "attempt", at.offer.AttemptID, "phase", phase, "err", err)
-		if phase == protocol.AckRunning {
-			a.fenceAttempt(at, "ack_refused")
-		}
-		return protocol.LeaseRevoke, true
+		return a.ackAnswered(at, phase, protocol.LeaseControl{}, err, nil, sent)
 	}
 	ctl, err := protocol.DecodeLeaseControl(resp.Body)
 	if err != nil || ctl.AttemptID != at.offer.AttemptID {
 		a.backoff(at)
 		return "", false
 	}
+	return a.ackAnswered(at, phase, ctl, nil, resp.Header, sent)
+}
+
+// ackAnswered applies an ack's definite answer: its control, or a refusal
+// (the lease is not held: a refused running ack fences the attempt).
+func (a *Agent) ackAnswered(at *attempt, phase protocol.AckPhase, ctl protocol.LeaseControl, refused error,
+	h http.Header, sent time.Time) (protocol.LeaseAction, bool) {
+	if refused != nil {
+		a.log.Warn("ack refused; the lease is not held", "attempt", at.offer.AttemptID, "phase", phase, "err", refused)
+		if phase == protocol.AckRunning {
+			a.fenceAttempt(at, "ack_refused")
+		}
+		return protocol.LeaseRevoke, true
+	}
 	at.failures = 0
 	if phase == protocol.AckRunning {
 		at.e.RunningAcked = true
 	}
-	a.applyControl(at, ctl, resp.Header, sent)
+	a.applyControl(at, ctl, h, sent)
 	return ctl.Action, true
 }
 
@@ -440,19 +466,35 @@ func (a *Agent) deliver(ctx context.Context, at *attempt) error {
 	if !a.upload(ctx, at, true) {
 		return nil
 	}
+	if at.deferred && !at.e.RunningAcked && at.fenced == "" {
+		// Its running ack waited for a batch that did not go (batch.go):
+		// the authority records a completion only after it.
+		if _, ok := a.ack(ctx, at, protocol.AckRunning); !ok || at.fenced != "" {
+			return nil
+		}
+	}
 	resp, _, err := a.post(ctx, protocol.PathLeaseComplete, at.e.Completion, protocol.DefaultBodyBytes)
 	if err != nil {
 		if client.IsUnknown(err) {
 			a.backoff(at)
 			return nil
 		}
-		a.log.Warn("completion refused; record dropped", "attempt", at.offer.AttemptID, "err", err)
-		return a.dropDelivered(at)
+		return a.completionAnswered(at, protocol.CompletionReceipt{}, err)
 	}
 	r, err := protocol.DecodeCompletionReceipt(resp.Body)
 	if err != nil || r.AttemptID != at.offer.AttemptID {
 		a.backoff(at)
 		return nil
+	}
+	return a.completionAnswered(at, r, nil)
+}
+
+// completionAnswered drops a delivered entry: on its receipt, or on a
+// definite refusal (the record is dropped, never retried forever).
+func (a *Agent) completionAnswered(at *attempt, r protocol.CompletionReceipt, refused error) error {
+	if refused != nil {
+		a.log.Warn("completion refused; record dropped", "attempt", at.offer.AttemptID, "err", refused)
+		return a.dropDelivered(at)
 	}
 	a.log.Info("completion delivered", "attempt", at.offer.AttemptID, "disposition", r.Disposition)
 	return a.dropDelivered(at)

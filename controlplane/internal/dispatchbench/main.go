@@ -49,6 +49,7 @@ import (
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/controlplane/postgres/dispatch"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
+	"github.com/ql3/ql3/controlplane/postgres/pullpace"
 	"github.com/ql3/ql3/controlplane/postgres/session"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
@@ -70,6 +71,7 @@ type options struct {
 	authCache              time.Duration
 	cpuProfile             string
 	baselineCPU            time.Duration
+	batch                  int
 }
 
 func main() {
@@ -86,6 +88,7 @@ func main() {
 	dispatchConns := flag.Int("dispatch-conns", 8, "runtime-role pool size of the dispatcher")
 	flag.DurationVar(&o.authCache, "auth-cache", ingress.DefaultPrincipalCacheTTL, "principal cache TTL of the ingress (0 = every request authenticates in PostgreSQL)")
 	flag.DurationVar(&o.baselineCPU, "baseline-server-cpu", 0, "PostgreSQL CPU time per pgbench -N transaction, measured in the same run")
+	flag.IntVar(&o.batch, "batch", 1, "claims phase: session capacity and batch size (1 = the single routes; 2–16 = the batch envelopes of ADR 0058)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a Go CPU profile of the claims phase to this file")
 	flag.Parse()
 	o.ingressConns, o.dispatchConns = int32(*ingressConns), int32(*dispatchConns)
@@ -231,7 +234,7 @@ func (b *bench) start() (*stack, error) {
 	}
 	// The pull pacer with its refresh loop, as ql3-control wires it (ADR
 	// 0030): its reads are part of what an idle pull costs the server.
-	pacer, err := dispatch.NewPullPacer(rt, dispatch.PullPacerOptions{})
+	pacer, err := pullpace.NewPullPacer(rt, pullpace.PullPacerOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +376,7 @@ func (w *worker) post(s *stack, path string, body []byte) ([]byte, int, error) {
 		return nil, 0, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, protocol.MaxOfferBytes+1))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, protocol.MaxOfferBatchBytes+1))
 	return data, resp.StatusCode, err
 }
 

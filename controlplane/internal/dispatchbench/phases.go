@@ -20,7 +20,10 @@ func (b *bench) claims() error {
 	if err := b.seed(b.o.runs); err != nil {
 		return err
 	}
-	ws, err := b.workers(b.o.sessions, 1, "claim")
+	if b.o.batch < 1 || b.o.batch > protocol.MaxBatchItems {
+		return fmt.Errorf("-batch must be 1 to %d", protocol.MaxBatchItems)
+	}
+	ws, err := b.workers(b.o.sessions, b.o.batch, "claim")
 	if err != nil {
 		return err
 	}
@@ -45,7 +48,20 @@ func (b *bench) claims() error {
 			defer wg.Done()
 			var mine []time.Duration
 			defer func() { mu.Lock(); pulls = append(pulls, mine...); mu.Unlock() }()
-			for time.Now().Before(deadline) {
+			for b.o.batch > 1 && time.Now().Before(deadline) {
+				t0 := time.Now()
+				n, err := w.batchRound(s, b.o.batch)
+				mine = append(mine, time.Since(t0))
+				if err != nil {
+					errc <- err
+					return
+				}
+				if n == 0 {
+					empty.Add(1)
+				}
+				done.Add(int64(n))
+			}
+			for b.o.batch == 1 && time.Now().Before(deadline) {
 				body, tok, err := w.pullBody()
 				if err != nil {
 					errc <- err
@@ -95,14 +111,17 @@ func (b *bench) claims() error {
 		return fmt.Errorf("the %d seeded runs ran out before the window ended: raise -runs", b.o.runs)
 	}
 	rate := float64(n) / elapsed.Seconds()
-	row("claims", "sessions (TLS 1.3, capacity 1 each)", "%d", b.o.sessions)
+	row("claims", "sessions (TLS 1.3) × capacity (= batch size; 1: single routes)", "%d × %d", b.o.sessions, b.o.batch)
 	row("claims", "ingress principal cache TTL (0 = every request authenticates)", "%v", b.o.authCache)
 	row("claims", "no-op runs completed (pull → starting → running → completion)", "%d in %.1f s", n, elapsed.Seconds())
 	row("claims", "runs/s", "%.0f", rate)
 	if b.o.baseline > 0 {
 		row("claims", "ratio to pgbench -N TPS (goal ≥ 0.15)", "%.3f (%.0f / %.0f)", rate/b.o.baseline, rate, b.o.baseline)
 	}
-	row("claims", "pull latency p50 / p99", "%s / %s", percentile(pulls, 0.5).Round(10*time.Microsecond), percentile(pulls, 0.99).Round(10*time.Microsecond))
+	row("claims", "batched pulls / offers they claimed in one transaction / lease batches, per run", "%.2f / %.2f / %.2f",
+		float64(st.BatchPulls)/float64(n), float64(st.BatchOffers)/float64(n), float64(st.LeaseBatches)/float64(n))
+	row("claims", "running acks written with their completion in one statement (rides) per run", "%.2f", float64(st.Rides)/float64(n))
+	row("claims", "pull latency p50 / p99 (batch > 1: a whole round, pull → starting → running + completion)", "%s / %s", percentile(pulls, 0.5).Round(10*time.Microsecond), percentile(pulls, 0.99).Round(10*time.Microsecond))
 	row("claims", "empty pulls (lost races) per run", "%.2f", float64(empty.Load())/float64(n))
 	row("claims", "claim statements / candidates passed over / fresh re-reads per run", "%.2f / %.2f / %.2f",
 		float64(st.ClaimStatements)/float64(n), float64(st.ClaimMisses)/float64(n), float64(st.Rereads)/float64(n))

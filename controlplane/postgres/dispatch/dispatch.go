@@ -243,11 +243,5 @@ func (d *Dispatcher) preparedCaps(digest canonjson.Digest, capsJSON []byte) (*ma
 	return p, nil
 }
 
-// parseIDs parses canonical UUID texts, naming the field of the first bad one.
-func parseID(field, s string) (uuid.UUID, error) {
-	id, err := uuid.Parse(s)
-	if err != nil || len(s) != 36 {
-		return uuid.UUID{}, errs.Invalidf(field, "must be a canonical UUID")
-	}
-	return id, nil
-}
+// parseID parses a canonical UUID text, naming field (postgres.ParseID).
+var parseID = postgres.ParseID

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -12,7 +13,24 @@ var dispatchSQL = map[string]string{
 	"replayLease": sqlReplayLease, "loadLease": sqlLoadLease, "ackStarting": sqlAckStarting,
 	"ackRunning": sqlAckRunning, "ackStartingFenced": sqlAckStartingFenced, "ackRunningFenced": sqlAckRunningFenced,
 	"lockRun": sqlLockRun, "completeFenced": sqlCompleteFenced, "logStreams": sqlLogStreams, "logAppend": sqlLogAppend,
-	"complete": sqlComplete, "lateCallback": sqlLateCallback, "renew": sqlRenew,
+	"complete": sqlComplete, "lateCallback": sqlLateCallback,
+	"claimBatch": sqlClaimBatch, "lockRuns": sqlLockRuns, "runCompleteFenced": sqlRunCompleteFenced,
+}
+
+// TestClaimBatchReplayCoversTheBatch: the batch claim is the checked claim
+// with exactly its replay condition widened to the batch's offer ids.
+func TestClaimBatchReplayCoversTheBatch(t *testing.T) {
+	if sqlClaimBatch == sqlClaimChecked {
+		t.Fatal("sqlClaimBatch did not replace the replay condition of sqlClaimChecked")
+	}
+	for _, want := range []string{"l.offer_id = ANY($15::text[])", "l.lease_id <> ALL($16::uuid[])", "CROSS JOIN ok"} {
+		if !strings.Contains(sqlClaimBatch, want) {
+			t.Errorf("sqlClaimBatch lacks %q", want)
+		}
+	}
+	if strings.Contains(sqlClaimBatch, "l.offer_id = $9::text") {
+		t.Error("sqlClaimBatch still checks only its own offer id")
+	}
 }
 
 var bindParam = regexp.MustCompile(`\$[0-9]+(::)?`)

@@ -63,6 +63,12 @@ func (d *Dispatcher) Ack(ctx context.Context, p controlplane.Principal, ack prot
 	if c, ok, err := d.ackFenced(ctx, p, ack); err != nil || ok {
 		return c, err
 	}
+	return d.ackFull(ctx, p, ack)
+}
+
+// ackFull is the full path of an ack: the lease read under the locks and
+// Ack's checks (replay, cancel, drift), then the write.
+func (d *Dispatcher) ackFull(ctx context.Context, p controlplane.Principal, ack protocol.Ack) (protocol.LeaseControl, error) {
 	var out protocol.LeaseControl
 	err := d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
 		l, err := loadLease(ctx, tx, p, ack.LeaseRef, false)
@@ -112,7 +118,7 @@ func (d *Dispatcher) ackStarting(ctx context.Context, tx *dtx, l *leaseRow) erro
 		return errs.E(errs.Internal, "", "starting payload: %v", err)
 	}
 	var events int64
-	err = tx.commitWith(ctx, func(r pgx.Row) error {
+	err = tx.CommitWith(ctx, func(r pgx.Row) error {
 		err := r.Scan(&l.leaseVersion, &l.expiresAtMs, &events)
 		if err == pgx.ErrNoRows || err == nil && events != 1 {
 			// Locks are held: only a schema drift gets here. Roll back.
@@ -144,7 +150,7 @@ func (d *Dispatcher) ackRunning(ctx context.Context, tx *dtx, l *leaseRow) error
 	if err != nil {
 		return errs.E(errs.Internal, "", "running payload: %v", err)
 	}
-	err = tx.commitWith(ctx, func(row pgx.Row) error {
+	err = tx.CommitWith(ctx, func(row pgx.Row) error {
 		var a, r, ev int64
 		if err := row.Scan(&a, &r, &ev); err != nil {
 			return err

@@ -102,13 +102,41 @@ const sqlLockRun = `SELECT 1 FROM ql3.runs WHERE run_id = $1::uuid FOR UPDATE`
 
 // ackFenced tries the one-round-trip ack. ok false: the full path decides.
 func (d *Dispatcher) ackFenced(ctx context.Context, p controlplane.Principal, ack protocol.Ack) (protocol.LeaseControl, bool, error) {
+	st, err := d.ackFencedStmt(p, ack)
+	if err != nil || st == nil {
+		return protocol.LeaseControl{}, false, err
+	}
+	hit, err := d.fencedWrite(ctx, st.runID, st.attemptID, st.sessionID, st.what, st.scan, st.sql, st.args...)
+	if err != nil || !hit {
+		return protocol.LeaseControl{}, false, err
+	}
+	d.stats.fencedAcks.Add(1)
+	return st.control(), true, nil
+}
+
+// fencedStmt is one fenced write (an ack's or a completion's) with the
+// locks it needs: fencedWrite sends one, a lease batch several in one
+// pipeline (ADR 0058). scan says whether it wrote; control is an ack's
+// answer once scanned.
+type fencedStmt struct {
+	runID, attemptID, sessionID uuid.UUID
+	what                        string
+	sql                         string
+	args                        []any
+	scan                        func(pgx.Row) (bool, error)
+	control                     func() protocol.LeaseControl
+}
+
+// ackFencedStmt builds the fenced write of ack; nil when ack is not a
+// phase the fenced path serves.
+func (d *Dispatcher) ackFencedStmt(p controlplane.Principal, ack protocol.Ack) (*fencedStmt, error) {
 	ref := ack.LeaseRef
 	var ids [4]uuid.UUID
 	for i, f := range []struct{ field, s string }{{"runId", ref.RunID}, {"attemptId", ref.AttemptID},
 		{"sessionId", ref.SessionID}, {"workerId", p.WorkerID}} {
 		id, err := parseID(f.field, f.s)
 		if err != nil {
-			return protocol.LeaseControl{}, false, err
+			return nil, err
 		}
 		ids[i] = id
 	}
@@ -125,11 +153,11 @@ func (d *Dispatcher) ackFenced(ctx context.Context, p controlplane.Principal, ac
 		sql = sqlAckRunningFenced
 		payload = run.Payload{AttemptID: attemptID.String(), From: string(run.RunDispatching), To: string(run.RunRunning)}
 	default:
-		return protocol.LeaseControl{}, false, nil
+		return nil, nil
 	}
 	raw, err := payload.Encode()
 	if err != nil {
-		return protocol.LeaseControl{}, false, errs.E(errs.Internal, "", "%s payload: %v", ack.Phase, err)
+		return nil, errs.E(errs.Internal, "", "%s payload: %v", ack.Phase, err)
 	}
 	if ack.Phase == protocol.AckStarting {
 		args = append(args, d.opts.Lease.StartedMs)
@@ -138,7 +166,9 @@ func (d *Dispatcher) ackFenced(ctx context.Context, p controlplane.Principal, ac
 	c := protocol.LeaseControl{V: protocol.Version, RunID: runID.String(), AttemptID: attemptID.String(),
 		LeaseGeneration: ref.LeaseGeneration, Action: protocol.LeaseExtend}
 	var cancel bool
-	hit, err := d.fencedWrite(ctx, runID, attemptID, sessionID, string(ack.Phase)+" ack", func(row pgx.Row) (bool, error) {
+	st := &fencedStmt{runID: runID, attemptID: attemptID, sessionID: sessionID, what: string(ack.Phase) + " ack",
+		sql: sql, args: args}
+	st.scan = func(row pgx.Row) (bool, error) {
 		var events int64
 		err := row.Scan(&c.LeaseVersion, &c.LeaseExpiresAtMs, &cancel, &events)
 		switch {
@@ -152,15 +182,15 @@ func (d *Dispatcher) ackFenced(ctx context.Context, p controlplane.Principal, ac
 			return false, errs.E(errs.Internal, "", "%s ack wrote %d events", ack.Phase, events)
 		}
 		return true, nil
-	}, sql, args...)
-	if err != nil || !hit {
-		return protocol.LeaseControl{}, false, err
 	}
-	d.stats.fencedAcks.Add(1)
-	if cancel {
-		c.Action, c.CancelGraceMs = protocol.LeaseCancel, d.opts.Lease.CancelGraceMs
+	st.control = func() protocol.LeaseControl {
+		out := c
+		if cancel {
+			out.Action, out.CancelGraceMs = protocol.LeaseCancel, d.opts.Lease.CancelGraceMs
+		}
+		return out
 	}
-	return c, true, nil
+	return st, nil
 }
 
 // fencedWrite sends the plan settings, the session's shared and the

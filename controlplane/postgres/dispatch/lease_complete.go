@@ -124,6 +124,13 @@ func (d *Dispatcher) Complete(ctx context.Context, p controlplane.Principal, c p
 		}
 		return protocol.CompletionReceipt{V: protocol.Version, AttemptID: c.AttemptID, Disposition: protocol.Recorded}, nil
 	}
+	return d.completeFull(ctx, p, c, digest)
+}
+
+// completeFull is the full path of a completion: the lease read under the
+// locks, then duplicate, late or the recorded outcome.
+func (d *Dispatcher) completeFull(ctx context.Context, p controlplane.Principal, c protocol.Completion,
+	digest [sha256.Size]byte) (protocol.CompletionReceipt, error) {
 	var disposition protocol.Disposition
 	err := d.inTx(ctx, func(ctx context.Context, tx *dtx) error {
 		l, err := loadLease(ctx, tx, p, c.LeaseRef, true)
@@ -160,7 +167,7 @@ func (d *Dispatcher) recordLate(ctx context.Context, tx *dtx, l *leaseRow, c pro
 	if err != nil {
 		return errs.E(errs.Internal, "", "late payload: %v", err)
 	}
-	if err := tx.commitWith(ctx, func(r pgx.Row) error {
+	if err := tx.CommitWith(ctx, func(r pgx.Row) error {
 		var n int64
 		return r.Scan(&n)
 	}, sqlLateCallback, l.runID, l.projectID, l.attemptNumber, string(payload)); err != nil {
@@ -231,7 +238,7 @@ func (d *Dispatcher) recordCompletion(ctx context.Context, tx *dtx, l *leaseRow,
 		v := int32(*c.ExitCode)
 		exit = &v
 	}
-	err = tx.commitWith(ctx, func(r pgx.Row) error {
+	err = tx.CommitWith(ctx, func(r pgx.Row) error {
 		var na, nr, nl, ns, nev int64
 		if err := r.Scan(&na, &nr, &nl, &ns, &nev); err != nil {
 			return err

@@ -81,8 +81,24 @@ FROM f`
 // path decides.
 func (d *Dispatcher) completeFenced(ctx context.Context, p controlplane.Principal, c protocol.Completion,
 	digest [sha256.Size]byte) (bool, error) {
+	st, err := d.completeFencedStmt(p, c, digest)
+	if err != nil || st == nil {
+		return false, err
+	}
+	hit, err := d.fencedWrite(ctx, st.runID, st.attemptID, st.sessionID, st.what, st.scan, st.sql, st.args...)
+	if err != nil || !hit {
+		return false, err
+	}
+	d.stats.fencedCompletions.Add(1)
+	return true, nil
+}
+
+// completeFencedStmt builds the fenced write of a first report of
+// success; nil for any other completion (the full path decides it).
+func (d *Dispatcher) completeFencedStmt(p controlplane.Principal, c protocol.Completion,
+	digest [sha256.Size]byte) (*fencedStmt, error) {
 	if c.Status != run.AttemptSucceeded || c.ErrorClass != "" {
-		return false, nil
+		return nil, nil
 	}
 	ref := c.LeaseRef
 	var ids [4]uuid.UUID
@@ -90,7 +106,7 @@ func (d *Dispatcher) completeFenced(ctx context.Context, p controlplane.Principa
 		{"sessionId", ref.SessionID}, {"workerId", p.WorkerID}} {
 		id, err := parseID(f.field, f.s)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
 		ids[i] = id
 	}
@@ -100,14 +116,14 @@ func (d *Dispatcher) completeFenced(ctx context.Context, p controlplane.Principa
 		To: string(run.RunSucceeded), ExitCode: c.ExitCode, Signal: c.Signal, StdoutBytes: c.StdoutBytes,
 		StderrBytes: c.StderrBytes, LogTruncated: c.LogTruncated}.Encode()
 	if err != nil {
-		return false, errs.E(errs.Internal, "", "completion payload: %v", err)
+		return nil, errs.E(errs.Internal, "", "completion payload: %v", err)
 	}
 	var exit *int32
 	if c.ExitCode != nil {
 		v := int32(*c.ExitCode)
 		exit = &v
 	}
-	hit, err := d.fencedWrite(ctx, runID, attemptID, sessionID, "completion", func(row pgx.Row) (bool, error) {
+	scan := func(row pgx.Row) (bool, error) {
 		var na, nr, nl, ns, wantStreams, nev int64
 		err := row.Scan(&na, &nr, &nl, &ns, &wantStreams, &nev)
 		switch {
@@ -122,12 +138,10 @@ func (d *Dispatcher) completeFenced(ctx context.Context, p controlplane.Principa
 				na, nr, nl, ns, nev)
 		}
 		return true, nil
-	}, sqlCompleteFenced, runID, attemptID, ref.LeaseGeneration, workerID, sessionID, ref.Generation, ref.OfferID,
-		token[:], exit, c.Signal, c.StdoutBytes, c.StderrBytes, digest[:], c.FinishedAtMs, int64(MaxCompletionSkewMs),
-		string(payload), c.MaskedCount)
-	if err != nil || !hit {
-		return false, err
 	}
-	d.stats.fencedCompletions.Add(1)
-	return true, nil
+	return &fencedStmt{runID: runID, attemptID: attemptID, sessionID: sessionID, what: "completion",
+		sql: sqlCompleteFenced, scan: scan,
+		args: []any{runID, attemptID, ref.LeaseGeneration, workerID, sessionID, ref.Generation, ref.OfferID,
+			token[:], exit, c.Signal, c.StdoutBytes, c.StderrBytes, digest[:], c.FinishedAtMs, int64(MaxCompletionSkewMs),
+			string(payload), c.MaskedCount}}, nil
 }

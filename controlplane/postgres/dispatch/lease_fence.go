@@ -94,7 +94,7 @@ func loadLease(ctx context.Context, tx *dtx, p controlplane.Principal, ref proto
 	if withStreams {
 		b.Queue(sqlLogStreams, attemptID)
 	}
-	br, err := tx.begin(ctx, b)
+	br, err := tx.Begin(ctx, b)
 	if err != nil {
 		return nil, postgres.Errorf(err, "postgres: begin")
 	}

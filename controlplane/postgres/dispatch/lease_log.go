@@ -148,7 +148,7 @@ func (d *Dispatcher) Log(ctx context.Context, p controlplane.Principal, chunk pr
 		if plan.changed {
 			data := chunk.Data[plan.keepFrom:plan.keepTo]
 			var s, c int64
-			if err := tx.commitWith(ctx, func(r pgx.Row) error { return r.Scan(&s, &c) }, sqlLogAppend, l.runID,
+			if err := tx.CommitWith(ctx, func(r pgx.Row) error { return r.Scan(&s, &c) }, sqlLogAppend, l.runID,
 				l.attemptNumber, string(chunk.Stream), l.projectID, plan.next.length, plan.next.stored,
 				plan.next.truncated, plan.next.closed, plan.offset, data, len(data) > 0); err != nil {
 				return postgres.Errorf(err, "postgres: append log")

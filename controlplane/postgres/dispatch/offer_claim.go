@@ -203,6 +203,35 @@ func (d *Dispatcher) pipelinedSend(sessionID uuid.UUID) claimSend {
 // claimed (or, checked, a check failed).
 func (d *Dispatcher) claim(ctx context.Context, send claimSend, sql string, placed map[uuid.UUID]placedRevision,
 	workerID, sessionID uuid.UUID, req protocol.OfferPullRequest, digest [sha256.Size]byte) (*protocol.Offer, error) {
+	c, err := d.prepareClaim(placed, workerID, sessionID, req, digest, int32(d.opts.PullPages*d.opts.PullPageRows))
+	if err != nil {
+		return nil, err
+	}
+	d.stats.claimStatements.Add(1)
+	if err = send(ctx, sql, c.args, c.scan); err != nil {
+		return nil, postgres.Errorf(err, "postgres: claim")
+	}
+	return d.finishClaim(c, placed)
+}
+
+// claimCall is one claim statement's arguments and, once scanned, its row.
+type claimCall struct {
+	args          []any
+	req           protocol.OfferPullRequest
+	digest        [sha256.Size]byte
+	f             offerFacts
+	revisionID    uuid.UUID
+	attemptNumber int32
+	leaseGen      *int64
+	expires       *int64
+	events        int64
+	pinned        string // the Attempt's pinned env (ciphertext JSON), read back by the claim
+	missed        bool
+}
+
+// prepareClaim builds the arguments of one claim statement ($1–$14).
+func (d *Dispatcher) prepareClaim(placed map[uuid.UUID]placedRevision, workerID, sessionID uuid.UUID,
+	req protocol.OfferPullRequest, digest [sha256.Size]byte, window int32) (*claimCall, error) {
 	n := len(placed)
 	revIDs, digests := make([]uuid.UUID, 0, n), make([][]byte, 0, n)
 	scores, fragments := make([]int32, 0, n), make([]string, 0, n)
@@ -223,43 +252,43 @@ func (d *Dispatcher) claim(ctx context.Context, send claimSend, sql string, plac
 	if err != nil {
 		return nil, errs.E(errs.Internal, "", "lease id: %v", err)
 	}
-	d.stats.claimStatements.Add(1)
-	var f offerFacts
-	var revisionID uuid.UUID
-	var attemptNumber int32
-	var leaseGen, expires *int64
-	var events int64
-	var pinned string
-	missed := false
-	scan := func(row pgx.Row) error {
-		err := row.Scan(&f.runID, &f.attemptID, &attemptNumber, &revisionID, &f.timeoutMs, &f.scheduledForMs, &leaseGen, &expires, &events, &pinned)
-		if err == pgx.ErrNoRows {
-			missed = true
-			return nil
-		}
-		return err
-	}
-	window := int32(d.opts.PullPages * d.opts.PullPageRows)
-	args := []any{revIDs, digests, scores, fragments, window, workerID, sessionID, req.Generation, req.OfferID,
+	c := &claimCall{req: req, digest: digest}
+	c.f.workerID, c.f.sessionID = workerID, sessionID
+	c.args = []any{revIDs, digests, scores, fragments, window, workerID, sessionID, req.Generation, req.OfferID,
 		leaseID, digest[:], d.opts.Lease.UnstartedMs, released, dispatched}
-	if err = send(ctx, sql, args, scan); err != nil {
-		return nil, postgres.Errorf(err, "postgres: claim")
+	return c, nil
+}
+
+// scan reads the claim statement's row (none: nothing claimed).
+func (c *claimCall) scan(row pgx.Row) error {
+	err := row.Scan(&c.f.runID, &c.f.attemptID, &c.attemptNumber, &c.revisionID, &c.f.timeoutMs, &c.f.scheduledForMs,
+		&c.leaseGen, &c.expires, &c.events, &c.pinned)
+	if err == pgx.ErrNoRows {
+		c.missed = true
+		return nil
 	}
-	if missed || leaseGen == nil || expires == nil {
+	return err
+}
+
+// finishClaim builds the offer of a scanned claim statement, or nil when
+// it claimed nothing.
+func (d *Dispatcher) finishClaim(c *claimCall, placed map[uuid.UUID]placedRevision) (*protocol.Offer, error) {
+	if c.missed || c.leaseGen == nil || c.expires == nil {
 		d.stats.claimMisses.Add(1)
 		return nil, nil // nothing claimable in the window, or the chosen Attempt moved on
 	}
-	p, ok := placed[revisionID]
-	if !ok || events < 1 {
-		return nil, errs.E(errs.Internal, "", "claim chose revision %s, wrote %d events", revisionID, events)
+	p, ok := placed[c.revisionID]
+	if !ok || c.events < 1 {
+		return nil, errs.E(errs.Internal, "", "claim chose revision %s, wrote %d events", c.revisionID, c.events)
 	}
-	if f.env, err = envstore.OfferEnv(pinned, d.opts.Env, p.rev.spec); err != nil {
+	f := c.f
+	var err error
+	if f.env, err = envstore.OfferEnv(c.pinned, d.opts.Env, p.rev.spec); err != nil {
 		return nil, err
 	}
 	d.stats.offers.Add(1)
-	f.attemptNumber, f.workerID, f.sessionID, f.generation, f.offerID = int(attemptNumber), workerID, sessionID,
-		req.Generation, req.OfferID
-	f.leaseGeneration, f.leaseVersion, f.expiresAtMs, f.tokenDigest = *leaseGen, 1, *expires, digest
+	f.attemptNumber, f.generation, f.offerID = int(c.attemptNumber), c.req.Generation, c.req.OfferID
+	f.leaseGeneration, f.leaseVersion, f.expiresAtMs, f.tokenDigest = *c.leaseGen, 1, *c.expires, c.digest
 	return buildOffer(p.rev, f), nil
 }
 

@@ -60,6 +60,13 @@ type DispatchStats struct {
 	// FencedAcks and FencedCompletions count acks and completions
 	// written in one round trip (ADR 0031).
 	FencedAcks, FencedCompletions int64
+	// BatchPulls, BatchOffers and LeaseBatches count the batch envelopes
+	// (ADR 0058): batched pulls, the offers they claimed in their one
+	// pipelined transaction, and lease batches.
+	BatchPulls, BatchOffers, LeaseBatches int64
+	// Rides counts running acks written together with their attempt's
+	// completion in one statement (ADR 0058).
+	Rides int64
 }
 
 type dispatchCounters struct {
@@ -68,6 +75,8 @@ type dispatchCounters struct {
 	ineligible, claimMisses, truncated atomic.Int64
 	claimStatements, rereads           atomic.Int64
 	fencedAcks, fencedCompletions      atomic.Int64
+	batchPulls, batchOffers            atomic.Int64
+	leaseBatches, rides                atomic.Int64
 }
 
 // Stats returns the counters since the Dispatcher was made.
@@ -77,7 +86,9 @@ func (d *Dispatcher) Stats() DispatchStats {
 		Empty: c.empty.Load(), PagesRead: c.pages.Load(), CandidatesRead: c.candidates.Load(),
 		Ineligible: c.ineligible.Load(), ClaimMisses: c.claimMisses.Load(), Truncs: c.truncated.Load(),
 		ClaimStatements: c.claimStatements.Load(), Rereads: c.rereads.Load(),
-		FencedAcks: c.fencedAcks.Load(), FencedCompletions: c.fencedCompletions.Load()}
+		FencedAcks: c.fencedAcks.Load(), FencedCompletions: c.fencedCompletions.Load(),
+		BatchPulls: c.batchPulls.Load(), BatchOffers: c.batchOffers.Load(), LeaseBatches: c.leaseBatches.Load(),
+		Rides: c.rides.Load()}
 }
 
 const sqlPullSession = `SELECT s.worker_id, s.generation, s.status, s.capacity, s.capabilities::text,
@@ -194,6 +205,26 @@ func (d *Dispatcher) pull(ctx context.Context, workerID, sessionID uuid.UUID, re
 	if !s.hasFreeSlot() {
 		return nil, nil // draining, or no free slot: nothing for now
 	}
+	w, err := d.placedWalk(ctx, s)
+	if err != nil || w == nil {
+		return nil, err
+	}
+	// First one pipeline: the session's exclusive lock and the claim
+	// statement with the session, capacity, replay and token checks as
+	// its conditions (ADR 0031). Only when it claims nothing does the claim
+	// transaction re-read everything under the lock and decide.
+	w.tries++
+	offer, err := d.claim(ctx, d.pipelinedSend(sessionID), sqlClaimChecked, w.placed, workerID, sessionID, req, digest)
+	if offer != nil || err != nil || w.tries >= d.opts.PullClaims {
+		return offer, err
+	}
+	d.stats.rereads.Add(1)
+	return d.claimLocked(ctx, &pageWalk{d: d, prepared: w.prepared, tries: w.tries}, workerID, sessionID, req, digest)
+}
+
+// placedWalk places the session's first pages (read by readPullSession,
+// further pages while none is eligible); nil when nothing is eligible.
+func (d *Dispatcher) placedWalk(ctx context.Context, s *pullSession) (*pageWalk, error) {
 	var capsDigest canonjson.Digest
 	copy(capsDigest[:], s.capsDigest)
 	prepared, err := d.preparedCaps(capsDigest, []byte(s.capsJSON))
@@ -212,17 +243,7 @@ func (d *Dispatcher) pull(ctx context.Context, workerID, sessionID uuid.UUID, re
 			return nil, err
 		}
 	}
-	// First one pipeline: the session's exclusive lock and the claim
-	// statement with the session, capacity, replay and token checks as
-	// its conditions (ADR 0031). Only when it claims nothing does the claim
-	// transaction re-read everything under the lock and decide.
-	w.tries++
-	offer, err := d.claim(ctx, d.pipelinedSend(sessionID), sqlClaimChecked, w.placed, workerID, sessionID, req, digest)
-	if offer != nil || err != nil || w.tries >= d.opts.PullClaims {
-		return offer, err
-	}
-	d.stats.rereads.Add(1)
-	return d.claimLocked(ctx, &pageWalk{d: d, prepared: prepared, tries: w.tries}, workerID, sessionID, req, digest)
+	return w, nil
 }
 
 // claimLocked is the claim transaction of a pull whose pipelined claim
@@ -243,7 +264,7 @@ func (d *Dispatcher) claimLocked(ctx context.Context, w *pageWalk, workerID, ses
 		b.Queue(sqlReplayLease, sessionID, req.OfferID)
 		b.Queue(sqlTokenReused, sessionID, req.OfferID, digest[:])
 		b.Queue(sqlCandidates, int32(1001), int64(0), uuid.UUID{}, int32(d.opts.PullPageRows+1))
-		br, err := tx.begin(ctx, b)
+		br, err := tx.Begin(ctx, b)
 		if err != nil {
 			return postgres.Errorf(err, "postgres: begin claim")
 		}

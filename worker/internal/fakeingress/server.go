@@ -94,6 +94,9 @@ type Server struct {
 	// EmptyPull are the headers of a 204 to a pull; nil → Retry-After: 2
 	// (no pacing hint).
 	EmptyPull map[string]string
+	// Batches serves /v1/leases/batch (ADR 0058); false → 404, as an
+	// authority without batches.
+	Batches bool
 }
 
 // New starts a TLS 1.3 mTLS fake ingress whose certificates come from pki.
@@ -433,6 +436,9 @@ func (s *Server) route(path string, body []byte, now time.Time) (int, []byte, ma
 		}
 		out, _ := protocol.CompletionReceipt{AttemptID: r.AttemptID, Disposition: disp}.Encode()
 		return 200, out, nil
+	}
+	if path == protocol.PathLeaseBatch && s.Batches {
+		return s.leaseBatch(body, now)
 	}
 	return 404, errBody("not_found"), nil
 }

@@ -1,4 +1,4 @@
-package dispatch
+package pullpace
 
 import "time"
 
@@ -7,6 +7,3 @@ var PullForecastSQLForTest = pullForecastSQL
 
 // NextReadForTest is how long Run would wait at now before its next read.
 func (p *PullPacer) NextReadForTest(now time.Time) time.Duration { return p.nextRead(now) }
-
-// SQLTokenReused is the offer pull's token check, for its plan test.
-var SQLTokenReused = sqlTokenReused

@@ -1,4 +1,4 @@
-package dispatch_test
+package pullpace_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ql3/ql3/controlplane/postgres/dispatch"
+	"github.com/ql3/ql3/controlplane/postgres/pullpace"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/schedule"
 )
@@ -31,7 +31,7 @@ func TestPullForecastReadsOneIndexEntry(t *testing.T) {
 		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := tx.Exec(ctx, "PREPARE pull_forecast(bigint) AS "+dispatch.PullForecastSQLForTest); err != nil {
+		if _, err := tx.Exec(ctx, "PREPARE pull_forecast(bigint) AS "+pullpace.PullForecastSQLForTest); err != nil {
 			t.Fatal(err)
 		}
 		rows, err := tx.Query(ctx, "EXPLAIN EXECUTE pull_forecast(1000)")
@@ -69,7 +69,7 @@ func TestPullPacerAnswersFromMemory(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	p, err := dispatch.NewPullPacer(f.Runtime, dispatch.PullPacerOptions{TTL: time.Second, Now: clock})
+	p, err := pullpace.NewPullPacer(f.Runtime, pullpace.PullPacerOptions{TTL: time.Second, Now: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +84,8 @@ func TestPullPacerAnswersFromMemory(t *testing.T) {
 		if got := p.Forecast(); got != first {
 			t.Fatalf("forecast moved without the clock: %+v, then %+v", first, got)
 		}
-		if got := p.PullPauseMs(60_000); got != first.DueInMs+dispatch.DefaultPullMargin.Milliseconds() {
-			t.Fatalf("pause %d, want the cursor + margin %d", got, first.DueInMs+dispatch.DefaultPullMargin.Milliseconds())
+		if got := p.PullPauseMs(60_000); got != first.DueInMs+pullpace.DefaultPullMargin.Milliseconds() {
+			t.Fatalf("pause %d, want the cursor + margin %d", got, first.DueInMs+pullpace.DefaultPullMargin.Milliseconds())
 		}
 	}
 	if st := p.Stats(); st.Reads != 1 || st.Failures != 0 {
@@ -102,7 +102,7 @@ func TestPullPacerAnswersFromMemory(t *testing.T) {
 		t.Errorf("next read with the occurrence %d ms away: in %s, want the TTL", first.DueInMs, got)
 	}
 	soon := start.Add(time.Duration(first.DueInMs-500) * time.Millisecond)
-	if got, want := p.NextReadForTest(soon), 500*time.Millisecond+dispatch.DefaultPullMargin; got != want {
+	if got, want := p.NextReadForTest(soon), 500*time.Millisecond+pullpace.DefaultPullMargin; got != want {
 		t.Errorf("next read 500 ms before the occurrence: in %s, want %s (just after it, margin included)", got, want)
 	}
 	mu.Lock()
@@ -118,7 +118,7 @@ func TestPullPacerAnswersFromMemory(t *testing.T) {
 	if err := p.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := p.PullPauseMs(2000); got != dispatch.DefaultPullFloor.Milliseconds() {
+	if got := p.PullPauseMs(2000); got != pullpace.DefaultPullFloor.Milliseconds() {
 		t.Errorf("pause while an occurrence is being admitted: %d ms, want the floor", got)
 	}
 	if got := p.NextReadForTest(clock()); got != 25*time.Millisecond {
@@ -129,19 +129,19 @@ func TestPullPacerAnswersFromMemory(t *testing.T) {
 func TestPullPacerOptionsNameTheField(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		o     dispatch.PullPacerOptions
+		o     pullpace.PullPacerOptions
 		field string
 	}{
-		{dispatch.PullPacerOptions{Margin: -time.Millisecond}, "pullMargin"},
-		{dispatch.PullPacerOptions{Margin: 11 * time.Second}, "pullMargin"},
-		{dispatch.PullPacerOptions{Floor: 99 * time.Millisecond}, "pullFloor"},
-		{dispatch.PullPacerOptions{Floor: 61 * time.Second}, "pullFloor"},
-		{dispatch.PullPacerOptions{TTL: time.Millisecond}, "pullForecastTTL"},
-		{dispatch.PullPacerOptions{TTL: 6 * time.Second}, "pullForecastTTL"},
-		{dispatch.PullPacerOptions{DueGrace: -time.Second}, "pullDueGrace"},
-		{dispatch.PullPacerOptions{DueGrace: time.Minute}, "pullDueGrace"},
+		{pullpace.PullPacerOptions{Margin: -time.Millisecond}, "pullMargin"},
+		{pullpace.PullPacerOptions{Margin: 11 * time.Second}, "pullMargin"},
+		{pullpace.PullPacerOptions{Floor: 99 * time.Millisecond}, "pullFloor"},
+		{pullpace.PullPacerOptions{Floor: 61 * time.Second}, "pullFloor"},
+		{pullpace.PullPacerOptions{TTL: time.Millisecond}, "pullForecastTTL"},
+		{pullpace.PullPacerOptions{TTL: 6 * time.Second}, "pullForecastTTL"},
+		{pullpace.PullPacerOptions{DueGrace: -time.Second}, "pullDueGrace"},
+		{pullpace.PullPacerOptions{DueGrace: time.Minute}, "pullDueGrace"},
 	} {
-		if _, err := dispatch.NewPullPacer(nil, c.o); errs.Field(err) != c.field {
+		if _, err := pullpace.NewPullPacer(nil, c.o); errs.Field(err) != c.field {
 			t.Errorf("NewPullPacer(%+v) = %v, want an error naming %s", c.o, err, c.field)
 		}
 	}

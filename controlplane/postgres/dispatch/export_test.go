@@ -1,0 +1,4 @@
+package dispatch
+
+// SQLTokenReused is the offer pull's token check, for its plan test.
+var SQLTokenReused = sqlTokenReused
