@@ -5,9 +5,19 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/ql3/ql3/httpkit"
 	"github.com/ql3/ql3/panel"
 	"github.com/ql3/ql3/scripts/openapitest"
 )
+
+// openAPIDocument is the document the binary embeds, decompressed.
+var openAPIDocument = func() []byte {
+	doc, err := httpkit.Gunzip(openAPIDocumentGzip)
+	if err != nil {
+		panic("httpapi: embedded openapi.json.gz: " + err.Error())
+	}
+	return doc
+}()
 
 var updateOpenAPI = flag.Bool("update", false, "rewrite openapi.json from the route table")
 

@@ -196,7 +196,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /metrics", s.metricsHandler)
-	mux.HandleFunc("GET "+OpenAPIPath, httpkit.ServeDocument(openAPIDocument))
+	mux.HandleFunc("GET "+OpenAPIPath, httpkit.ServeGzipDocument(openAPIDocumentGzip))
 	s.panelRoutes(mux)
 
 	mux.HandleFunc("GET /api/v1/tasks", s.listTasks)
