@@ -64,6 +64,13 @@ var tableGrants = []tableGrant{
 	// 0012: the run-event feed's consumers, claimed and advanced by the
 	// runtime role (the admin role may look).
 	{"run_event_consumers", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE"}},
+	// 0014: the scripts folders (ADR 0052). The admin role writes them;
+	// the runtime role serves a leased worker its tree and deletes blobs
+	// nothing names any more (retention).
+	{"script_blobs", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "SELECT, DELETE"}},
+	{"script_entries", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE", RoleRuntime: "SELECT"}},
+	{"script_trees", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "SELECT"}},
+	{"script_tree_files", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "SELECT"}},
 }
 
 // grantees are the roles whose privileges InstallGrants owns completely.

@@ -50,6 +50,12 @@ var wantPrivileges = map[string]map[string]string{
 	// Migration 0012 (run-event feed): the runtime role claims and
 	// advances consumers; nobody deletes one.
 	"run_event_consumers": {admin: "S", runtime: "SIU"},
+	// Migration 0014 (scripts folders): the admin role writes them, the
+	// runtime role reads a leased tree and deletes unnamed blobs.
+	"script_blobs":      {admin: "SI", runtime: "SD"},
+	"script_entries":    {admin: "SIUD", runtime: "S"},
+	"script_trees":      {admin: "SI", runtime: "S"},
+	"script_tree_files": {admin: "SI", runtime: "S"},
 }
 
 // mustDeny are the denials issue 4 names explicitly; they guard the table
@@ -134,6 +140,10 @@ INSERT INTO ql3.audit_log (audit_id, at_ms, actor_kind, action, outcome) VALUES 
 INSERT INTO ql3.publication_mutations (mutation_id, kind, request_digest, result, created_at_ms) VALUES ('m-1', 'task.create', {D}, '{}', 1);
 INSERT INTO ql3.api_tokens (token_id, name, token_digest, status, created_at_ms) VALUES ('00000000000000a1', 'tok1', {D}, 'active', 1);
 INSERT INTO ql3.run_event_consumers (consumer, updated_at_ms) VALUES ('seed', 1);
+INSERT INTO ql3.script_blobs (project_id, sha256, size, content, created_at_ms) VALUES ({P}, {D}, 0, '', 1);
+INSERT INTO ql3.script_entries (project_id, path, parent, kind, sha256, mtime_ms) VALUES ({P}, 'f.js', '', 'file', {D}, 1);
+INSERT INTO ql3.script_trees (project_id, digest, files, bytes, created_at_ms) VALUES ({P}, {D}, 1, 0, 1);
+INSERT INTO ql3.script_tree_files (project_id, tree_digest, path, sha256, size, executable) VALUES ({P}, {D}, 'f.js', {D}, 0, false);
 `
 
 // tableOps: a valid INSERT of a new row and an UPDATE of exactly one seeded
@@ -215,6 +225,18 @@ var tableOps = map[string]struct{ insert, update string }{
 	"run_event_consumers": {
 		`INSERT INTO ql3.run_event_consumers (consumer, updated_at_ms) VALUES ('notify', 1)`,
 		`UPDATE ql3.run_event_consumers SET updated_at_ms = 2 WHERE consumer = 'seed'`},
+	"script_blobs": {
+		`INSERT INTO ql3.script_blobs (project_id, sha256, size, content, created_at_ms) VALUES ({P}, sha256('x'), 1, 'x', 1)`,
+		`UPDATE ql3.script_blobs SET created_at_ms = 2 WHERE project_id = {P}`},
+	"script_entries": {
+		`INSERT INTO ql3.script_entries (project_id, path, parent, kind, mtime_ms) VALUES ({P}, 'd', '', 'dir', 1)`,
+		`UPDATE ql3.script_entries SET mtime_ms = 2 WHERE project_id = {P}`},
+	"script_trees": {
+		`INSERT INTO ql3.script_trees (project_id, digest, files, bytes, created_at_ms) VALUES ({P}, sha256('t'), 0, 0, 1)`,
+		`UPDATE ql3.script_trees SET created_at_ms = 2 WHERE project_id = {P}`},
+	"script_tree_files": {
+		`INSERT INTO ql3.script_tree_files (project_id, tree_digest, path, sha256, size, executable) VALUES ({P}, {D}, 'g.js', {D}, 0, false)`,
+		`UPDATE ql3.script_tree_files SET executable = true WHERE project_id = {P}`},
 }
 
 func TestGrantMatrixIsConsistent(t *testing.T) {
