@@ -15,6 +15,7 @@ import (
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/controlplane/postgres/runops"
+	"github.com/ql3/ql3/controlplane/postgres/scriptstore"
 	"github.com/ql3/ql3/panel"
 	"github.com/ql3/ql3/scripts/openapitest"
 )
@@ -58,7 +59,8 @@ func TestOpenAPIExamples(t *testing.T) {
 	rec := &openapitest.Recorder{}
 	srv := httptest.NewServer(rec.Wrap(adminapi.New(adminapi.Config{UI: panel.UI{}, Backend: pub, Version: "test",
 		Logger: slog.New(slog.DiscardHandler),
-		Runs:   runops.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
+		Runs:    runops.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
+		Scripts: scriptstore.New(adminPool),
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, adminPool, ref)
 		}})))
@@ -145,6 +147,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	f.call("POST", "/api/v1/workers/"+wk+"/credentials/"+cred+"/revoke", "", nil)
 	f.call("POST", "/api/v1/workers/w1/disable", "", nil)
 	f.call("GET", "/api/v1/audit?limit=5", nil, nil)
+	scriptExamples(t, send, f, token)
 	f.call("POST", "/api/v1/projects/"+proj+"/archive", `{"expectedVersion":99}`, nil)
 	f.call("POST", "/api/v1/projects/"+proj+"/archive", "", nil)
 	send("GET", "/api/v1/projects", "", "Authorization", "Bearer wrong")

@@ -98,6 +98,9 @@ type Config struct {
 	// UI is the browser front end served beside the API (the app passes
 	// the web panel, module panel); nil serves the API alone.
 	UI httpkit.UI
+	// Scripts is the projects' scripts folders (ADR 0052); nil answers
+	// those routes 503.
+	Scripts controlplane.Scripts
 }
 
 // Server is the admin API handler.
@@ -113,6 +116,7 @@ type Server struct {
 	sessions *httpkit.Sessions
 	ui       httpkit.UI
 	handler  http.Handler
+	scripts  controlplane.Scripts
 
 	collect   Collector
 	httpStats *metrics.HTTPStats
@@ -122,7 +126,7 @@ type Server struct {
 // New returns the API handler.
 func New(cfg Config) *Server {
 	s := &Server{runs: cfg.Runs, disable: cfg.DisableWorker, b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, now: cfg.Now,
-		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI}
+		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI, scripts: cfg.Scripts}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -187,6 +191,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 
 	s.lifecycleRoutes(mux)
 	s.panelRoutes(mux)
+	s.scriptRoutes(mux)
 
 	// Everything else is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -27,6 +27,8 @@ var routes = map[string]int64{
 	protocol.PathLeaseAck:          protocol.DefaultBodyBytes,
 	protocol.PathLeaseLog:          protocol.HardBodyBytes,
 	protocol.PathLeaseComplete:     protocol.DefaultBodyBytes,
+	protocol.PathScriptTree:        protocol.DefaultBodyBytes,
+	protocol.PathScriptBlob:        protocol.DefaultBodyBytes,
 }
 
 // ServeHTTP: stale trust generation → route → in-flight slot → failure
@@ -140,6 +142,12 @@ func (s *Server) dispatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 	case protocol.PathOfferPull:
 		s.pull(ctx, w, r, p, body)
 		return
+	case protocol.PathScriptTree:
+		out, err = s.scriptTree(ctx, p, body)
+	case protocol.PathScriptBlob:
+		if err = s.scriptBlob(ctx, w, p, body); err == nil {
+			return
+		}
 	case protocol.PathLeaseAck:
 		out, err = callLease(ctx, s, body, protocol.DecodeAck, func(ctx context.Context, l controlplane.LeasePort, b protocol.Ack) (protocol.LeaseControl, error) {
 			c, err := l.Ack(ctx, p, b)

@@ -149,6 +149,11 @@ type Offer struct {
 	// TimeoutMs is this attempt's execution budget: the spec's timeout,
 	// shortened by the authority when the Run's deadline is nearer.
 	TimeoutMs int64 `json:"timeoutMs"`
+	// ScriptTree is the digest (core/scriptpath.TreeDigest) of the script
+	// tree a script task's execution revision pins (ADR 0052): the worker
+	// runs exactly that tree, fetched over PathScriptTree/PathScriptBlob
+	// and verified before the process starts. Empty for argv and shell.
+	ScriptTree string `json:"scriptTree,omitempty"`
 }
 
 type offerWire struct {
@@ -172,6 +177,7 @@ type offerWire struct {
 	SpecDigest              string          `json:"specDigest"`
 	Spec                    json.RawMessage `json:"spec"`
 	TimeoutMs               int64           `json:"timeoutMs"`
+	ScriptTree              string          `json:"scriptTree"`
 }
 
 // The offer wraps the spec one level deeper than the spec's own limits.
@@ -199,7 +205,7 @@ func decodeOfferReference(data []byte) (Offer, error) {
 		LeaseGeneration: w.LeaseGeneration, LeaseVersion: w.LeaseVersion,
 		LeaseExpiresAtMs: w.LeaseExpiresAtMs, TaskID: w.TaskID, TaskRevision: w.TaskRevision,
 		ScheduledForMs: w.ScheduledForMs, ExecutionRevisionID: w.ExecutionRevisionID,
-		TimeoutMs: w.TimeoutMs}
+		TimeoutMs: w.TimeoutMs, ScriptTree: w.ScriptTree}
 	var err error
 	if o.LeaseTokenDigest, err = parseDigest("leaseTokenDigest", w.LeaseTokenDigest); err != nil {
 		return Offer{}, err
@@ -287,6 +293,9 @@ func (o Offer) validateFields() error {
 func (o Offer) validateAgainstSpec(sum canonjson.Digest) error {
 	if subtle.ConstantTimeCompare(sum[:], o.SpecDigest[:]) != 1 {
 		return errs.Invalidf("specDigest", "does not match the spec")
+	}
+	if err := checkScriptTree(o.Spec, o.ScriptTree); err != nil {
+		return err
 	}
 	maxAttempt := min(int64(o.Spec.Retry.MaxAttempts), MaxAttemptNumber)
 	if err := checkRange("attemptNumber", int64(o.AttemptNumber), 1, maxAttempt); err != nil {

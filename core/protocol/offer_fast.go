@@ -70,6 +70,8 @@ func decodeOfferFast(data []byte) (Offer, error) {
 				haveSpec = true
 			case "timeoutMs":
 				o.TimeoutMs = s.Int64()
+			case "scriptTree":
+				o.ScriptTree = s.String()
 			default:
 				s.Fail()
 			}
