@@ -22,7 +22,7 @@ func (r ExecRunner) Start(l Launch) (Process, error) {
 	}
 	h, err := r.E.Start(slot, executor.Request{
 		RunID: l.RunID, Attempt: l.Attempt, TaskID: dirName(l.TaskID), TaskRevision: l.TaskRevision,
-		ScheduledFor: l.ScheduledFor, Spec: executor.SpecFor(l.Spec, l.Timeout), Output: l.Output,
+		ScheduledFor: l.ScheduledFor, Spec: executor.SpecFor(l.Spec, l.Timeout), Output: l.Output, ExtraEnv: l.ExtraEnv,
 	})
 	if err != nil {
 		var se *executor.StartError

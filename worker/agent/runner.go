@@ -43,6 +43,9 @@ type Launch struct {
 	Spec         spec.Command
 	Timeout      time.Duration
 	Output       io.Writer // stdout and stderr, interleaved
+	// ExtraEnv are the QL3_* variables of a script task (QL3_SCRIPT,
+	// QL3_SCRIPTS_DIR).
+	ExtraEnv map[string]string
 }
 
 // StopReason says why the agent stops a process.
