@@ -73,6 +73,14 @@ func fakeAdminAPI(t *testing.T, skipped bool) string {
 		"GET /api/v1/runs/run-9":                                adminapi.RunView{RunRecord: finished},
 		"POST /api/v1/tasks/task-1/runs":                        adminapi.RunView{RunRecord: now, Created: &created},
 		"POST /api/v1/runs/run-9/cancel":                        adminapi.RunView{RunRecord: finished},
+		"GET /api/v1/projects/ops/scripts": adminapi.ScriptList{Entries: []controlplane.ScriptEntry{{Name: "lib", Kind: "dir"},
+			{Name: "a.js", Kind: "file", Size: 3, SHA256: "ab"}}},
+		"GET /api/v1/projects/ops/scripts/content": rawScript("hi\n"),
+		"PUT /api/v1/projects/ops/scripts/content": adminapi.ScriptWritten{Path: "a.js", ETag: "ab", Size: 3, Created: true},
+		"POST /api/v1/projects/ops/scripts/move":   adminapi.ScriptMoveRequest{From: "a.js", To: "b.js"},
+		"DELETE /api/v1/projects/ops/scripts":      nil,
+		"POST /api/v1/projects/ops/scripts/upload": controlplane.ScriptUploadResult{Files: 2, Folders: 1, Bytes: 9},
+		"POST /api/v1/projects/ops/scripts/run":    adminapi.RunView{RunRecord: now, Created: &created},
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		answer, ok := answers[r.Method+" "+r.URL.Path]
@@ -84,6 +92,11 @@ func fakeAdminAPI(t *testing.T, skipped bool) string {
 		}
 		if answer == nil {
 			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if raw, ok := answer.(rawScript); ok {
+			w.Header().Set("ETag", `"ab"`)
+			_, _ = w.Write([]byte(raw))
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -134,6 +147,13 @@ func clientArgs(t *testing.T) map[string][]string {
 		"run show":                  {"--id", "run-9"},
 		"run now":                   {"--task", "task-1"},
 		"run cancel":                {"--id", "run-9"},
+		"script ls":                 {"--project", "ops"},
+		"script cat":                {"--project", "ops", "--path", "a.js"},
+		"script put":                {"--project", "ops", "--path", "a.js", "--file", spec},
+		"script mv":                 {"--project", "ops", "--from", "a.js", "--to", "b.js"},
+		"script rm":                 {"--project", "ops", "--path", "a.js"},
+		"script upload":             {"--project", "ops", "--file", spec},
+		"script run":                {"--project", "ops", "--path", "a.js"},
 	}
 }
 
@@ -292,3 +312,6 @@ func TestRunNowSkipped(t *testing.T) {
 		t.Errorf("run list does not name the skip:\n%s", out)
 	}
 }
+
+// rawScript is a script's bytes as the fake answers them (not JSON).
+type rawScript string

@@ -202,7 +202,7 @@ func one[T any](show func(w io.Writer, a Args, v T) error) Printer {
 
 // Printers are the text forms of the client commands, by command name.
 func Printers() map[string]Printer {
-	return map[string]Printer{
+	p := map[string]Printer{
 		"audit list": one(printAuditList),
 
 		"project list":    one(printProjectList),
@@ -282,6 +282,10 @@ func Printers() map[string]Printer {
 		}),
 		"token revoke": one(said[tokenView](func(k tokenView) string { return "revoked API token " + named(k.Name, k.ID) })),
 	}
+	for name, pr := range scriptPrinters() { // scriptcmd.go
+		p[name] = pr
+	}
+	return p
 }
 
 // said prints one line about a mutation's result.
