@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// scriptTasksOnWorkers (ADR 0052): scripts written through the CLI into
+// project e2e's folder run as script tasks on a remote worker with the
+// edge's output (edge/integration TestScriptsThroughBinary: the same
+// files, the same expected lines): a .js and a .py script each load a
+// sibling module and print an env value (the spec's environment here, the
+// env store there). An edit while a Run is in flight publishes a new tree
+// digest; the in-flight Run finishes with the tree it started from, the
+// next Run runs the new one.
+func scriptTasksOnWorkers(t *testing.T, c *cluster) {
+	if c.scalar(`SELECT count(*) FROM ql3.projects WHERE name = 'e2e'`) == 0 {
+		c.mustCLI("project", "create", "--name", "e2e")
+	}
+	files := map[string]string{
+		"dir/main.js":   "const u = require('./util');\nconsole.log(u.greet(process.env.GREETING), process.argv.slice(2).join(','), process.env.QL3_SCRIPT);\n",
+		"dir/util.js":   "exports.greet = (s) => 'js:' + s.toUpperCase();\n",
+		"dir/main.py":   "import os, sys\nimport util\nprint(util.greet(os.environ['GREETING']), ','.join(sys.argv[1:]), os.environ['QL3_SCRIPT'])\n",
+		"dir/util.py":   "def greet(s):\n    return 'py:' + s.upper()\n",
+		"slow/main.sh":  "while [ ! -e \"$GATE\" ]; do sleep 0.05; done\n. ./value.sh\necho \"value $V\"\n",
+		"slow/value.sh": "V=old\n",
+	}
+	for name, content := range files {
+		c.putScript(name, content, "")
+	}
+	env := `"environment":{"GREETING":"hello-store"}`
+	js := c.createTask("script-js", `{"kind":"qinglong/command@v1","script":{"file":"dir/main.js","args":["a","b"]},"concurrency":"allow",`+env+`}`)
+	py := c.createTask("script-py", `{"kind":"qinglong/command@v1","script":{"file":"dir/main.py","args":["a","b"]},"concurrency":"allow",`+env+`}`)
+	for task, want := range map[string]string{js: "js:HELLO-STORE a,b dir/main.js\n", py: "py:HELLO-STORE a,b dir/main.py\n"} {
+		run := c.runNow(task)
+		c.waitFinished(run)
+		if st, log := c.runStatus(run), c.stdout(run); st != "succeeded" || log != want {
+			t.Errorf("run %s: %s, stdout %q; want %q", run, st, log, want)
+		}
+	}
+
+	// In flight: the Run waits on a gate file while the script is edited.
+	gate := filepath.Join(c.dir, fmt.Sprintf("gate-%d", time.Now().UnixNano()))
+	slow := c.createTask("script-slow", `{"kind":"qinglong/command@v1","script":{"file":"slow/main.sh"},"concurrency":"allow","environment":{"GATE":"`+gate+`"}}`)
+	first := c.text(`SELECT encode(script_tree, 'hex') FROM ql3.execution_revisions e JOIN ql3.tasks t
+		ON e.task_id = t.task_id AND e.task_revision = t.head_revision WHERE t.task_id = $1`, slow)
+	run := c.runNow(slow)
+	c.eventually(30*time.Second, "the slow run running", func() bool {
+		return c.scalar(`SELECT count(*) FROM ql3.attempts WHERE run_id = $1 AND status = 'running'`, run) == 1
+	})
+	etag := strings.TrimSpace(c.text(`SELECT encode(sha256, 'hex') FROM ql3.script_entries e JOIN ql3.projects p USING (project_id)
+		WHERE p.name = 'e2e' AND e.path = 'slow/value.sh'`))
+	c.putScript("slow/value.sh", "V=new\n", etag)
+	second := c.text(`SELECT encode(script_tree, 'hex') FROM ql3.execution_revisions e JOIN ql3.tasks t
+		ON e.task_id = t.task_id AND e.task_revision = t.head_revision WHERE t.task_id = $1`, slow)
+	if second == first {
+		t.Errorf("the edit left the task on tree %s", first)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.waitFinished(run)
+	if log := c.stdout(run); log != "value old\n" {
+		t.Errorf("the in-flight run printed %q, want the tree it started from (value old)", log)
+	}
+	next := c.runNow(slow)
+	c.waitFinished(next)
+	if log := c.stdout(next); log != "value new\n" {
+		t.Errorf("the next run printed %q, want value new", log)
+	}
+	// A missing interpreter is a start failure that names it.
+	c.putScript("dir/x.ts", "console.log(1)\n", "")
+	ts := c.createTask("script-ts", `{"kind":"qinglong/command@v1","script":{"file":"dir/x.ts"},"concurrency":"allow"}`)
+	tr := c.runNow(ts)
+	c.waitFinished(tr)
+	if st, log := c.runStatus(tr), c.stdout(tr); st != "failed" || !strings.Contains(log, "tsx or ts-node") {
+		t.Errorf("no interpreter for .ts: %s, log %q", st, log)
+	}
+}
+
+// putScript writes a script of project e2e through the CLI (a new one, or
+// over ifMatch).
+func (c *cluster) putScript(name, content, ifMatch string) {
+	c.t.Helper()
+	local := filepath.Join(c.dir, "script-"+strings.ReplaceAll(name, "/", "_"))
+	if err := os.WriteFile(local, []byte(content), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	args := []string{"script", "put", "--project", "e2e", "--path", name, "--file", local}
+	if ifMatch != "" {
+		args = append(args, "--if-match", ifMatch)
+	}
+	c.mustCLI(args...)
+}
+
+func (c *cluster) waitFinished(run string) {
+	c.t.Helper()
+	c.eventually(60*time.Second, "run "+run+" finished", func() bool {
+		switch c.runStatus(run) {
+		case "succeeded", "failed", "cancelled", "timed_out":
+			return true
+		}
+		return false
+	})
+}
+
+// stdout is a run's stored stdout (every attempt, in order).
+func (c *cluster) stdout(run string) string {
+	c.t.Helper()
+	return c.text(`SELECT coalesce(string_agg(convert_from(data, 'UTF8'), '' ORDER BY attempt, offset_bytes), '')
+		FROM ql3.run_log_chunks WHERE run_id = $1 AND stream = 'stdout'`, run)
+}
