@@ -114,3 +114,64 @@ func (c *cluster) stdout(run string) string {
 	return c.text(`SELECT coalesce(string_agg(convert_from(data, 'UTF8'), '' ORDER BY attempt, offset_bytes), '')
 		FROM ql3.run_log_chunks WHERE run_id = $1 AND stream = 'stdout'`, run)
 }
+
+// scriptTreeStartFigures measures (logs, never asserts a duration) the
+// start latency of a script task whose folder holds 1 MiB (16 files of
+// 64 KiB): lease → running for the first Run on a worker (the tree is
+// fetched over the ingress and verified) and for later Runs there (the
+// cached tree is re-hashed); and the control plane's storage per blob. It
+// asserts what the figures rest on: later Runs on a worker fetched nothing.
+func scriptTreeStartFigures(t *testing.T, c *cluster) {
+	for i := range 16 {
+		line := fmt.Sprintf("// %02d padding to 64 KiB\n", i)
+		c.putScript(fmt.Sprintf("mib/part%02d.js", i), strings.Repeat(line, 65536/len(line)+1)[:65536], "")
+	}
+	c.putScript("mib/main.js", "require('./part00.js'); console.log('ok')\n", "")
+	reusedBefore := c.reusedTrees()
+	task := c.createTask("script-mib", `{"kind":"qinglong/command@v1","script":{"file":"mib/main.js"},"concurrency":"allow"}`)
+	seen := map[string]bool{}
+	var first, cached []int64
+	for range 6 {
+		run := c.runNow(task)
+		c.waitFinished(run)
+		if st := c.runStatus(run); st != "succeeded" {
+			t.Fatalf("run %s: %s (%q)", run, st, c.stdout(run))
+		}
+		worker := c.text(`SELECT w.name FROM ql3.attempts a JOIN ql3.workers w USING (worker_id) WHERE a.run_id = $1`, run)
+		ms := c.scalar(`SELECT a.started_at_ms - l.leased_at_ms FROM ql3.attempts a JOIN ql3.run_leases l ON l.attempt_id = a.attempt_id
+			WHERE a.run_id = $1`, run)
+		if seen[worker] {
+			cached = append(cached, ms)
+		} else {
+			first = append(first, ms)
+			seen[worker] = true
+		}
+	}
+	reused := c.reusedTrees() - reusedBefore
+	if len(cached) > 0 && reused < len(cached) {
+		t.Errorf("%d later Runs on a worker, %d reused the cached tree", len(cached), reused)
+	}
+	var blobs, content, total int64
+	blobs = c.scalar(`SELECT count(*) FROM ql3.script_blobs`)
+	content = c.scalar(`SELECT coalesce(sum(size), 0) FROM ql3.script_blobs`)
+	total = c.scalar(`SELECT pg_total_relation_size('ql3.script_blobs')`)
+	t.Logf("1 MiB script tree, lease → running: first Run on a worker %v ms, cached %v ms; script_blobs: %d blobs, %d content bytes, %d bytes on disk (%d per blob beyond its content)",
+		first, cached, blobs, content, total, (total-content)/max(blobs, 1))
+}
+
+// reusedTrees counts the workers' "script tree ready" lines of a cached
+// tree so far.
+func (c *cluster) reusedTrees() int {
+	n := 0
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name := range c.workers {
+		data, _ := os.ReadFile(filepath.Join(c.dir, name+".log"))
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, "script tree ready") && (strings.Contains(line, "reused=true") || strings.Contains(line, `"reused":true`)) {
+				n++
+			}
+		}
+	}
+	return n
+}
