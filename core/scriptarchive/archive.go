@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 
@@ -104,13 +103,17 @@ func ReadArchive(format string, src io.ReaderAt, size int64) ([]ArchiveMember, e
 		for _, zf := range zr.File {
 			mode := zf.Mode()
 			kind := ""
-			switch {
-			case mode&os.ModeSymlink != 0:
-				kind = "symbolic link"
-			case mode&(os.ModeDevice|os.ModeCharDevice) != 0:
-				kind = "device"
-			case mode&(os.ModeNamedPipe|os.ModeSocket|os.ModeIrregular) != 0:
-				kind = "special file"
+			// The type bits by their letters (FileMode.String): the
+			// package stays off io/fs, as core does no I/O.
+			if t := mode.Type(); t != 0 && !mode.IsDir() {
+				switch tl := t.String(); {
+				case strings.HasPrefix(tl, "L"):
+					kind = "symbolic link"
+				case strings.HasPrefix(tl, "D"):
+					kind = "device"
+				default:
+					kind = "special file"
+				}
 			}
 			dir := mode.IsDir() || strings.HasSuffix(zf.Name, "/")
 			if err := add(zf.Name, dir, int64(zf.UncompressedSize64), mode&0o111 != 0, kind); err != nil {
