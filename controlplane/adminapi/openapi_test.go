@@ -58,7 +58,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	adminPool := db.Pool(t, postgres.RoleAdmin)
 	rec := &openapitest.Recorder{}
 	srv := httptest.NewServer(rec.Wrap(adminapi.New(adminapi.Config{UI: panel.UI{}, Backend: pub, Version: "test",
-		Logger: slog.New(slog.DiscardHandler),
+		Logger:  slog.New(slog.DiscardHandler),
 		Runs:    runops.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
 		Scripts: scriptstore.New(adminPool),
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
