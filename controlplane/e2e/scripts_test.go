@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -174,4 +178,66 @@ func (c *cluster) reusedTrees() int {
 		}
 	}
 	return n
+}
+
+// scriptDownloadKilled: a worker killed while it downloads a script tree
+// (64 MiB, so the transfer takes a while) never runs anything of it; after
+// its restart the Run is offered again and the transfer resumes from the
+// bytes already on disk; the script sees exactly the pinned content. The
+// other worker is stopped meanwhile, so the killed one takes the Run again.
+func scriptDownloadKilled(t *testing.T, c *cluster) {
+	c.mu.Lock()
+	w1, w2 := c.workers["w1"], c.workers["w2"]
+	c.mu.Unlock()
+	if c.scalar(`SELECT count(*) FROM ql3.projects WHERE name = 'e2e'`) == 0 {
+		c.mustCLI("project", "create", "--name", "e2e")
+	}
+	w2.stop(t, syscall.SIGTERM, 40*time.Second)
+	var all []byte
+	for i := range 4 {
+		part := bytes.Repeat([]byte{byte('a' + i)}, 16<<20)
+		all = append(all, part...)
+		local := filepath.Join(c.dir, fmt.Sprintf("big-%d.bin", i))
+		if err := os.WriteFile(local, part, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c.mustCLI("script", "put", "--project", "e2e", "--path", fmt.Sprintf("big/part%d.bin", i), "--file", local)
+	}
+	c.putScript("big/main.sh", "cat part0.bin part1.bin part2.bin part3.bin | sha256sum | cut -c1-16\n", "")
+	sum := sha256.Sum256(all)
+	want := hex.EncodeToString(sum[:])[:16] + "\n"
+	task := c.createTask("script-big", `{"kind":"qinglong/command@v1","script":{"file":"big/main.sh"},"concurrency":"allow","timeoutMs":120000}`)
+	run := c.runNow(task)
+	blobs := filepath.Join(w1.stateDir, "scripts", "blobs")
+	c.eventually(60*time.Second, "a partial blob on w1", func() bool {
+		parts, _ := filepath.Glob(filepath.Join(blobs, "*.part"))
+		for _, p := range parts {
+			if fi, err := os.Stat(p); err == nil && fi.Size() > 0 {
+				return true
+			}
+		}
+		return false
+	})
+	w1.stop(t, syscall.SIGKILL, 10*time.Second)
+	if n := c.scalar(`SELECT count(*) FROM ql3.attempts WHERE run_id = $1 AND started_at_ms IS NOT NULL`, run); n != 0 {
+		t.Errorf("an attempt started before the tree was complete")
+	}
+	c.startWorkerProc(w1)
+	c.waitFinished(run)
+	if st, log := c.runStatus(run), c.stdout(run); st != "succeeded" || log != want {
+		t.Errorf("after the restart: %s, stdout %q; want %q", st, log, want)
+	}
+	data, _ := os.ReadFile(filepath.Join(c.dir, "w1.log"))
+	resumed := false
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.Contains(line, "script tree ready") && strings.Contains(line, "reused=false") && !strings.Contains(line, "resumed_at=0") {
+			resumed = true
+		}
+	}
+	if !resumed {
+		t.Errorf("w1's log shows no resumed transfer")
+	}
+	c.startWorkerProc(w2)
+	c.waitOnline("w1", "w2")
+	c.noDuplicates(t)
 }
