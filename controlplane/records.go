@@ -188,6 +188,7 @@ type Run struct {
 	AttemptCount        int              `json:"attemptCount"`
 	MaxAttempts         int              `json:"maxAttempts"`
 	NotBeforeMs         int64            `json:"notBeforeMs,omitempty"`
+	RandomDelayMs       int64            `json:"randomDelayMs,omitempty"` // the occurrence's start delay (spec randomDelayMs)
 	CancelRequestedAtMs int64            `json:"cancelRequestedAtMs,omitempty"`
 	ErrorClass          string           `json:"errorClass,omitempty"`
 	ErrorMessage        string           `json:"errorMessage,omitempty"`

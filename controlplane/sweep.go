@@ -152,6 +152,9 @@ const (
 // RetentionReport counts what retention deleted in one pass.
 type RetentionReport struct {
 	LogChunks, Runs, AuditRows int
+	// ScriptBlobs counts script blobs no folder entry and no pinned tree
+	// names any more (ADR 0052).
+	ScriptBlobs int
 }
 
 func validRetention(field string, d time.Duration) error {

@@ -20,6 +20,7 @@ import (
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/controlplane/postgres/runops"
+	"github.com/ql3/ql3/controlplane/postgres/scriptstore"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/panel"
 	"github.com/ql3/ql3/scripts/testio"
@@ -46,8 +47,9 @@ func newFixture(t *testing.T, ready func(context.Context) error) fixture {
 	logs := &testio.Buffer{}
 	adminPool := db.Pool(t, postgres.RoleAdmin)
 	srv := httptest.NewServer(adminapi.New(adminapi.Config{UI: panel.UI{}, Backend: pub, Version: "test", Ready: ready,
-		Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Runs:   runops.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
+		Logger:  slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Runs:    runops.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
+		Scripts: scriptstore.New(adminPool),
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, adminPool, ref)
 		}}))

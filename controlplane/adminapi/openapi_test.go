@@ -16,6 +16,7 @@ import (
 	"github.com/ql3/ql3/controlplane/postgres/envstore"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/controlplane/postgres/runops"
+	"github.com/ql3/ql3/controlplane/postgres/scriptstore"
 	"github.com/ql3/ql3/core/envseal"
 	"github.com/ql3/ql3/panel"
 	"github.com/ql3/ql3/scripts/openapitest"
@@ -64,8 +65,9 @@ func TestOpenAPIExamples(t *testing.T) {
 	}
 	rec := &openapitest.Recorder{}
 	srv := httptest.NewServer(rec.Wrap(adminapi.New(adminapi.Config{UI: panel.UI{}, Backend: pub, Version: "test", Envs: envs,
-		Logger: slog.New(slog.DiscardHandler),
-		Runs:   runops.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
+		Logger:  slog.New(slog.DiscardHandler),
+		Runs:    runops.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
+		Scripts: scriptstore.New(adminPool),
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, adminPool, ref)
 		}})))
@@ -167,6 +169,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	f.call("DELETE", envs1+"/"+ev, nil, nil)
 	f.call("GET", "/api/v1/projects/nope/envs", nil, nil)
 	f.call("GET", "/api/v1/audit?limit=5", nil, nil)
+	scriptExamples(t, send, f, token)
 	f.call("POST", "/api/v1/projects/"+proj+"/archive", `{"expectedVersion":99}`, nil)
 	f.call("POST", "/api/v1/projects/"+proj+"/archive", "", nil)
 	send("GET", "/api/v1/projects", "", "Authorization", "Bearer wrong")

@@ -100,6 +100,9 @@ type Config struct {
 	UI httpkit.UI
 	// Envs is the projects' env store (envs.go); nil answers those routes 503.
 	Envs controlplane.EnvStore
+	// Scripts is the projects' scripts folders (ADR 0052); nil answers
+	// those routes 503.
+	Scripts controlplane.Scripts
 }
 
 // Server is the admin API handler.
@@ -116,6 +119,7 @@ type Server struct {
 	ui       httpkit.UI
 	envs     controlplane.EnvStore
 	handler  http.Handler
+	scripts  controlplane.Scripts
 
 	collect   Collector
 	httpStats *metrics.HTTPStats
@@ -125,7 +129,7 @@ type Server struct {
 // New returns the API handler.
 func New(cfg Config) *Server {
 	s := &Server{runs: cfg.Runs, disable: cfg.DisableWorker, b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, now: cfg.Now,
-		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI, envs: cfg.Envs}
+		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI, envs: cfg.Envs, scripts: cfg.Scripts}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -191,6 +195,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	s.lifecycleRoutes(mux)
 	s.envRoutes(mux)
 	s.panelRoutes(mux)
+	s.scriptRoutes(mux)
 
 	// Everything else is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

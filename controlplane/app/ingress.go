@@ -13,6 +13,7 @@ import (
 	"github.com/ql3/ql3/controlplane/postgres/dispatch"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/controlplane/postgres/pullpace"
+	"github.com/ql3/ql3/controlplane/postgres/scriptstore"
 	"github.com/ql3/ql3/controlplane/postgres/session"
 )
 
@@ -85,6 +86,7 @@ func (m *Main) startIngress(ctx context.Context, pub *publication.Publisher) err
 		Sessions: sessions, Audit: auth,
 		Auth: ingress.NewPrincipalCache(auth, time.Duration(m.Config.IngressAuthCacheMs)*time.Millisecond, time.Now), Logger: m.log.With("component", "ingress"),
 		MaxInFlight: int(m.Config.IngressInFlight), Leases: leases, Pacer: pacer,
+		Scripts: scriptstore.NewFetch(dpool),
 	}
 	srv, err := ingress.New(cfg)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/controlplane/postgres/runops"
 	"github.com/ql3/ql3/controlplane/postgres/schedule"
+	"github.com/ql3/ql3/controlplane/postgres/scriptstore"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/panel"
 )
@@ -94,9 +95,10 @@ func (m *Main) serve(ctx context.Context) error {
 	}
 	api := adminapi.New(adminapi.Config{
 		Backend: pub, Logger: m.log, Version: m.Version, UI: panel.UI{},
-		Ready: func(ctx context.Context) error { return postgres.Readiness(ctx, pool) },
-		Runs:  runOps,
-		Envs:  envs,
+		Ready:   func(ctx context.Context) error { return postgres.Readiness(ctx, pool) },
+		Runs:    runOps,
+		Envs:    envs,
+		Scripts: scriptstore.New(pool),
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, pool, ref)
 		},

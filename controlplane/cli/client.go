@@ -31,9 +31,10 @@ type Args struct {
 	graceSet                                    bool
 	expectedRevision                            int64
 	disabled                                    bool
-	run                                         runArgs // run commands (runcmd.go)
-	credentialFile                              string  // worker issue-credential/rotate-credentials
-	env                                         envArgs // env commands (envcmd.go)
+	run                                         runArgs    // run commands (runcmd.go)
+	credentialFile                              string     // worker issue-credential/rotate-credentials
+	env                                         envArgs    // env commands (envcmd.go)
+	script                                      scriptArgs // script commands (scriptcmd.go)
 	// JSON is --json: print the answer's JSON instead of text (present.go).
 	JSON bool
 }

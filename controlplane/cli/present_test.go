@@ -82,6 +82,14 @@ func fakeAdminAPI(t *testing.T, skipped bool) string {
 		"POST /api/v1/projects/ops/envs/env-1/disable":          envEntry,
 		"POST /api/v1/projects/ops/envs/import":                 adminapi.ImportEnvResponse{Created: 1, Items: []adminapi.EnvEntry{envEntry}},
 		"POST /api/v1/projects/ops/envs/export":                 adminapi.EnvExport{Format: "json", Entries: []adminapi.EnvExportItem{{Name: "COOKIE", Enabled: true}}},
+		"GET /api/v1/projects/ops/scripts": adminapi.ScriptList{Entries: []controlplane.ScriptEntry{{Name: "lib", Kind: "dir"},
+			{Name: "a.js", Kind: "file", Size: 3, SHA256: "ab"}}},
+		"GET /api/v1/projects/ops/scripts/content": rawScript("hi\n"),
+		"PUT /api/v1/projects/ops/scripts/content": adminapi.ScriptWritten{Path: "a.js", ETag: "ab", Size: 3, Created: true},
+		"POST /api/v1/projects/ops/scripts/move":   adminapi.ScriptMoveRequest{From: "a.js", To: "b.js"},
+		"DELETE /api/v1/projects/ops/scripts":      nil,
+		"POST /api/v1/projects/ops/scripts/upload": controlplane.ScriptUploadResult{Files: 2, Folders: 1, Bytes: 9},
+		"POST /api/v1/projects/ops/scripts/run":    adminapi.RunView{RunRecord: now, Created: &created},
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		answer, ok := answers[r.Method+" "+r.URL.Path]
@@ -93,6 +101,11 @@ func fakeAdminAPI(t *testing.T, skipped bool) string {
 		}
 		if answer == nil {
 			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if raw, ok := answer.(rawScript); ok {
+			w.Header().Set("ETag", `"ab"`)
+			_, _ = w.Write([]byte(raw))
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -155,6 +168,13 @@ func clientArgs(t *testing.T) map[string][]string {
 		"env disable":               {"--project", "ops", "--id", "env-1"},
 		"env import":                {"--project", "ops", "--file", valueFile},
 		"env export":                {"--project", "ops"},
+		"script ls":                 {"--project", "ops"},
+		"script cat":                {"--project", "ops", "--path", "a.js"},
+		"script put":                {"--project", "ops", "--path", "a.js", "--file", spec},
+		"script mv":                 {"--project", "ops", "--from", "a.js", "--to", "b.js"},
+		"script rm":                 {"--project", "ops", "--path", "a.js"},
+		"script upload":             {"--project", "ops", "--file", spec},
+		"script run":                {"--project", "ops", "--path", "a.js"},
 	}
 }
 
@@ -313,3 +333,6 @@ func TestRunNowSkipped(t *testing.T) {
 		t.Errorf("run list does not name the skip:\n%s", out)
 	}
 }
+
+// rawScript is a script's bytes as the fake answers them (not JSON).
+type rawScript string

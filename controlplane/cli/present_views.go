@@ -285,6 +285,9 @@ func Printers() map[string]Printer {
 	for name, p := range envPrinters() {
 		printers[name] = p
 	}
+	for name, p := range scriptPrinters() { // scriptcmd.go
+		printers[name] = p
+	}
 	return printers
 }
 

@@ -144,6 +144,22 @@ func (c *Client) runLogs(ctx context.Context) error {
 // response (the caller closes it). bounded: the client's request timeout
 // applies (a follow is bounded by ctx and the server instead).
 func (c *Client) send(ctx context.Context, method, path string, body any, bounded bool) (*http.Response, error) {
+	var rd io.Reader
+	hdr := http.Header{}
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = strings.NewReader(string(data))
+		hdr.Set("Content-Type", "application/json")
+	}
+	return c.sendRaw(ctx, method, path, rd, hdr, bounded)
+}
+
+// sendRaw is send with a body of any type (hdr carries its Content-Type
+// and any precondition): the scripts commands send raw bytes.
+func (c *Client) sendRaw(ctx context.Context, method, path string, rd io.Reader, hdr http.Header, bounded bool) (*http.Response, error) {
 	tok, err := c.apiToken()
 	if err != nil {
 		return nil, err
@@ -152,22 +168,14 @@ func (c *Client) send(ctx context.Context, method, path string, body any, bounde
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return nil, errs.Invalidf("server", "must be an http(s) URL such as %s", DefaultServer)
 	}
-	var rd io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = strings.NewReader(string(data))
-	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(base.String(), "/")+path, rd)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
+	req.Header.Set("Authorization", "Bearer "+tok)
 	client, err := c.httpClient()
 	if err != nil {
 		return nil, err

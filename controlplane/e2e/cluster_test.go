@@ -22,6 +22,9 @@ func TestCluster(t *testing.T) {
 
 	t.Run("EverySecondTrigger", func(t *testing.T) { everySecond(t, c.with(t)) })
 	t.Run("CancelFromCLI", func(t *testing.T) { cancelFromCLI(t, c.with(t)) })
+	t.Run("ScriptTasksOnWorkers", func(t *testing.T) { scriptTasksOnWorkers(t, c.with(t)) })
+	t.Run("ScriptTreeStartFigures", func(t *testing.T) { scriptTreeStartFigures(t, c.with(t)) })
+	t.Run("ScriptDownloadKilled", func(t *testing.T) { scriptDownloadKilled(t, c.with(t)) })
 	t.Run("WorkerKilledRetryOnLost", func(t *testing.T) { workerKilled(t, c.with(t), true) })
 	t.Run("WorkerKilledNoRetry", func(t *testing.T) { workerKilled(t, c.with(t), false) })
 	t.Run("CredentialRotationMidRun", func(t *testing.T) { credentialRotation(t, c.with(t)) })

@@ -29,6 +29,8 @@ var routes = map[string]int64{
 	protocol.PathLeaseComplete:     protocol.DefaultBodyBytes,
 	protocol.PathOfferPullBatch:    protocol.MaxOfferPullBatchBytes,
 	protocol.PathLeaseBatch:        protocol.MaxLeaseBatchBytes,
+	protocol.PathScriptTree:        protocol.DefaultBodyBytes,
+	protocol.PathScriptBlob:        protocol.DefaultBodyBytes,
 }
 
 // ServeHTTP: stale trust generation → route → in-flight slot → failure
@@ -147,6 +149,12 @@ func (s *Server) dispatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 		return
 	case protocol.PathLeaseBatch:
 		out, err = s.leaseBatch(ctx, p, body)
+	case protocol.PathScriptTree:
+		out, err = s.scriptTree(ctx, p, body)
+	case protocol.PathScriptBlob:
+		if err = s.scriptBlob(ctx, w, p, body); err == nil {
+			return
+		}
 	case protocol.PathLeaseAck:
 		out, err = callLease(ctx, s, body, protocol.DecodeAck, func(ctx context.Context, l controlplane.LeasePort, b protocol.Ack) (protocol.LeaseControl, error) {
 			c, err := l.Ack(ctx, p, b)

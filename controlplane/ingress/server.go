@@ -39,10 +39,13 @@ type Config struct {
 	Leases   controlplane.LeasePort   // nil: offer and lease routes answer 503 (no injected dispatcher)
 	// Pacer shortens empty pulls' pauses to the next scheduled occurrence;
 	// nil: every empty pull gets the dispatcher's idle pause.
-	Pacer  controlplane.PullPacer
-	Auth   controlplane.Authenticator // required
-	Audit  controlplane.Auditor       // required
-	Logger *slog.Logger
+	Pacer controlplane.PullPacer
+	// Scripts serves a leased Run's script tree (ADR 0052); nil: those
+	// routes answer 503.
+	Scripts controlplane.ScriptFetch
+	Auth    controlplane.Authenticator // required
+	Audit   controlplane.Auditor       // required
+	Logger  *slog.Logger
 
 	MaxInFlight      int           // 0: DefaultMaxInFlight
 	HandshakeTimeout time.Duration // 0: DefaultHandshakeTimeout

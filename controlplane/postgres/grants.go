@@ -70,6 +70,13 @@ var tableGrants = []tableGrant{
 	{"env_entries", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE", RoleRuntime: "SELECT"}},
 	{"env_keys", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE", RoleRuntime: "SELECT"}},
 	{"attempt_envs", map[string]string{RoleRuntime: "SELECT, INSERT, DELETE"}},
+	// 0014: the scripts folders (ADR 0052). The admin role writes them;
+	// the runtime role serves a leased worker its tree and deletes blobs
+	// nothing names any more (retention).
+	{"script_blobs", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "SELECT, DELETE"}},
+	{"script_entries", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE", RoleRuntime: "SELECT"}},
+	{"script_trees", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "SELECT"}},
+	{"script_tree_files", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "SELECT"}},
 }
 
 // grantees are the roles whose privileges InstallGrants owns completely.

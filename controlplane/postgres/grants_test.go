@@ -55,6 +55,12 @@ var wantPrivileges = map[string]map[string]string{
 	"env_entries":  {admin: "SIUD", runtime: "S"},
 	"env_keys":     {admin: "SID", runtime: "S"},
 	"attempt_envs": {runtime: "SID"},
+	// Migration 0014 (scripts folders): the admin role writes them, the
+	// runtime role reads a leased tree and deletes unnamed blobs.
+	"script_blobs":      {admin: "SI", runtime: "SD"},
+	"script_entries":    {admin: "SIUD", runtime: "S"},
+	"script_trees":      {admin: "SI", runtime: "S"},
+	"script_tree_files": {admin: "SI", runtime: "S"},
 }
 
 // mustDeny are the denials issue 4 names explicitly; they guard the table
@@ -149,6 +155,10 @@ INSERT INTO ql3.env_entries (entry_id, project_id, name, value_ct, value_bytes, 
 	VALUES ({EN}, {P}, 'A', decode(repeat('ab', 30), 'hex'), 2, true, 0, 1, 1);
 INSERT INTO ql3.env_keys (kek_id, wrapped, created_at_ms) VALUES ('00000000000000a1', decode(repeat('ab', 60), 'hex'), 1);
 INSERT INTO ql3.attempt_envs (attempt_id, project_id, entries, created_at_ms) VALUES ({A1}, {P}, '[]', 1);
+INSERT INTO ql3.script_blobs (project_id, sha256, size, content, created_at_ms) VALUES ({P}, {D}, 0, '', 1);
+INSERT INTO ql3.script_entries (project_id, path, parent, kind, sha256, mtime_ms) VALUES ({P}, 'f.js', '', 'file', {D}, 1);
+INSERT INTO ql3.script_trees (project_id, digest, files, bytes, created_at_ms) VALUES ({P}, {D}, 1, 0, 1);
+INSERT INTO ql3.script_tree_files (project_id, tree_digest, path, sha256, size, executable) VALUES ({P}, {D}, 'f.js', {D}, 0, false);
 `
 
 // tableOps: a valid INSERT of a new row and an UPDATE of exactly one seeded
@@ -240,6 +250,18 @@ var tableOps = map[string]struct{ insert, update string }{
 	"attempt_envs": {
 		`INSERT INTO ql3.attempt_envs (attempt_id, project_id, entries, created_at_ms) VALUES ({A2}, {P}, '[]', 1)`,
 		`UPDATE ql3.attempt_envs SET created_at_ms = 2 WHERE attempt_id = {A1}`},
+	"script_blobs": {
+		`INSERT INTO ql3.script_blobs (project_id, sha256, size, content, created_at_ms) VALUES ({P}, sha256('x'), 1, 'x', 1)`,
+		`UPDATE ql3.script_blobs SET created_at_ms = 2 WHERE project_id = {P}`},
+	"script_entries": {
+		`INSERT INTO ql3.script_entries (project_id, path, parent, kind, mtime_ms) VALUES ({P}, 'd', '', 'dir', 1)`,
+		`UPDATE ql3.script_entries SET mtime_ms = 2 WHERE project_id = {P}`},
+	"script_trees": {
+		`INSERT INTO ql3.script_trees (project_id, digest, files, bytes, created_at_ms) VALUES ({P}, sha256('t'), 0, 0, 1)`,
+		`UPDATE ql3.script_trees SET created_at_ms = 2 WHERE project_id = {P}`},
+	"script_tree_files": {
+		`INSERT INTO ql3.script_tree_files (project_id, tree_digest, path, sha256, size, executable) VALUES ({P}, {D}, 'g.js', {D}, 0, false)`,
+		`UPDATE ql3.script_tree_files SET executable = true WHERE project_id = {P}`},
 }
 
 func TestGrantMatrixIsConsistent(t *testing.T) {

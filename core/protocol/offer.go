@@ -152,6 +152,11 @@ type Offer struct {
 	// Env is the env store's variables the attempt's process gets, pinned
 	// when the attempt was claimed (offer_env.go, ADR 0051).
 	Env []EnvVar `json:"env,omitempty"`
+	// ScriptTree is the digest (core/scriptpath.TreeDigest) of the script
+	// tree a script task's execution revision pins (ADR 0052): the worker
+	// runs exactly that tree, fetched over PathScriptTree/PathScriptBlob
+	// and verified before the process starts. Empty for argv and shell.
+	ScriptTree string `json:"scriptTree,omitempty"`
 }
 
 type offerWire struct {
@@ -176,6 +181,7 @@ type offerWire struct {
 	Spec                    json.RawMessage `json:"spec"`
 	TimeoutMs               int64           `json:"timeoutMs"`
 	Env                     []EnvVar        `json:"env"`
+	ScriptTree              string          `json:"scriptTree"`
 }
 
 // DecodeOffer strictly decodes and validates an Offer, the spec included
@@ -200,7 +206,7 @@ func decodeOfferReference(data []byte) (Offer, error) {
 		LeaseGeneration: w.LeaseGeneration, LeaseVersion: w.LeaseVersion,
 		LeaseExpiresAtMs: w.LeaseExpiresAtMs, TaskID: w.TaskID, TaskRevision: w.TaskRevision,
 		ScheduledForMs: w.ScheduledForMs, ExecutionRevisionID: w.ExecutionRevisionID,
-		TimeoutMs: w.TimeoutMs}
+		TimeoutMs: w.TimeoutMs, ScriptTree: w.ScriptTree}
 	if len(w.Env) > 0 {
 		o.Env = w.Env
 	}
@@ -291,6 +297,9 @@ func (o Offer) validateFields() error {
 func (o Offer) validateAgainstSpec(sum canonjson.Digest) error {
 	if subtle.ConstantTimeCompare(sum[:], o.SpecDigest[:]) != 1 {
 		return errs.Invalidf("specDigest", "does not match the spec")
+	}
+	if err := checkScriptTree(o.Spec, o.ScriptTree); err != nil {
+		return err
 	}
 	maxAttempt := min(int64(o.Spec.Retry.MaxAttempts), MaxAttemptNumber)
 	if err := checkRange("attemptNumber", int64(o.AttemptNumber), 1, maxAttempt); err != nil {

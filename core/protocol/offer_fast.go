@@ -72,6 +72,8 @@ func decodeOfferFast(data []byte) (Offer, error) {
 				o.TimeoutMs = s.Int64()
 			case "env":
 				o.Env = scanEnv(&s)
+			case "scriptTree":
+				o.ScriptTree = s.String()
 			default:
 				s.Fail()
 			}

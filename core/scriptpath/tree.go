@@ -2,9 +2,8 @@ package scriptpath
 
 import (
 	"encoding/hex"
-	"slices"
+	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
@@ -38,8 +37,10 @@ func TreeDigest(files []TreeFile) (canonjson.Digest, error) {
 	if len(files) > MaxEntries {
 		return canonjson.Digest{}, errs.TooLargef("files", "a tree has %d files, limit is %d", len(files), MaxEntries)
 	}
-	sorted := slices.Clone(files)
-	slices.SortFunc(sorted, func(a, b TreeFile) int { return strings.Compare(a.Path, b.Path) })
+	// sort.Slice, not slices.SortFunc: the worker links this, and the
+	// generic sort's instantiation costs it 12 KB.
+	sorted := append([]TreeFile(nil), files...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
 	var b []byte
 	for i, f := range sorted {
 		if _, err := Clean("files["+strconv.Itoa(i)+"].path", f.Path, false); err != nil {

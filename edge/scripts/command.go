@@ -1,12 +1,12 @@
 package scripts
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/scriptpath"
+	"github.com/ql3/ql3/worker/executor"
 )
 
 // Command is how a script of the folder is started: the interpreter its
@@ -43,14 +43,8 @@ func (f *Folder) Command(interps scriptpath.Interpreters, file string, args []st
 	if err != nil {
 		return Command{}, err
 	}
-	interp := ""
-	for _, p := range progs {
-		if found, ok := lookPath(p, pathEnv); ok {
-			interp = found
-			break
-		}
-	}
-	if interp == "" {
+	interp, ok := executor.LookInterpreter(progs, pathEnv)
+	if !ok {
 		ext := filepath.Ext(c)
 		return Command{}, errs.Invalidf("interpreter", "no interpreter for %q: %s not found (PATH=%s); install it or name one with --interpreter %s=/path/to/program",
 			c, strings.Join(progs, " or "), pathEnv, strings.ToLower(ext))
@@ -61,27 +55,4 @@ func (f *Folder) Command(interps scriptpath.Interpreters, file string, args []st
 		Argv:   append([]string{interp, abs}, args...),
 		Dir:    filepath.Dir(abs),
 	}, nil
-}
-
-// lookPath finds prog: a path (with a '/') must be an executable regular
-// file; a name is searched in the PATH list pathEnv.
-func lookPath(prog, pathEnv string) (string, bool) {
-	if strings.Contains(prog, "/") {
-		return prog, executable(prog)
-	}
-	for _, dir := range filepath.SplitList(pathEnv) {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue // a relative PATH element would depend on the working directory
-		}
-		p := filepath.Join(dir, prog)
-		if executable(p) {
-			return p, true
-		}
-	}
-	return "", false
-}
-
-func executable(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }

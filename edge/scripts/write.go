@@ -112,13 +112,7 @@ func readNames(dirfd int) ([]string, error) {
 // checkLimits refuses a change that would take the folder past its
 // limits; delta is what the change adds.
 func checkLimits(u Usage, addEntries int, addBytes int64) error {
-	if n := u.Entries + addEntries; addEntries > 0 && n > scriptpath.MaxEntries {
-		return errs.Invalidf("path", "the scripts folder would hold %d files and folders, limit is %d", n, scriptpath.MaxEntries)
-	}
-	if b := u.Bytes + addBytes; addBytes > 0 && b > scriptpath.MaxTotalBytes {
-		return errs.TooLargef("path", "the scripts folder would hold %d bytes, limit is %d (512 MiB) in all", b, int64(scriptpath.MaxTotalBytes))
-	}
-	return nil
+	return scriptpath.CheckLimits(u.Entries, u.Bytes, addEntries, addBytes)
 }
 
 // missingDirs counts the elements of segs that do not exist yet.

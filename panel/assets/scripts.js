@@ -1,4 +1,5 @@
-// ql3 panel: the scripts folder page (ql3-edge; ADR 0044). Served after
+// ql3 panel: the scripts folder page (ql3-edge, ADR 0044; ql3-control,
+// per project, ADR 0052: the same routes under /api/v1/projects/{p}). Served after
 // app.js in the same response and plugged in through window.ql3Panel.
 // A folder tree on the left, an editor with line numbers and syntax
 // colouring (our own small highlighter: no CDN, no library) on the right,
@@ -25,6 +26,7 @@
       "scripts.finished": "Run {id}: {status}", "scripts.uploaded": "Uploaded {files} file(s).",
       "scripts.help": "Script tasks run a file with the interpreter its extension names (.js node, .py python3, .sh bash, .ts tsx) from its folder; in a shell task, task FILE ARGS does the same.",
       "scripts.size": "{size} bytes", "scripts.binary": "This file is not text; it cannot be edited here.",
+      "scripts.project": "Project", "scripts.noProject": "Create a project first: each project has its own scripts folder.",
     },
     "zh-CN": {
       "scripts.title": "脚本", "scripts.top": "脚本目录", "scripts.empty": "此文件夹为空。",
@@ -39,6 +41,7 @@
       "scripts.finished": "运行 {id}：{status}", "scripts.uploaded": "已上传 {files} 个文件。",
       "scripts.help": "脚本任务按扩展名选择解释器（.js 用 node，.py 用 python3，.sh 用 bash，.ts 用 tsx），在脚本所在目录运行；在 shell 任务中，task 文件 参数 效果相同。",
       "scripts.size": "{size} 字节", "scripts.binary": "此文件不是文本，无法在此编辑。",
+      "scripts.project": "项目", "scripts.noProject": "请先创建一个项目：每个项目有自己的脚本目录。",
     },
   });
   const fmt = (s, vars) => s.replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m));
@@ -141,6 +144,11 @@
   }
 
   // ---- the page ----------------------------------------------------------------
+  // base is the folder's API: the edge's, or the chosen project's on
+  // ql3-control (?project= in the page's address; the first project when
+  // none is chosen).
+  let base = "/api/v1/scripts";
+  let project = "";
   let live = null; // the run log being followed (aborted when the page changes)
   function stopLive() { if (live) { live.abort(); live = null; } }
 
@@ -148,8 +156,17 @@
     stopLive();
     const dir = params.get("dir") || "";
     const file = params.get("file") || "";
-    const list = await api("GET", "/api/v1/scripts?path=" + enc(dir));
-    const link = (d, f) => "#/scripts?" + new URLSearchParams(Object.assign({ dir: d }, f ? { file: f } : {})).toString();
+    let picker = null;
+    if (P.S.control) {
+      const projects = (await api("GET", "/api/v1/projects?limit=200")).items.filter((x) => x.status === "active");
+      project = params.get("project") || (projects[0] ? projects[0].name : "");
+      if (!project) { render(g, h("h1", { text: t("scripts.title", "Scripts") }), h("p", { class: "muted", id: "script-no-project", text: t("scripts.noProject", "Create a project first: each project has its own scripts folder.") })); return; }
+      base = "/api/v1/projects/" + enc(project) + "/scripts";
+      picker = h("select", { id: "script-project", "aria-label": t("scripts.project", "Project"), onchange: (ev) => { location.hash = "#/scripts?" + new URLSearchParams({ project: ev.target.value }).toString(); } },
+        projects.map((x) => h("option", { value: x.name, text: x.name, selected: x.name === project })));
+    }
+    const list = await api("GET", base + "?path=" + enc(dir));
+    const link = (d, f) => "#/scripts?" + new URLSearchParams(Object.assign(project ? { project } : {}, { dir: d }, f ? { file: f } : {})).toString();
     // breadcrumbs
     const crumbs = [h("a", { href: link(""), text: t("scripts.top", "scripts") })];
     let acc = "";
@@ -177,13 +194,13 @@
       const n = f.name.toLowerCase();
       const format = n.endsWith(".zip") ? "zip" : n.endsWith(".tar") ? "tar" : (n.endsWith(".tar.gz") || n.endsWith(".tgz")) ? "tar.gz" : "";
       if (format) {
-        const r = await raw("POST", "/api/v1/scripts/upload?" + new URLSearchParams({ path: dir, format }).toString(), f);
+        const r = await raw("POST", base + "/upload?" + new URLSearchParams({ path: dir, format }).toString(), f);
         const res = await r.json();
         say(fmt(t("scripts.uploaded", "Uploaded {files} file(s)."), { files: res.files }));
         P.route();
         return;
       }
-      await raw("PUT", "/api/v1/scripts/content?path=" + enc(join(dir, f.name)), f, { "If-None-Match": "*" });
+      await raw("PUT", base + "/content?path=" + enc(join(dir, f.name)), f, { "If-None-Match": "*" });
       location.hash = link(dir, join(dir, f.name));
     }));
     const tree = h("nav", { class: "script-tree", id: "script-tree", "aria-label": t("scripts.title", "Scripts") },
@@ -196,7 +213,7 @@
           if (!name) return;
           const path = join(dir, name.replace(/^\/+/, ""));
           try {
-            await raw("PUT", "/api/v1/scripts/content?path=" + enc(path), "", { "If-None-Match": "*" });
+            await raw("PUT", base + "/content?path=" + enc(path), "", { "If-None-Match": "*" });
           } catch (e) {
             if (e.status === 412) { say(t("scripts.exists", "A file with this name exists already."), "formerr"); return; }
             throw e;
@@ -206,7 +223,7 @@
         h("button", { type: "button", id: "script-new-folder", text: t("scripts.newFolder", "New folder"), onclick: act(async () => {
           const name = prompt(t("scripts.askNewFolder", "New folder name:"));
           if (!name) return;
-          await api("POST", "/api/v1/scripts/folder", { path: join(dir, name) });
+          await api("POST", base + "/folder", { path: join(dir, name) });
           location.hash = link(join(dir, name));
         }) }),
         h("button", { type: "button", id: "script-upload-button", text: t("scripts.upload", "Upload"), onclick: () => upload.click() }),
@@ -216,6 +233,7 @@
     else pane = h("section", { class: "script-pane" }, h("p", { class: "muted", id: "script-pick", text: t("scripts.pick", "Pick a script on the left, or create one.") }));
     render(g,
       h("h1", { text: t("scripts.title", "Scripts") }),
+      picker ? h("p", { class: "bar" }, h("label", { for: "script-project", text: t("scripts.project", "Project") + " " }), picker) : null,
       h("p", { class: "muted", text: t("scripts.help", "") }),
       msg,
       h("div", { class: "scripts" }, tree, pane));
@@ -224,7 +242,7 @@
   async function filePane(file, dir, say, act, link, g) {
     let r;
     try {
-      r = await raw("GET", "/api/v1/scripts/content?path=" + enc(file));
+      r = await raw("GET", base + "/content?path=" + enc(file));
     } catch (e) {
       if (e.status === 404) { location.hash = link(dir); }
       throw e;
@@ -243,7 +261,7 @@
       h("button", { type: "button", id: "script-reload", text: t("scripts.reload", "Reload from server"), onclick: () => P.route() }));
     const save = act(async () => {
       try {
-        const res = await raw("PUT", "/api/v1/scripts/content?path=" + enc(file), ed.ta.value, { "If-Match": etag });
+        const res = await raw("PUT", base + "/content?path=" + enc(file), ed.ta.value, { "If-Match": etag });
         etag = res.headers.get("ETag") || etag;
         const body = await res.json();
         dirty = false; conflict.hidden = true;
@@ -261,7 +279,7 @@
     const runNow = act(async () => {
       if (dirty) await save();
       if (dirty) return; // the save failed (a conflict): run nothing unsaved
-      const run = await api("POST", "/api/v1/scripts/run", { path: file });
+      const run = await api("POST", base + "/run", { path: file, idempotencyKey: "panel-" + Date.now() + "-" + Math.random().toString(36).slice(2) });
       follow(run.id, log, logState);
     });
     return h("section", { class: "script-pane" },
@@ -274,12 +292,12 @@
         h("button", { type: "button", id: "script-rename", text: t("scripts.rename", "Rename"), onclick: act(async () => {
           const to = prompt(t("scripts.askRename", "New path (relative to the scripts folder):"), file);
           if (!to || to === file) return;
-          await api("POST", "/api/v1/scripts/move", { from: file, to });
+          await api("POST", base + "/move", { from: file, to });
           location.hash = link(parent(to), to);
         }) }),
         h("button", { type: "button", class: "danger", id: "script-delete", text: t("scripts.delete", "Delete"), onclick: act(async () => {
           if (!confirm(fmt(t("scripts.askDelete", "Delete {name}?"), { name: file }))) return;
-          await api("DELETE", "/api/v1/scripts?path=" + enc(file));
+          await api("DELETE", base + "?path=" + enc(file));
           location.hash = link(dir);
         }) })),
       h("h2", { text: t("scripts.log", "Run log") }), logState, log);
@@ -332,7 +350,6 @@
     }
   }
 
-  // The scripts folder is the edge's (the control plane's comes with the
-  // cluster half of #22).
-  P.register("scripts", (S) => !S.control, show);
+  // Both servers: the edge's folder, or a project's on ql3-control.
+  P.register("scripts", () => true, show);
 })();

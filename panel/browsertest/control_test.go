@@ -146,6 +146,7 @@ func TestControlPanel(t *testing.T) {
 		poll(textOf("#workers")+".includes('router-1') && "+textOf("#workers")+".includes('no session') && "+textOf("#workers")+".includes('online')"),
 	)
 	shot(t, tab, prefix+"workers")
+	controlScriptsPage(t, tab, tg) // control_scripts_test.go
 	do(t, tab, "delete confirmed",
 		hash("#/tasks"),
 		chromedp.WaitVisible(css(`#tasks tr[data-task="panel-demo"]`)),

@@ -32,6 +32,7 @@ type attempt struct {
 	logRestarted bool
 	failures     int
 	notBefore    time.Time
+	script       *scriptPrep // a script task's launch, once ready (scripts.go)
 }
 
 func (at *attempt) ofSession(s *session) bool {
@@ -211,6 +212,9 @@ func (a *Agent) startAttempt(ctx context.Context, at *attempt) error {
 	case !at.deadline.IsZero() && !now.Before(at.deadline.Add(-a.cfg.FenceMargin)):
 		return a.drop(at, "not started: the offer's lease lapsed first")
 	}
+	if !a.prepareScript(ctx, at) {
+		return nil // the tree is not here yet: the next pass tries again
+	}
 	if !at.e.StartAcked {
 		ctl, ok := a.ack(ctx, at, protocol.AckStarting)
 		if !ok {
@@ -246,7 +250,7 @@ func (a *Agent) startAttempt(ctx context.Context, at *attempt) error {
 		err = fmt.Errorf("%w: %v", ErrNeverStarted, err)
 	} else {
 		var proc Process
-		proc, err = a.run.Start(Launch{
+		proc, err = a.startLaunch(at, Launch{
 			RunID: at.offer.RunID, Attempt: at.offer.AttemptNumber, TaskID: at.offer.TaskID,
 			TaskRevision: at.offer.TaskRevision, ScheduledFor: time.UnixMilli(at.offer.ScheduledForMs).UTC(),
 			Spec: at.offer.Spec, Env: procEnv, Timeout: time.Duration(at.offer.TimeoutMs) * time.Millisecond, Output: output,

@@ -1,6 +1,9 @@
 package agent
 
 import (
+	"github.com/ql3/ql3/core/scriptpath"
+	"github.com/ql3/ql3/worker/scriptcache"
+
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -48,6 +51,10 @@ type Config struct {
 	FenceMargin  time.Duration // stop this long (plus KillGrace) before a lease lapses
 	KillGrace    time.Duration // the executor's SIGTERM → SIGKILL grace
 	Capabilities placement.Capabilities
+	// Scripts is the script tree cache (ADR 0052); nil: script tasks fail
+	// at start. Interpreters maps extensions to programs (nil: defaults).
+	Scripts      *scriptcache.Cache
+	Interpreters scriptpath.Interpreters
 
 	Clock  clock.Clock
 	Logger *slog.Logger

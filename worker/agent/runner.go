@@ -47,6 +47,10 @@ type Launch struct {
 	// Env is the process's environment from the spec and the env store
 	// (processEnv); it replaces Spec.Environment.
 	Env map[string]string
+
+	// ExtraEnv are the QL3_* variables of a script task (QL3_SCRIPT,
+	// QL3_SCRIPTS_DIR).
+	ExtraEnv map[string]string
 }
 
 // StopReason says why the agent stops a process.

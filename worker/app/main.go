@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/ql3/ql3/worker/executor"
 	"github.com/ql3/ql3/worker/identity"
 	"github.com/ql3/ql3/worker/journal"
+	"github.com/ql3/ql3/worker/scriptcache"
 )
 
 // Exit codes.
@@ -128,6 +130,13 @@ func run(version string, cfg Config, set Settings, log *slog.Logger) error {
 		return err
 	}
 	defer j.Close()
+	cacheBytes := int64(scriptcache.DefaultMaxBytes)
+	if cfg.Profile == "" || cfg.Profile == "router" {
+		cacheBytes = scriptcache.RouterMaxBytes
+	}
+	if set.Agent.Scripts, err = scriptcache.Open(filepath.Join(cfg.StateDir, "scripts"), scriptcache.Options{MaxBytes: cacheBytes}); err != nil {
+		return err
+	}
 	killGrace := set.Agent.KillGrace
 	if killGrace == 0 {
 		killGrace = agent.DefaultKillGrace

@@ -145,6 +145,7 @@ type compiledRevision struct {
 	// only revision() reads them).
 	taskID       uuid.UUID
 	taskRevision int64
+	scriptTree   string // a script task's pinned tree (ADR 0052), "" otherwise
 }
 
 // revision returns the compiled revision id, reading it once.
@@ -159,7 +160,8 @@ func (d *Dispatcher) revision(ctx context.Context, q querier, id uuid.UUID) (*co
 	var digest []byte
 	var taskID uuid.UUID
 	var taskRevision int64
-	if err := q.QueryRow(ctx, sqlRevision, id).Scan(&canonical, &digest, &taskID, &taskRevision); err != nil {
+	var tree []byte
+	if err := q.QueryRow(ctx, sqlRevision, id).Scan(&canonical, &digest, &taskID, &taskRevision, &tree); err != nil {
 		return nil, postgres.Errorf(err, "postgres: read execution revision")
 	}
 	rev, err := compileRevision(id, canonical, digest)
@@ -167,6 +169,9 @@ func (d *Dispatcher) revision(ctx context.Context, q querier, id uuid.UUID) (*co
 		return nil, err
 	}
 	rev.taskID, rev.taskRevision = taskID, taskRevision
+	if len(tree) == len(canonjson.Digest{}) {
+		rev.scriptTree = canonjson.Digest(tree).String()
+	}
 	d.mu.Lock()
 	if len(d.revisions) >= maxRevisionCache {
 		clear(d.revisions)
@@ -176,7 +181,7 @@ func (d *Dispatcher) revision(ctx context.Context, q querier, id uuid.UUID) (*co
 	return rev, nil
 }
 
-const sqlRevision = `SELECT canonical_spec, digest, task_id, task_revision FROM ql3.execution_revisions WHERE execution_revision_id = $1::uuid`
+const sqlRevision = `SELECT canonical_spec, digest, task_id, task_revision, script_tree FROM ql3.execution_revisions WHERE execution_revision_id = $1::uuid`
 
 // RevisionMatcher compiles a stored execution revision as offers do and
 // returns its placement matcher (nil: no placement, every worker qualifies);

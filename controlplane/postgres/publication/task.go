@@ -13,6 +13,7 @@ import (
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/placement/matcher"
+	"github.com/ql3/ql3/core/scriptpath"
 	"github.com/ql3/ql3/core/spec"
 )
 
@@ -44,15 +45,13 @@ func compileSpec(cmd spec.Command) (compiledSpec, error) {
 	if err != nil {
 		return compiledSpec{}, errs.Prefix("spec", err)
 	}
-	// Script tasks and the random start delay run on ql3-edge only for now:
-	// a worker cannot fetch a script tree yet, and cluster admission does
-	// not apply the delay (issue #22's cluster half). Refused at publish,
-	// never accepted and then failed at 3 a.m.
+	// A script task runs a file of the project's scripts folder whose
+	// extension names an interpreter (the same table as the edge's); the
+	// tree it runs from is pinned at insertTaskRevision (ADR 0052).
 	if norm.Script != nil {
-		return compiledSpec{}, errs.Invalidf("spec.script", "script tasks run on ql3-edge; on the cluster use argv or shell until workers can fetch script trees")
-	}
-	if norm.RandomDelayMs != 0 {
-		return compiledSpec{}, errs.Invalidf("spec.randomDelayMs", "is not applied by the cluster's admission yet; must be 0 on ql3-control, got %d", norm.RandomDelayMs)
+		if _, err := scriptpath.DefaultInterpretersTable().For("spec.script.file", norm.Script.File); err != nil {
+			return compiledSpec{}, err
+		}
 	}
 	c := compiledSpec{cmd: norm, canonical: canonical, digest: canonjson.Sum(spec.DigestDomain, canonical)}
 	if norm.Placement != nil {
@@ -298,6 +297,12 @@ func insertTaskRevision(ctx context.Context, tx pgx.Tx, projectID, taskID uuid.U
 		taskID, rev, projectID, string(cs.canonical), cs.digest[:]); err != nil {
 		return executionPin{}, err
 	}
+	return insertExecutionRevision(ctx, tx, projectID, taskID, rev, cs)
+}
+
+// insertExecutionRevision compiles task revision rev into its execution
+// revision (with the script tree it pins, for a script task).
+func insertExecutionRevision(ctx context.Context, tx pgx.Tx, projectID, taskID uuid.UUID, rev int64, cs compiledSpec) (executionPin, error) {
 	erID, err := controlplane.NewID()
 	if err != nil {
 		return executionPin{}, err
@@ -306,10 +311,16 @@ func insertTaskRevision(ctx context.Context, tx pgx.Tx, projectID, taskID uuid.U
 	if cs.placement != nil {
 		placementArg = string(cs.placement)
 	}
+	scriptDir, scriptTree, err := pinScriptTree(ctx, tx, projectID, cs.cmd)
+	if err != nil {
+		return executionPin{}, err
+	}
 	if _, err := tx.Exec(ctx, `INSERT INTO ql3.execution_revisions
-		(execution_revision_id, project_id, task_id, task_revision, executor, spec_kind, canonical_spec, placement, digest, created_at_ms)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text::jsonb, $9, `+dbNowMs+`)`,
-		erID, projectID, taskID, rev, ExecutorRemoteWorker, cs.cmd.Kind, string(cs.canonical), placementArg, cs.digest[:]); err != nil {
+		(execution_revision_id, project_id, task_id, task_revision, executor, spec_kind, canonical_spec, placement, digest, created_at_ms,
+		 script_dir, script_tree)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text::jsonb, $9, `+dbNowMs+`, $10, $11)`,
+		erID, projectID, taskID, rev, ExecutorRemoteWorker, cs.cmd.Kind, string(cs.canonical), placementArg, cs.digest[:],
+		scriptDir, scriptTree); err != nil {
 		return executionPin{}, err
 	}
 	return executionPin{id: erID, digest: cs.digest}, nil

@@ -57,7 +57,7 @@ import (
 // boolean is the error, which needs no function (and so no EXECUTE grant).
 // This assertion is what makes it safe to pipeline COMMIT behind the
 // statement: a wrong statement can never commit.
-const admitSQL = `WITH db_now AS MATERIALIZED (
+var admitSQL = `WITH db_now AS MATERIALIZED (
 	SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms
 ), input AS (
 	SELECT * FROM unnest($1::int[], $2::uuid[], $3::text[], $4::uuid[], $5::bigint[], $6::bigint[], $7::bigint[],
@@ -122,7 +122,8 @@ const admitSQL = `WITH db_now AS MATERIALIZED (
 				AND o.status IN ('created', 'queued', 'dispatching', 'running', 'retry_wait', 'lost'))
 				AND row_number() OVER (PARTITION BY a.task_id ORDER BY a.scheduled_for_ms, a.trigger_id) = 1 THEN 'queued'
 			WHEN x.spec ->> 'concurrency' = 'replace' THEN 'created'
-			ELSE 'cancelled' END AS run_status
+			ELSE 'cancelled' END AS run_status,
+		` + postgres.RandomDelayMsSQL("a.idempotency_key", "coalesce((x.spec ->> 'randomDelayMs')::bigint, 0)") + ` AS random_delay_ms
 	FROM advanced a
 	CROSS JOIN LATERAL (SELECT a.canonical_spec::jsonb AS spec OFFSET 0) x
 	WHERE a.kind = 'fire'
@@ -130,14 +131,14 @@ const admitSQL = `WITH db_now AS MATERIALIZED (
 	INSERT INTO ql3.runs (run_id, project_id, task_id, task_revision, execution_revision_id, execution_digest,
 		origin, trigger_id, trigger_revision, idempotency_key, scheduled_for_ms, status, attempt_count,
 		retry_max_attempts, retry_backoff_base_ms, retry_backoff_max_ms, retry_on_lost, timeout_ms,
-		not_before_ms, created_at_ms, queued_at_ms, updated_at_ms, finished_at_ms)
+		not_before_ms, created_at_ms, queued_at_ms, updated_at_ms, finished_at_ms, random_delay_ms)
 	SELECT a.run_id, a.project_id, a.task_id, a.task_revision, a.execution_revision_id, a.execution_digest,
 		'cron', a.trigger_id, a.trigger_revision, a.idempotency_key, a.scheduled_for_ms, a.run_status,
 		CASE WHEN a.run_status = 'cancelled' THEN 0 ELSE 1 END,
 		(a.spec #>> '{retry,maxAttempts}')::int, (a.spec #>> '{retry,backoffBaseMs}')::bigint,
 		(a.spec #>> '{retry,backoffMaxMs}')::bigint, (a.spec #>> '{retry,retryOnLost}')::boolean,
-		(a.spec ->> 'timeoutMs')::bigint, n.ms, n.ms, CASE WHEN a.run_status = 'queued' THEN n.ms END, n.ms,
-		CASE WHEN a.run_status = 'cancelled' THEN n.ms END
+		(a.spec ->> 'timeoutMs')::bigint, n.ms + a.random_delay_ms, n.ms, CASE WHEN a.run_status = 'queued' THEN n.ms END, n.ms,
+		CASE WHEN a.run_status = 'cancelled' THEN n.ms END, a.random_delay_ms
 	FROM decided a
 	CROSS JOIN db_now n
 	RETURNING run_id, project_id, status

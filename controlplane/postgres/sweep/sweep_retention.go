@@ -74,7 +74,25 @@ const retentionAuditSQL = `WITH victims AS (
 )
 DELETE FROM ql3.audit_log a USING victims v WHERE a.audit_id = v.audit_id`
 
-// sweepRetention runs the three deletions, each up to o.MaxPages pages.
+// retentionScriptBlobSQL deletes one page of script blobs (ADR 0052) that
+// no entry of a scripts folder and no pinned script tree names, and that
+// are older than $1 ms (a grace: a blob is always written in the
+// transaction that first names it, the grace only spares the page a
+// writer racing it for the same content).
+const retentionScriptBlobSQL = `WITH victims AS (
+	SELECT b.project_id, b.sha256 FROM ql3.script_blobs b
+	WHERE b.created_at_ms < ` + postgres.DBNowMs + ` - $1::bigint
+	  AND NOT EXISTS (SELECT 1 FROM ql3.script_entries e WHERE e.project_id = b.project_id AND e.sha256 = b.sha256)
+	  AND NOT EXISTS (SELECT 1 FROM ql3.script_tree_files t WHERE t.project_id = b.project_id AND t.sha256 = b.sha256)
+	ORDER BY b.created_at_ms LIMIT $2::int
+)
+DELETE FROM ql3.script_blobs b USING victims v WHERE b.project_id = v.project_id AND b.sha256 = v.sha256`
+
+// scriptBlobGrace is how old an unreferenced script blob is before
+// retention deletes it.
+const scriptBlobGrace = 10 * time.Minute
+
+// sweepRetention runs the deletions, each up to o.MaxPages pages.
 func sweepRetention(ctx context.Context, db postgres.Acquirer, o controlplane.SweepOptions) (controlplane.RetentionReport, bool, error) {
 	var rep controlplane.RetentionReport
 	more := false
@@ -88,6 +106,7 @@ func sweepRetention(ctx context.Context, db postgres.Acquirer, o controlplane.Sw
 		{retentionLogSQL, o.LogRetention, retentionRowsPage, &rep.LogChunks, false},
 		{retentionRunSQL, o.RunRetention, retentionRunPage, &rep.Runs, true},
 		{retentionAuditSQL, o.AuditRetention, retentionRowsPage, &rep.AuditRows, false},
+		{retentionScriptBlobSQL, scriptBlobGrace, retentionRowsPage, &rep.ScriptBlobs, false},
 	}
 	for _, s := range steps {
 		full := true

@@ -1,0 +1,117 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/ql3/ql3/core/protocol"
+	"github.com/ql3/ql3/core/spec"
+	"github.com/ql3/ql3/worker/client"
+	"github.com/ql3/ql3/worker/scriptcache"
+)
+
+// Script tasks on a worker (ADR 0052). Before the start barrier the agent
+// makes the offer's pinned tree ready in the script cache (fetching what
+// it lacks over the ingress under the attempt's lease, verifying every
+// digest) and resolves the interpreter; the launch then runs the
+// interpreter on the script inside that read-only tree, from the tree.
+// A transfer the network interrupts is tried again on the next pass of the
+// loop (the cache resumes it) until the lease lapses; a definite failure —
+// a digest that does not match, a refusal, no interpreter — ends the
+// attempt at start (executor_start) with its reason in the attempt's log.
+
+// scriptPrep is a script task's launch, ready.
+type scriptPrep struct {
+	argv []string
+	dir  string
+	env  map[string]string
+	err  error // a definite failure: the attempt fails at start with it
+}
+
+// prepareScript readies at's script once; ok is false when the tree could
+// not be fetched yet for a reason that may pass (try again later).
+func (a *Agent) prepareScript(ctx context.Context, at *attempt) (ok bool) {
+	if at.offer.ScriptTree == "" || at.script != nil {
+		return true
+	}
+	if a.cfg.Scripts == nil {
+		at.script = &scriptPrep{err: errors.New("this worker keeps no script cache")}
+		return true
+	}
+	if !at.deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, at.deadline.Add(-a.cfg.FenceMargin))
+		defer cancel()
+	}
+	f := leaseFetcher{a: a, ref: at.offer.Lease(at.e.LeaseToken)}
+	root, st, err := a.cfg.Scripts.Ensure(ctx, at.offer.ScriptTree, f)
+	if err != nil {
+		if client.IsUnknown(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			a.log.Warn("script tree not fetched yet; trying again", "attempt", at.offer.AttemptID, "err", err)
+			return false
+		}
+		at.script = &scriptPrep{err: fmt.Errorf("script tree %s: %w", at.offer.ScriptTree, err)}
+		return true
+	}
+	a.log.Info("script tree ready", "attempt", at.offer.AttemptID, "tree", at.offer.ScriptTree, "reused", st.Reused,
+		"blobs_fetched", st.BlobsFetched, "bytes_fetched", st.BytesFetched, "refetched", st.Refetched, "resumed_at", st.ResumedAtBytes)
+	sc := at.offer.Spec.Script
+	argv, dir, err := scriptcache.Command(a.cfg.Interpreters, root, sc.File, sc.Args, os.Getenv("PATH"))
+	if err != nil {
+		at.script = &scriptPrep{err: err}
+		return true
+	}
+	at.script = &scriptPrep{argv: argv, dir: dir, env: map[string]string{"QL3_SCRIPT": sc.File, "QL3_SCRIPTS_DIR": root}}
+	return true
+}
+
+// startLaunch starts l, a script task's as prepared.
+func (a *Agent) startLaunch(at *attempt, l Launch) (Process, error) {
+	if p := at.script; p != nil {
+		if p.err != nil {
+			fmt.Fprintf(l.Output, "ql3-worker: cannot start %s: %v\n", at.offer.Spec.Script.File, p.err)
+			return nil, fmt.Errorf("%w: %v", ErrNeverStarted, p.err)
+		}
+		c := l.Spec
+		c.Script, c.Argv, c.Shell, c.WorkingDirectory = nil, &spec.Argv{File: p.argv[0], Args: p.argv[1:]}, nil, p.dir
+		l.Spec, l.ExtraEnv = c, p.env
+	}
+	return a.run.Start(l)
+}
+
+// leaseFetcher reads the leased Run's tree over the ingress.
+type leaseFetcher struct {
+	a   *Agent
+	ref protocol.LeaseRef
+}
+
+func (f leaseFetcher) TreePage(ctx context.Context, after string) (protocol.ScriptTreePage, error) {
+	body, err := protocol.ScriptTreeRequest{LeaseRef: f.ref, After: after}.Encode()
+	if err != nil {
+		return protocol.ScriptTreePage{}, err
+	}
+	resp, _, err := f.a.post(ctx, protocol.PathScriptTree, body, protocol.MaxScriptTreePageBytes)
+	if err != nil {
+		return protocol.ScriptTreePage{}, err
+	}
+	return protocol.DecodeScriptTreePage(resp.Body)
+}
+
+func (f leaseFetcher) Blob(ctx context.Context, sum string, offset, limit int64) ([]byte, int64, error) {
+	body, err := protocol.ScriptBlobRequest{LeaseRef: f.ref, SHA256: sum, Offset: offset, Limit: limit}.Encode()
+	if err != nil {
+		return nil, 0, err
+	}
+	resp, _, err := f.a.post(ctx, protocol.PathScriptBlob, body, protocol.MaxScriptBlobChunk)
+	if err != nil {
+		return nil, 0, err
+	}
+	size, err := strconv.ParseInt(resp.Header.Get(protocol.HeaderScriptBlobSize), 10, 64)
+	if err != nil || size < 0 {
+		return nil, 0, fmt.Errorf("script blob answer without a valid %s", protocol.HeaderScriptBlobSize)
+	}
+	return resp.Body, size, nil
+}
