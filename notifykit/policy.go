@@ -178,7 +178,7 @@ func (p Policy) Digests(held []Delivery, now int64) []DigestGroup {
 	out := make([]DigestGroup, 0, len(order))
 	for _, k := range order {
 		g := groups[k]
-		nd := NewDelivery{RuleID: g.first.RuleID, ChannelID: g.first.ChannelID, TaskID: g.first.TaskID, RunID: g.first.RunID,
+		nd := NewDelivery{ProjectID: g.first.ProjectID, RuleID: g.first.RuleID, ChannelID: g.first.ChannelID, TaskID: g.first.TaskID, RunID: g.first.RunID,
 			Status: StatusPending, NextAtMs: now, CreatedMs: now, GiveUpMs: now + p.GiveUpAfter.Milliseconds(),
 			Key: fmt.Sprintf("ql3:notify:v1:digest:%s:%s:%d", g.first.RuleID, g.first.ChannelID, g.ids[0])}
 		if len(g.ids) == 1 {

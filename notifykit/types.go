@@ -87,6 +87,7 @@ type RuleInput struct {
 
 // NewDelivery is one outbox row to write.
 type NewDelivery struct {
+	ProjectID string // the cluster's project ("" on the edge)
 	Key       string
 	RuleID    string
 	ChannelID string
@@ -113,6 +114,7 @@ type Attempt struct {
 // Delivery is an outbox row with its log.
 type Delivery struct {
 	ID           int64
+	ProjectID    string // the cluster's project ("" on the edge)
 	Key          string
 	RuleID       string
 	ChannelID    string

@@ -64,6 +64,16 @@ var tableGrants = []tableGrant{
 	// 0012: the run-event feed's consumers, claimed and advanced by the
 	// runtime role (the admin role may look).
 	{"run_event_consumers", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE"}},
+	// 0015: notifications. The admin role keeps channels and rules and
+	// queues a channel's "send test"; the runtime role derives the outbox,
+	// delivers it and logs attempts; the ingress role queues a script's
+	// sendNotify relayed by a worker.
+	{"notify_keys", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "SELECT, INSERT"}},
+	{"notify_channels", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE", RoleRuntime: "SELECT"}},
+	{"notify_rules", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE", RoleRuntime: "SELECT", RoleWorkerIngress: "SELECT"}},
+	{"notify_outbox", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "SELECT, INSERT, UPDATE", RoleWorkerIngress: "SELECT, INSERT"}},
+	{"notify_attempts", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT"}},
+	{"notify_coalesce", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE"}},
 }
 
 // grantees are the roles whose privileges InstallGrants owns completely.

@@ -56,3 +56,11 @@ var (
 	Merge          = notifykit.Merge
 	Public         = notifykit.Public
 )
+
+// Stored forms shared with the control plane.
+const SealName = notifykit.SealName
+
+var (
+	EncodeRule = notifykit.EncodeRule
+	DecodeRule = notifykit.DecodeRule
+)

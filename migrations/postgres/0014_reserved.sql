@@ -1,0 +1,4 @@
+-- ql3 control-plane schema, version 14: reserved for another branch's
+-- migration; this file keeps the numbering without gaps until it lands and
+-- is replaced by it at the merge.
+SELECT 1;
