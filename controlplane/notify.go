@@ -105,4 +105,3 @@ type NotifyOutbox interface {
 	// GetDelivery reads one row with its log.
 	GetDelivery(ctx context.Context, id int64) (notifykit.Delivery, error)
 }
-

@@ -44,8 +44,8 @@ type receiver struct {
 	hold        chan struct{} // when set, requests wait on it (or their context)
 	gateAt      int           // when > 0, requests wait until this many are in flight at once
 	gate        chan struct{}
-	total       int // requests in flight now
-	arrived     chan string   // each request's key, when set
+	total       int         // requests in flight now
+	arrived     chan string // each request's key, when set
 }
 
 func newReceiver(t *testing.T, answers ...int) *receiver {
