@@ -90,7 +90,7 @@ func (s *Server) createChannel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := s.notify.Store.CreateChannel(r.Context(), notify.ChannelInput{Name: req.Name, Enabled: req.Enabled == nil || *req.Enabled,
-		Settings: req.Settings.settings()}, s.actor(r))
+		Settings: req.Settings.Settings()}, s.actor(r))
 	if err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return
@@ -115,7 +115,7 @@ func (s *Server) patchChannel(w http.ResponseWriter, r *http.Request) {
 	}
 	p := notify.ChannelPatch{Name: req.Name, Enabled: req.Enabled}
 	if req.Settings != nil {
-		st := req.Settings.settings()
+		st := req.Settings.Settings()
 		p.Settings = &st
 	}
 	c, err := s.notify.Store.UpdateChannel(r.Context(), r.PathValue("id"), p, s.actor(r))
@@ -158,7 +158,7 @@ func (s *Server) createRule(w http.ResponseWriter, r *http.Request) {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	rule, err := s.notify.Store.CreateRule(r.Context(), req.input(), s.actor(r))
+	rule, err := s.notify.Store.CreateRule(r.Context(), req.Input(), s.actor(r))
 	if err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return
@@ -181,7 +181,7 @@ func (s *Server) replaceRule(w http.ResponseWriter, r *http.Request) {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	rule, err := s.notify.Store.ReplaceRule(r.Context(), r.PathValue("id"), req.input(), s.actor(r))
+	rule, err := s.notify.Store.ReplaceRule(r.Context(), r.PathValue("id"), req.Input(), s.actor(r))
 	if err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return
