@@ -1,6 +1,12 @@
 package notifykit
 
 import (
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ql3/ql3/core/errs"
 	cn "github.com/ql3/ql3/core/notify"
 	"github.com/ql3/ql3/core/notify/channel"
 )
@@ -66,13 +72,13 @@ type PatchChannelRequest struct {
 
 // NotifyChannel is a channel without any credential.
 type NotifyChannel struct {
-	ID          string                `json:"id"`
-	Name        string                `json:"name"`
-	Kind        string                `json:"kind"`
-	Enabled     bool                  `json:"enabled"`
+	ID          string         `json:"id"`
+	Name        string         `json:"name"`
+	Kind        string         `json:"kind"`
+	Enabled     bool           `json:"enabled"`
 	Settings    PublicSettings `json:"settings"`
-	CreatedAtMs int64                 `json:"createdAtMs"`
-	UpdatedAtMs int64                 `json:"updatedAtMs"`
+	CreatedAtMs int64          `json:"createdAtMs"`
+	UpdatedAtMs int64          `json:"updatedAtMs"`
 }
 
 // ChannelView is the API view of c.
@@ -217,4 +223,57 @@ type SendNotifyRequest struct {
 // SendNotifyResponse says how many channels the message was queued for.
 type SendNotifyResponse struct {
 	Queued int `json:"queued"`
+}
+
+// DeliveryStatuses are the outbox statuses a list may filter on.
+var DeliveryStatuses = []string{StatusPending, StatusHeld, StatusDelivered, StatusFailed, StatusDropped, StatusDigested}
+
+// ParseDeliveryQuery reads GET /api/v1/notify/deliveries' query: status,
+// channel, run, before (keyset) and limit (1..MaxPage, default 50).
+func ParseDeliveryQuery(q url.Values) (DeliveryFilter, error) {
+	f := DeliveryFilter{Status: q.Get("status"), ChannelID: q.Get("channel"), RunID: q.Get("run"), Limit: 50}
+	if f.Status != "" && !slices.Contains(DeliveryStatuses, f.Status) {
+		return f, errs.Invalidf("status", "must be one of %s, got %q", strings.Join(DeliveryStatuses, ", "), f.Status)
+	}
+	for _, p := range []struct {
+		name string
+		dst  *int64
+		max  int64
+	}{{"before", &f.BeforeID, 1 << 62}, {"limit", nil, MaxPage}} {
+		v := q.Get(p.name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1 || n > p.max {
+			return f, errs.Invalidf(p.name, "must be an integer 1..%d, got %q", p.max, v)
+		}
+		if p.dst != nil {
+			*p.dst = n
+		} else {
+			f.Limit = int(n)
+		}
+	}
+	return f, nil
+}
+
+// DeliveryPage is the list answer: nextBefore is set when the page is full.
+func DeliveryPage(ds []Delivery, limit int) DeliveryList {
+	out := DeliveryList{Items: make([]NotifyDelivery, 0, len(ds))}
+	for _, d := range ds {
+		out.Items = append(out.Items, DeliveryView(d))
+	}
+	if len(ds) == limit && len(ds) > 0 {
+		out.NextBefore = ds[len(ds)-1].ID
+	}
+	return out
+}
+
+// ParseDeliveryID reads a delivery id path value.
+func ParseDeliveryID(v string) (int64, error) {
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id < 1 {
+		return 0, errs.Invalidf("id", "must be a delivery id (a positive integer)")
+	}
+	return id, nil
 }

@@ -51,7 +51,7 @@ func adminRoutes() []openapi.Route {
 	logParams := []openapi.Param{openapi.Query("stream", "string", "stdout | stderr"), openapi.Query("offset", "integer", "first byte"),
 		openapi.Query("limit", "integer", "bytes"), openapi.Query("follow", "string", "1: stream until the attempt ends")}
 	logResp := withErrors(map[int]openapi.Response{200: {Description: "output bytes", ContentType: "text/plain"}}, 404, 503)
-	return []openapi.Route{
+	return append([]openapi.Route{
 		{Method: "GET", Path: "/healthz", Summary: "liveness (no credential)", Responses: openapi.OK("alive", adminapi.Health{})},
 		{Method: "GET", Path: "/readyz", Summary: "readiness: the database is reachable and its schema is this binary's (no credential)", Responses: map[int]openapi.Response{
 			200: {Description: "ready", Body: adminapi.Health{}}, 503: {Description: "not ready (the reason names versions, never data)", Body: adminapi.Health{}}}},
@@ -148,7 +148,7 @@ func adminRoutes() []openapi.Route {
 		{Method: "GET", Path: "/api/v1/audit", Summary: "audit lines, newest first",
 			Params:    append(page, openapi.Query("action", "string", "action"), openapi.Query("subject", "string", "subject id"), openapi.Query("actor", "string", "actor id")),
 			Responses: withErrors(openapi.OK("a page", adminapi.List[controlplane.AuditRecord]{}))},
-	}
+	}, notifyRoutes()...) // openapi_notify_test.go
 }
 
 func adminGenerator() *openapi.Generator {

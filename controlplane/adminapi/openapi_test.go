@@ -59,6 +59,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	srv := httptest.NewServer(rec.Wrap(adminapi.New(adminapi.Config{UI: panel.UI{}, Backend: pub, Version: "test",
 		Logger: slog.New(slog.DiscardHandler),
 		Runs:   runops.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
+		Notify: notifyPorts(t, db), // openapi_notify_test.go
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, adminPool, ref)
 		}})))
@@ -147,6 +148,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	f.call("GET", "/api/v1/audit?limit=5", nil, nil)
 	f.call("POST", "/api/v1/projects/"+proj+"/archive", `{"expectedVersion":99}`, nil)
 	f.call("POST", "/api/v1/projects/"+proj+"/archive", "", nil)
+	exerciseNotify(t, f, id) // openapi_notify_test.go
 	send("GET", "/api/v1/projects", "", "Authorization", "Bearer wrong")
 	send("POST", "/api/v1/projects", `{"name":"x"}`, "Authorization", "Bearer "+token, "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site")
 

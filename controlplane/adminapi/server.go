@@ -34,6 +34,7 @@
 //	POST /api/v1/workers/{worker}/credentials/rotate    issue a new one, retire the others ({graceMs})
 //	POST /api/v1/workers/{worker}/credentials/{credential}/revoke
 //	GET  /api/v1/audit                                  audit lines, newest first (?action=&subject=&actor=&limit=&cursor=)
+//	…    /api/v1/notify/channels|rules|deliveries        notifications (notify.go)
 //
 // The task, trigger, run and error shapes are the edge API's (edge/httpapi)
 // plus the cluster's own fields (projectId, executionRevisionId, …), so one
@@ -98,6 +99,8 @@ type Config struct {
 	// UI is the browser front end served beside the API (the app passes
 	// the web panel, module panel); nil serves the API alone.
 	UI httpkit.UI
+	// Notify holds the notification ports (notify.go); zero answers 503.
+	Notify NotifyPorts
 }
 
 // Server is the admin API handler.
@@ -112,6 +115,7 @@ type Server struct {
 	now      func() time.Time
 	sessions *httpkit.Sessions
 	ui       httpkit.UI
+	notify   NotifyPorts
 	handler  http.Handler
 
 	collect   Collector
@@ -122,7 +126,7 @@ type Server struct {
 // New returns the API handler.
 func New(cfg Config) *Server {
 	s := &Server{runs: cfg.Runs, disable: cfg.DisableWorker, b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, now: cfg.Now,
-		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI}
+		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI, notify: cfg.Notify}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -187,6 +191,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 
 	s.lifecycleRoutes(mux)
 	s.panelRoutes(mux)
+	s.notifyRoutes(mux)
 
 	// Everything else is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
