@@ -74,6 +74,9 @@ type Config struct {
 	PullMarginMs int64 `json:"pullMarginMs,omitempty"` // QL3_PULL_MARGIN_MS, --pull-margin-ms: added to the time until the next occurrence (0..10000)
 	PullFloorMs  int64 `json:"pullFloorMs,omitempty"`  // QL3_PULL_FLOOR_MS, --pull-floor-ms: shortest pause an empty pull is told (100..60000)
 
+	// Notifications (ADR 0053): the key file that seals channel credentials.
+	SecretKeyFile string `json:"secretKeyFile,omitempty"` // QL3_SECRET_KEY_FILE, --secret-key-file
+
 	DefaultGraceMs int64 `json:"defaultGraceMs,omitempty"` // QL3_DEFAULT_GRACE_MS: misfire grace of triggers published without one
 	// The cluster scheduler (ADR 0006).
 	SchedulerBudget  int64 `json:"schedulerBudget,omitempty"`  // QL3_SCHEDULER_BUDGET, --scheduler-budget: claims per round (1..256)
@@ -145,6 +148,7 @@ func (c *Config) settings() []setting {
 		{flag: "credential-reconcile-ms", usage: "how often superseded worker credentials are revoked (ms, 1000..60000)", integer: &c.CredentialReconcileMs, scope: forServe},
 		{flag: "session-heartbeat-ms", usage: "heartbeat interval the ingress names to workers (ms, 5000..60000 and under the attempt lease − fence margin − kill grace, 30000)", integer: &c.SessionHeartbeatMs, scope: forServe},
 		{flag: "session-lease-ms", usage: "worker session lease (ms, at least 2 heartbeats, at most 600000)", integer: &c.SessionLeaseMs, scope: forServe},
+		{flag: "secret-key-file", usage: "key file (absolute path, mode 0600, the same on every replica; created when missing) that seals notification channel credentials; without it notifications are off", str: &c.SecretKeyFile, scope: forServe},
 		{flag: "pull-margin-ms", usage: "added to the time until the cluster's next scheduled occurrence when an empty pull is told when to come back: the admission lag a pull should not beat (ms, 0..10000; ADR 0030)", integer: &c.PullMarginMs, scope: forServe},
 		{flag: "pull-floor-ms", usage: "shortest pause an empty pull is told (ms, 100..60000): bounds each idle worker's pull rate when occurrences are dense; raise it for large fleets (ADR 0030)", integer: &c.PullFloorMs, scope: forServe},
 		{flag: "default-grace-ms", usage: "misfire grace of triggers published without one: how late an occurrence may fire before its misfire policy applies (ms, 0..300000; time under a dead replica's claim is not counted, ADR 0002)", integer: &c.DefaultGraceMs, scope: forServe},

@@ -67,6 +67,7 @@ type Main struct {
 	listener        net.Listener
 	serveErr        chan error
 	ingress         ingressParts
+	notify          notifyParts
 }
 
 // NewMain returns a Main wired to the process's stdio and environment.
@@ -321,6 +322,7 @@ func (m *Main) Close() error {
 	if ierr := m.stopIngress(ctx); ierr != nil {
 		errList = append(errList, ierr)
 	}
+	m.stopNotify()
 	if coord != nil {
 		if cerr := coord.Stop(context.Background()); cerr != nil {
 			errList = append(errList, fmt.Errorf("stop scheduler: %w", cerr))
