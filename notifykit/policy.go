@@ -248,7 +248,7 @@ func (p Policy) Decide(row Delivery, a Attempted) Outcome {
 	if next > row.GiveUpAtMs || row.Kind == KindTest {
 		o.Status = StatusFailed
 		if row.Kind != KindTest {
-			o.Attempt.Error = truncate(fmt.Sprintf("gave up after %d attempt(s) in %s: %s", o.Attempt.N,
+			o.Attempt.Error = Truncate(fmt.Sprintf("gave up after %d attempt(s) in %s: %s", o.Attempt.N,
 				time.Duration(a.End.UnixMilli()-row.CreatedAtMs)*time.Millisecond, o.Attempt.Error), 512)
 		}
 		return o
@@ -261,7 +261,7 @@ func (p Policy) Decide(row Delivery, a Attempted) Outcome {
 func ScrubSettings(msg string, st channel.Settings) string {
 	for _, s := range []string{st.Token, st.Secret, st.Password, st.Server} {
 		if len(s) >= 4 {
-			msg = scrub(msg, s)
+			msg = Scrub(msg, s)
 		}
 	}
 	return msg

@@ -1,8 +1,10 @@
 // Package notifykit is what both binaries share of notification delivery
 // (ADR 0046, ADR 0053): the outbox's records, a channel's sealed settings
-// and their public view, the Sender that makes one attempt through one
-// channel (HTTP providers and SMTP), and the Policy that turns run
-// outcomes into outbox rows and an attempt into its recorded outcome.
+// and their public view, the Policy that turns run outcomes into outbox
+// rows and an attempt into its recorded outcome, and the API's wire types.
+// Subpackage sender makes one attempt through one channel (HTTP providers
+// and SMTP); this package links no network client, so the control plane's
+// domain package can use its records.
 // The rules and providers are core/notify's; each binary's store and loop
 // (edge/notify on SQLite, the control plane's on PostgreSQL) call these.
 package notifykit

@@ -20,6 +20,7 @@ import (
 	cn "github.com/ql3/ql3/core/notify"
 	"github.com/ql3/ql3/core/notify/channel"
 	"github.com/ql3/ql3/notifykit"
+	"github.com/ql3/ql3/notifykit/sender"
 )
 
 // Config wires a Deliverer.
@@ -27,7 +28,7 @@ type Config struct {
 	Feed      controlplane.RunEventFeed
 	Consumers controlplane.FeedConsumers
 	Outbox    controlplane.NotifyOutbox
-	Sender    *notifykit.Sender
+	Sender    *sender.Sender
 	// Owner names this replica in claims and the delivery log.
 	Owner string
 	// Lease is how long a claim (on the feed consumer and on a row) lasts.
@@ -63,7 +64,7 @@ func New(cfg Config) (*Deliverer, error) {
 		return nil, errors.New("notifyd: Feed, Consumers, Outbox and Owner are required")
 	}
 	if cfg.Sender == nil {
-		cfg.Sender = &notifykit.Sender{}
+		cfg.Sender = &sender.Sender{}
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = time.Minute
@@ -73,7 +74,7 @@ func New(cfg Config) (*Deliverer, error) {
 	}
 	timeout := cfg.Sender.Timeout
 	if timeout <= 0 {
-		timeout = notifykit.DefaultRequestTimeout
+		timeout = sender.DefaultRequestTimeout
 	}
 	if cfg.Lease < timeout+cfg.LeaseMargin {
 		return nil, errs.Invalidf("lease", "must exceed the request timeout (%v) plus the margin (%v), got %v", timeout, cfg.LeaseMargin, cfg.Lease)
@@ -307,7 +308,7 @@ func (d *Deliverer) deliver(ctx context.Context, c controlplane.DeliveryClaim, c
 	case err != nil:
 		return notifykit.Outcome{}, err
 	case !ch.Enabled && row.Kind != notifykit.KindTest:
-		a.Err = &notifykit.SendError{Reason: "channel disabled"}
+		a.Err = &sender.SendError{Reason: "channel disabled"}
 	default:
 		sctx, cancel := context.WithDeadline(ctx, claimedAt.Add(d.cfg.Lease-d.cfg.LeaseMargin))
 		a.StatusCode, a.Err = d.cfg.Sender.Send(sctx, st, channel.Message{Title: row.Title, Content: row.Content, IdempotencyKey: row.Key}, a.Start.UnixMilli())

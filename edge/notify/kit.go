@@ -1,6 +1,9 @@
 package notify
 
-import "github.com/ql3/ql3/notifykit"
+import (
+	"github.com/ql3/ql3/notifykit"
+	"github.com/ql3/ql3/notifykit/sender"
+)
 
 // The outbox's records, settings and sender are notifykit's (shared with
 // the control plane); these names keep this package's API.
@@ -17,8 +20,8 @@ type (
 	DeliveryFilter = notifykit.DeliveryFilter
 	CoalesceKey    = notifykit.CoalesceKey
 	Outcome        = notifykit.Outcome
-	Sender         = notifykit.Sender
-	SendError      = notifykit.SendError
+	Sender         = sender.Sender
+	SendError      = sender.SendError
 )
 
 // Statuses, kinds, limits and audit actions.
@@ -35,7 +38,7 @@ const (
 	KindDigest  = notifykit.KindDigest
 
 	MaxPage               = notifykit.MaxPage
-	DefaultRequestTimeout = notifykit.DefaultRequestTimeout
+	DefaultRequestTimeout = sender.DefaultRequestTimeout
 	ScriptCallsPerWindow  = notifykit.ScriptCallsPerWindow
 	ScriptWindowMs        = notifykit.ScriptWindowMs
 

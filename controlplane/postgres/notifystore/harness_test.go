@@ -20,6 +20,7 @@ import (
 	cn "github.com/ql3/ql3/core/notify"
 	"github.com/ql3/ql3/core/notify/channel"
 	"github.com/ql3/ql3/notifykit"
+	"github.com/ql3/ql3/notifykit/sender"
 )
 
 // Credentials the tests plant and then look for everywhere.
@@ -167,7 +168,7 @@ func (f *fixture) replicaWith(t *testing.T, owner string, timeout, lease time.Du
 	pool := f.DB.Pool(t, postgres.RoleRuntime)
 	d, err := notifyd.New(notifyd.Config{Feed: postgres.NewFeed(pool), Consumers: postgres.NewFeed(pool),
 		Outbox: notifystore.NewOutbox(pool, f.cipher), Owner: owner,
-		Sender: &notifykit.Sender{Timeout: timeout}, Lease: lease, LeaseMargin: time.Second,
+		Sender: &sender.Sender{Timeout: timeout}, Lease: lease, LeaseMargin: time.Second,
 		Policy: notifykit.Policy{RetryBase: 20 * time.Millisecond, RetryMax: 40 * time.Millisecond, Jitter: func() float64 { return 0.5 }},
 		Tick:   20 * time.Millisecond})
 	if err != nil {
