@@ -31,8 +31,9 @@ type Args struct {
 	graceSet                                    bool
 	expectedRevision                            int64
 	disabled                                    bool
-	run                                         runArgs // run commands (runcmd.go)
-	credentialFile                              string  // worker issue-credential/rotate-credentials
+	run                                         runArgs    // run commands (runcmd.go)
+	credentialFile                              string     // worker issue-credential/rotate-credentials
+	notify                                      notifyArgs // notify commands (notify.go)
 	// JSON is --json: print the answer's JSON instead of text (present.go).
 	JSON bool
 }

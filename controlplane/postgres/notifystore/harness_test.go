@@ -3,8 +3,10 @@ package notifystore_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -170,7 +172,7 @@ func (f *fixture) replicaWith(t *testing.T, owner string, timeout, lease time.Du
 		Outbox: notifystore.NewOutbox(pool, f.cipher), Owner: owner,
 		Sender: &sender.Sender{Timeout: timeout}, Lease: lease, LeaseMargin: time.Second,
 		Policy: notifykit.Policy{RetryBase: 20 * time.Millisecond, RetryMax: 40 * time.Millisecond, Jitter: func() float64 { return 0.5 }},
-		Tick:   20 * time.Millisecond})
+		Tick:   20 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(tlog{t}, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,6 +218,14 @@ func (f *fixture) settled(t *testing.T, n int) []notifykit.Delivery {
 		}
 		<-tick.C
 	}
+}
+
+// tlog writes a replica's log lines into the test's log.
+type tlog struct{ t *testing.T }
+
+func (l tlog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
 
 // accepted is how often key was answered 200.
