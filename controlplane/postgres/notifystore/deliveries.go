@@ -2,6 +2,7 @@ package notifystore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -159,7 +160,7 @@ func insertRow(ctx context.Context, tx pgx.Tx, d notifykit.NewDelivery) (int64, 
 	var id int64
 	err := tx.QueryRow(ctx, insertRowSQL, d.ProjectID, d.Key, d.RuleID, d.ChannelID, d.RunID, d.TaskID, d.Kind,
 		d.Title, d.Content, d.Status, d.CreatedMs, d.NextAtMs, d.GiveUpMs).Scan(&id)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
 	return id, err

@@ -2,6 +2,7 @@ package notifystore
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -89,7 +90,7 @@ func (s *Outbox) Enqueue(ctx context.Context, c controlplane.FeedClaim, to contr
 WHERE consumer = $1::text AND claim_owner = $2::text AND claim_token = $3::uuid AND claim_version = $4::bigint
 	AND claim_expires_at_ms > `+nowMs+` AND (cursor_xid, cursor_id) <= ($5::text::xid8, $6::bigint)
 RETURNING claim_expires_at_ms`, c.Consumer, c.Owner, c.Token, c.Version, strconv.FormatUint(to.Xid, 10), to.ID).Scan(&c.ExpiresAtMs)
-		if err == pgx.ErrNoRows {
+		if errors.Is(err, pgx.ErrNoRows) {
 			return errs.E(errs.Conflict, "claim", "consumer %s: the claim no longer holds (expired or taken over)", c.Consumer)
 		}
 		if err != nil {
