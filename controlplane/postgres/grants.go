@@ -66,12 +66,11 @@ var tableGrants = []tableGrant{
 	{"run_event_consumers", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE"}},
 	// 0015: notifications. The admin role keeps channels and rules and
 	// queues a channel's "send test"; the runtime role derives the outbox,
-	// delivers it and logs attempts; the ingress role queues a script's
-	// sendNotify relayed by a worker.
+	// delivers it and logs attempts; the ingress role reads none of it.
 	{"notify_keys", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "SELECT, INSERT"}},
 	{"notify_channels", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE", RoleRuntime: "SELECT"}},
-	{"notify_rules", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE", RoleRuntime: "SELECT", RoleWorkerIngress: "SELECT"}},
-	{"notify_outbox", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "SELECT, INSERT, UPDATE", RoleWorkerIngress: "SELECT, INSERT"}},
+	{"notify_rules", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE", RoleRuntime: "SELECT"}},
+	{"notify_outbox", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "SELECT, INSERT, UPDATE"}},
 	{"notify_attempts", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT"}},
 	{"notify_coalesce", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE"}},
 }
