@@ -73,6 +73,8 @@ type NotifyOutbox interface {
 	// Subject reads a Run's task, labels and previous outcome; NotFound
 	// when the Run is gone.
 	Subject(ctx context.Context, runID string) (NotifySubject, error)
+	// TaskName is a task's name ("" when it is gone).
+	TaskName(ctx context.Context, taskID string) (string, error)
 	// Rules lists the enabled rules of a project.
 	Rules(ctx context.Context, projectID string) ([]notifykit.Rule, error)
 	// CoalesceStates reads the stored windows of the given keys.
@@ -81,6 +83,9 @@ type NotifyOutbox interface {
 	// consumer's cursor under its claim, in one transaction; a row whose
 	// key exists is skipped. errs.Conflict when the claim no longer holds.
 	Enqueue(ctx context.Context, c FeedClaim, to FeedPosition, rows []notifykit.NewDelivery, states map[notifykit.CoalesceKey]cn.CoalesceState) (FeedClaim, error)
+	// HeldWindows lists up to limit coalescing windows holding outcomes
+	// back, with their rule's project.
+	HeldWindows(ctx context.Context, limit int) ([]CoalesceWindow, error)
 	// AddDeliveries writes rows without a cursor (sendNotify).
 	AddDeliveries(ctx context.Context, rows []notifykit.NewDelivery) error
 	// Claim takes up to limit pending rows due by nowMs that nobody holds
@@ -104,4 +109,11 @@ type NotifyOutbox interface {
 	NextDueMs(ctx context.Context) (int64, bool, error)
 	// GetDelivery reads one row with its log.
 	GetDelivery(ctx context.Context, id int64) (notifykit.Delivery, error)
+}
+
+// CoalesceWindow is one stored coalescing window and its rule's project.
+type CoalesceWindow struct {
+	ProjectID string
+	Key       notifykit.CoalesceKey
+	State     cn.CoalesceState
 }

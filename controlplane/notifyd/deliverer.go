@@ -53,9 +53,10 @@ type Deliverer struct {
 	log  *slog.Logger
 	kick chan struct{}
 
-	mu    sync.Mutex
-	claim controlplane.FeedClaim
-	held  bool
+	mu      sync.Mutex
+	claim   controlplane.FeedClaim
+	held    bool
+	flushAt int64 // earliest end of a window holding outcomes back (0: none)
 }
 
 // New checks cfg.
@@ -120,6 +121,11 @@ func (d *Deliverer) Run(ctx context.Context) error {
 		} else if at, ok, err := d.cfg.Outbox.NextDueMs(ctx); err == nil && ok {
 			wait = min(wait, max(time.Duration(at-d.nowMs())*time.Millisecond, 0))
 		}
+		d.mu.Lock()
+		if d.held && d.flushAt > 0 {
+			wait = min(wait, max(time.Duration(d.flushAt-d.nowMs())*time.Millisecond, 0))
+		}
+		d.mu.Unlock()
 		wctx, cancel := context.WithTimeout(ctx, wait)
 		woken := make(chan struct{})
 		d.mu.Lock()
@@ -171,8 +177,11 @@ func (d *Deliverer) consume(ctx context.Context) error {
 	}
 	for {
 		evs, err := d.cfg.Feed.Events(ctx, c.Cursor, d.cfg.Batch)
-		if err != nil || len(evs) == 0 {
+		if err != nil {
 			return err
+		}
+		if len(evs) == 0 {
+			return d.flushCoalesced(ctx, c)
 		}
 		states := map[notifykit.CoalesceKey]cn.CoalesceState{}
 		changed := map[notifykit.CoalesceKey]cn.CoalesceState{}
@@ -192,9 +201,62 @@ func (d *Deliverer) consume(ctx context.Context) error {
 		d.claim = c
 		d.mu.Unlock()
 		if len(evs) < d.cfg.Batch {
-			return nil
+			return d.flushCoalesced(ctx, c)
 		}
 	}
+}
+
+// flushCoalesced writes the summary of windows that ended with outcomes
+// held back and no later outcome to carry it (the consumer's holder does
+// it, under its claim, with the window's new state), and keeps the
+// earliest end of a window still open for the loop's wake-up.
+func (d *Deliverer) flushCoalesced(ctx context.Context, c controlplane.FeedClaim) error {
+	ws, err := d.cfg.Outbox.HeldWindows(ctx, d.cfg.Batch)
+	if err != nil {
+		return err
+	}
+	now := d.nowMs()
+	var flushAt int64
+	defer func() {
+		d.mu.Lock()
+		d.flushAt = flushAt
+		d.mu.Unlock()
+	}()
+	rules := map[string]notifykit.Rule{}
+	for _, w := range ws {
+		if _, ok := rules[w.Key.RuleID]; !ok {
+			rs, err := d.cfg.Outbox.Rules(ctx, w.ProjectID)
+			if err != nil {
+				return err
+			}
+			for _, r := range rs {
+				rules[r.ID] = r
+			}
+		}
+		r, ok := rules[w.Key.RuleID]
+		if !ok {
+			continue // disabled or deleted: its window stays as it is
+		}
+		n, next := r.Coalesce.Flush(w.State, now)
+		if n == 0 {
+			if end := w.State.WindowStartMs + r.Coalesce.WindowMs; end > now && (flushAt == 0 || end < flushAt) {
+				flushAt = end
+			}
+			continue
+		}
+		name := w.Key.TaskID
+		if sub, err := d.cfg.Outbox.TaskName(ctx, w.Key.TaskID); err == nil && sub != "" {
+			name = sub
+		}
+		rows := d.pol.Summary(r, w.Key, w.State.WindowStartMs, name, n, now)
+		for i := range rows {
+			rows[i].ProjectID = w.ProjectID
+		}
+		if c, err = d.cfg.Outbox.Enqueue(ctx, c, c.Cursor, rows, map[notifykit.CoalesceKey]cn.CoalesceState{w.Key: next}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // eventPayload is what a finishing run event's payload says.

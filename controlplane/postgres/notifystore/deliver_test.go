@@ -194,3 +194,31 @@ func TestSendTestNow(t *testing.T) {
 		t.Fatalf("%d audit lines of the test, want 1", n)
 	}
 }
+
+// TestCoalescingCapsAFlappingTask: a rule that sends at most one message
+// per task per second gets three failures at once: one is sent, and when
+// the window ends with no later outcome the holder of the feed consumer
+// writes one summary of the two held back.
+func TestCoalescingCapsAFlappingTask(t *testing.T) {
+	t.Parallel()
+	hook := newReceiver(t)
+	f := newFixture(t, hook, cn.Rule{Coalesce: cn.Coalesce{Max: 1, WindowMs: 1000}})
+	for range 3 {
+		f.failRun(t)
+	}
+	f.replica(t, "a")
+	ds := f.settled(t, 2)
+	kinds := map[string]int{}
+	for _, d := range ds {
+		if d.Status != notifykit.StatusDelivered {
+			t.Errorf("delivery %+v not delivered", d)
+		}
+		kinds[d.Kind]++
+		if d.Kind == notifykit.KindSummary && !strings.Contains(d.Title+d.Content, "2") {
+			t.Errorf("summary %q / %q does not count the 2 held back", d.Title, d.Content)
+		}
+	}
+	if len(ds) != 2 || kinds[string(cn.KindFailed)] != 1 || kinds[notifykit.KindSummary] != 1 {
+		t.Fatalf("deliveries by kind %v, want one failed and one summary", kinds)
+	}
+}

@@ -49,6 +49,16 @@ WHERE r.run_id = $1::uuid`, runID).Scan(&sub.ProjectID, &sub.TaskID, &sub.TaskNa
 	return sub, postgres.Translate(err)
 }
 
+// TaskName implements controlplane.NotifyOutbox.
+func (s *Outbox) TaskName(ctx context.Context, taskID string) (string, error) {
+	if _, err := uuid.Parse(taskID); err != nil {
+		return "", nil
+	}
+	var name string
+	err := s.db.QueryRow(ctx, `SELECT coalesce((SELECT name FROM ql3.tasks WHERE task_id = $1::uuid), '')`, taskID).Scan(&name)
+	return name, postgres.Translate(err)
+}
+
 // Rules implements controlplane.NotifyOutbox.
 func (s *Outbox) Rules(ctx context.Context, project string) ([]notifykit.Rule, error) {
 	return listRules(ctx, s.db, `SELECT `+ruleColumns+` FROM ql3.notify_rules WHERE project_id = $1::uuid AND enabled ORDER BY name LIMIT 256`, project)
@@ -115,6 +125,22 @@ ON CONFLICT (rule_id, task_id) DO UPDATE SET window_start_ms = excluded.window_s
 	}
 	c.Cursor = to
 	return c, nil
+}
+
+// HeldWindows implements controlplane.NotifyOutbox.
+func (s *Outbox) HeldWindows(ctx context.Context, limit int) ([]controlplane.CoalesceWindow, error) {
+	rows, err := s.db.Query(ctx, `SELECT r.project_id::text, c.rule_id, c.task_id, c.window_start_ms, c.sent, c.held
+FROM ql3.notify_coalesce c JOIN ql3.notify_rules r ON r.rule_id::text = c.rule_id
+WHERE c.held > 0 ORDER BY c.window_start_ms LIMIT $1`, limit)
+	if err != nil {
+		return nil, postgres.Translate(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (controlplane.CoalesceWindow, error) {
+		var w controlplane.CoalesceWindow
+		err := r.Scan(&w.ProjectID, &w.Key.RuleID, &w.Key.TaskID, &w.State.WindowStartMs, &w.State.Sent, &w.State.Held)
+		return w, err
+	})
+	return out, postgres.Translate(err)
 }
 
 // AddDeliveries implements controlplane.NotifyOutbox.
