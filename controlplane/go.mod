@@ -16,13 +16,20 @@ require (
 require (
 	github.com/Masterminds/semver/v3 v3.5.0 // indirect
 	github.com/getkin/kin-openapi v0.153.0 // indirect
+	github.com/go-openapi/jsonpointer v0.22.5 // indirect
+	github.com/go-openapi/swag/jsonname v0.25.5 // indirect
+	github.com/gorilla/mux v1.8.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
+	github.com/wneessen/go-mail v0.8.1 // indirect
+	go.yaml.in/yaml/v4 v4.0.0 // indirect
+	golang.org/x/crypto v0.54.0 // indirect
 	golang.org/x/sync v0.25.0 // indirect
-	golang.org/x/text v0.41.0 // indirect
+	golang.org/x/text v0.44.0 // indirect
 )
 
 replace github.com/ql3/ql3/migrations => ../migrations
@@ -39,6 +46,11 @@ require github.com/ql3/ql3/panel v0.0.0
 
 replace github.com/ql3/ql3/panel => ../panel
 
-require github.com/ql3/ql3/httpkit v0.0.0
+require (
+	github.com/ql3/ql3/httpkit v0.0.0
+	github.com/ql3/ql3/notifykit v0.0.0
+)
 
 replace github.com/ql3/ql3/httpkit => ../httpkit
+
+replace github.com/ql3/ql3/notifykit => ../notifykit

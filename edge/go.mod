@@ -32,6 +32,7 @@ require (
 	github.com/go-openapi/swag/jsonname v0.25.5 // indirect
 	github.com/gorilla/mux v1.8.0 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
+	github.com/wneessen/go-mail v0.8.1 // indirect
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
 )
@@ -57,8 +58,10 @@ replace github.com/ql3/ql3/panel => ../panel
 
 require (
 	github.com/ql3/ql3/httpkit v0.0.0
-	github.com/wneessen/go-mail v0.8.1
+	github.com/ql3/ql3/notifykit v0.0.0
 	golang.org/x/crypto v0.59.0
 )
 
 replace github.com/ql3/ql3/httpkit => ../httpkit
+
+replace github.com/ql3/ql3/notifykit => ../notifykit

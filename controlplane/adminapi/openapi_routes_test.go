@@ -174,7 +174,7 @@ func adminRoutes() []openapi.Route {
 		{Method: "GET", Path: "/api/v1/audit", Summary: "audit lines, newest first",
 			Params:    append(page, openapi.Query("action", "string", "action"), openapi.Query("subject", "string", "subject id"), openapi.Query("actor", "string", "actor id")),
 			Responses: withErrors(openapi.OK("a page", adminapi.List[controlplane.AuditRecord]{}))},
-	}, scriptRoutes()...) // openapi_scripts_test.go
+	}, append(scriptRoutes(), notifyRoutes()...)...) // openapi_scripts_test.go, openapi_notify_test.go
 }
 
 func adminGenerator() *openapi.Generator {

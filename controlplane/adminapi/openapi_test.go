@@ -68,6 +68,7 @@ func TestOpenAPIExamples(t *testing.T) {
 		Logger:  slog.New(slog.DiscardHandler),
 		Runs:    runops.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
 		Scripts: scriptstore.New(adminPool),
+		Notify:  notifyPorts(t, db), // openapi_notify_test.go
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, adminPool, ref)
 		}})))
@@ -172,6 +173,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	scriptExamples(t, send, f, token)
 	f.call("POST", "/api/v1/projects/"+proj+"/archive", `{"expectedVersion":99}`, nil)
 	f.call("POST", "/api/v1/projects/"+proj+"/archive", "", nil)
+	exerciseNotify(t, f, id) // openapi_notify_test.go
 	send("GET", "/api/v1/projects", "", "Authorization", "Bearer wrong")
 	send("POST", "/api/v1/projects", `{"name":"x"}`, "Authorization", "Bearer "+token, "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site")
 

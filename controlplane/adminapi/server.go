@@ -34,6 +34,7 @@
 //	POST /api/v1/workers/{worker}/credentials/rotate    issue a new one, retire the others ({graceMs})
 //	POST /api/v1/workers/{worker}/credentials/{credential}/revoke
 //	GET  /api/v1/audit                                  audit lines, newest first (?action=&subject=&actor=&limit=&cursor=)
+//	…    /api/v1/notify/channels|rules|deliveries        notifications (notify.go)
 //
 // The task, trigger, run and error shapes are the edge API's (edge/httpapi)
 // plus the cluster's own fields (projectId, executionRevisionId, …), so one
@@ -103,6 +104,8 @@ type Config struct {
 	// Scripts is the projects' scripts folders (ADR 0052); nil answers
 	// those routes 503.
 	Scripts controlplane.Scripts
+	// Notify holds the notification ports (notify.go); zero answers 503.
+	Notify NotifyPorts
 }
 
 // Server is the admin API handler.
@@ -118,6 +121,7 @@ type Server struct {
 	sessions *httpkit.Sessions
 	ui       httpkit.UI
 	envs     controlplane.EnvStore
+	notify   NotifyPorts
 	handler  http.Handler
 	scripts  controlplane.Scripts
 
@@ -129,7 +133,7 @@ type Server struct {
 // New returns the API handler.
 func New(cfg Config) *Server {
 	s := &Server{runs: cfg.Runs, disable: cfg.DisableWorker, b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, now: cfg.Now,
-		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI, envs: cfg.Envs, scripts: cfg.Scripts}
+		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI, envs: cfg.Envs, scripts: cfg.Scripts, notify: cfg.Notify}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -196,6 +200,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	s.envRoutes(mux)
 	s.panelRoutes(mux)
 	s.scriptRoutes(mux)
+	s.notifyRoutes(mux)
 
 	// Everything else is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -69,6 +69,7 @@ type Main struct {
 	serveErr        chan error
 	ingress         ingressParts
 	envs            *envstore.Store // the env store serve opened (envkeys.go)
+	notify          notifyParts
 }
 
 // NewMain returns a Main wired to the process's stdio and environment.
@@ -326,6 +327,7 @@ func (m *Main) Close() error {
 	if ierr := m.stopIngress(ctx); ierr != nil {
 		errList = append(errList, ierr)
 	}
+	m.stopNotify()
 	if coord != nil {
 		if cerr := coord.Stop(context.Background()); cerr != nil {
 			errList = append(errList, fmt.Errorf("stop scheduler: %w", cerr))

@@ -93,12 +93,17 @@ func (m *Main) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	notifyPorts, err := m.startNotify(ctx) // notify.go
+	if err != nil {
+		return err
+	}
 	api := adminapi.New(adminapi.Config{
 		Backend: pub, Logger: m.log, Version: m.Version, UI: panel.UI{},
 		Ready:   func(ctx context.Context) error { return postgres.Readiness(ctx, pool) },
 		Runs:    runOps,
 		Envs:    envs,
 		Scripts: scriptstore.New(pool),
+		Notify:  notifyPorts,
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, pool, ref)
 		},

@@ -46,7 +46,13 @@ func Commands() map[string]Command {
 	for name, c := range scriptCommands() { // scriptcmd.go
 		cmds[name] = c
 	}
+	for name, c := range notifyCommands() { // notify.go
+		cmds[name] = c
+	}
 	printers := Printers()
+	for name, p := range notifyPrinters() {
+		printers[name] = p
+	}
 	for name, c := range cmds {
 		c.Print = printers[name]
 		if name == "run now" {

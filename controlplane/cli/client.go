@@ -35,6 +35,7 @@ type Args struct {
 	credentialFile                              string     // worker issue-credential/rotate-credentials
 	env                                         envArgs    // env commands (envcmd.go)
 	script                                      scriptArgs // script commands (scriptcmd.go)
+	notify                                      notifyArgs // notify commands (notify.go)
 	// JSON is --json: print the answer's JSON instead of text (present.go).
 	JSON bool
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/adminapi"
+	"github.com/ql3/ql3/notifykit"
 )
 
 const fakeToken = "ql3c_0123456789abcdef_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -44,7 +45,20 @@ func fakeAdminAPI(t *testing.T, skipped bool) string {
 	}
 	created := true
 	envEntry := adminapi.EnvEntry{ID: "env-1", Name: "COOKIE", Enabled: true, Remarks: "first account"}
+	notifyChannel := notifykit.NotifyChannel{ID: "ch-1", Name: "tg", Kind: "telegram", Enabled: true,
+		Settings: notifykit.PublicSettings{ChatID: "42", SecretsSet: []string{"token"}}}
+	notifyRule := notifykit.NotifyRule{ID: "rule-1", Name: "failures", Kinds: []string{"failed"}, Channels: []string{"ch-1"}, Enabled: true}
+	notifyDelivery := notifykit.NotifyDelivery{ID: 7, Kind: "test", ChannelID: "ch-1", Status: "delivered", Attempts: 1, LastStatus: 200}
 	answers := map[string]any{
+		// notify.go's commands
+		"GET /api/v1/notify/channels":            adminapi.List[notifykit.NotifyChannel]{Items: []notifykit.NotifyChannel{notifyChannel}},
+		"POST /api/v1/notify/channels":           notifyChannel,
+		"DELETE /api/v1/notify/channels/ch-1":    nil,
+		"POST /api/v1/notify/channels/ch-1/test": notifyDelivery,
+		"GET /api/v1/notify/rules":               adminapi.List[notifykit.NotifyRule]{Items: []notifykit.NotifyRule{notifyRule}},
+		"POST /api/v1/notify/rules":              notifyRule,
+		"DELETE /api/v1/notify/rules/rule-1":     nil,
+		"GET /api/v1/notify/deliveries":          notifykit.DeliveryList{Items: []notifykit.NotifyDelivery{notifyDelivery}},
 		"GET /api/v1/audit": adminapi.List[controlplane.AuditRecord]{Items: []controlplane.AuditRecord{{ID: "a-1", ActorKind: "token",
 			ActorID: "t-1", Action: "task.update", SubjectKind: "task", SubjectID: "task-1", Outcome: "ok"}}},
 		"GET /api/v1/projects":                                  adminapi.List[adminapi.ProjectRecord]{Items: []adminapi.ProjectRecord{{ID: "proj-1", Name: "ops", Status: "active"}}},
@@ -126,12 +140,24 @@ func clientArgs(t *testing.T) map[string][]string {
 	if err := os.WriteFile(valueFile, []byte("COOKIE=v1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	settings := filepath.Join(dir, "settings.json")
+	if err := os.WriteFile(settings, []byte(`{"kind":"telegram","token":"123:abc","chatId":"42"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	credDir := filepath.Join(dir, "cred")
 	if err := os.Mkdir(credDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	return map[string][]string{
 		"audit list":                {},
+		"notify channels":           {"--project", "ops"},
+		"notify channel-add":        {"--project", "ops", "--name", "tg", "--settings-file", settings},
+		"notify channel-delete":     {"--project", "ops", "--id", "ch-1"},
+		"notify rules":              {"--project", "ops"},
+		"notify rule-add":           {"--project", "ops", "--name", "failures", "--channel", "ch-1"},
+		"notify rule-delete":        {"--project", "ops", "--id", "rule-1"},
+		"notify test":               {"--project", "ops", "--id", "ch-1"},
+		"notify deliveries":         {"--project", "ops", "--status", "failed"},
 		"project list":              {},
 		"project get":               {"--id", "ops"},
 		"project create":            {"--name", "ops"},
@@ -261,7 +287,7 @@ func TestEveryClientCommandPrintsText(t *testing.T) {
 			t.Errorf("%s --json: %v", name, err)
 			continue
 		}
-		if strings.HasSuffix(name, " delete") || name == "env rm" { // empty answers
+		if strings.HasSuffix(name, " delete") || strings.HasSuffix(name, "-delete") || name == "env rm" { // empty answers
 			if jsonOut != "" {
 				t.Errorf("%s --json printed %q for an empty answer", name, jsonOut)
 			}

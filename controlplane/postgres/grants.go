@@ -77,6 +77,15 @@ var tableGrants = []tableGrant{
 	{"script_entries", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE", RoleRuntime: "SELECT"}},
 	{"script_trees", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "SELECT"}},
 	{"script_tree_files", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "SELECT"}},
+	// 0015: notifications. The admin role keeps channels and rules and
+	// queues a channel's "send test"; the runtime role derives the outbox,
+	// delivers it and logs attempts; the ingress role reads none of it.
+	{"notify_keys", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "SELECT, INSERT"}},
+	{"notify_channels", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE", RoleRuntime: "SELECT"}},
+	{"notify_rules", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE", RoleRuntime: "SELECT"}},
+	{"notify_outbox", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "SELECT, INSERT, UPDATE"}},
+	{"notify_attempts", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT"}},
+	{"notify_coalesce", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE"}},
 }
 
 // grantees are the roles whose privileges InstallGrants owns completely.

@@ -61,6 +61,14 @@ var wantPrivileges = map[string]map[string]string{
 	"script_entries":    {admin: "SIUD", runtime: "S"},
 	"script_trees":      {admin: "SI", runtime: "S"},
 	"script_tree_files": {admin: "SI", runtime: "S"},
+	// Migration 0015 (notifications): admin keeps channels and rules and
+	// queues tests; runtime derives and delivers; ingress sees nothing.
+	"notify_keys":     {admin: "SI", runtime: "SI"},
+	"notify_channels": {admin: "SIUD", runtime: "S"},
+	"notify_rules":    {admin: "SIUD", runtime: "S"},
+	"notify_outbox":   {admin: "SI", runtime: "SIU"},
+	"notify_attempts": {admin: "S", runtime: "SI"},
+	"notify_coalesce": {admin: "S", runtime: "SIU"},
 }
 
 // mustDeny are the denials issue 4 names explicitly; they guard the table
@@ -88,6 +96,11 @@ var mustDeny = []struct{ role, table, ops string }{
 	{admin, "attempt_envs", "SIUD"},
 	{runtime, "env_entries", "IUD"},
 	{runtime, "env_keys", "IUD"},
+	{ingress, "notify_channels", "SIUD"},
+	{ingress, "notify_keys", "SIUD"},
+	{runtime, "notify_channels", "IUD"},
+	{runtime, "notify_attempts", "UD"},
+	{admin, "notify_attempts", "IUD"},
 }
 
 var opNames = map[byte]string{'S': "SELECT", 'I': "INSERT", 'U': "UPDATE", 'D': "DELETE"}
@@ -98,7 +111,7 @@ type fixture map[string]string
 
 func newFixture() fixture {
 	f := fixture{}
-	for _, k := range []string{"P", "T", "E", "G", "G2", "R1", "R2", "A1", "A2", "W1", "W2", "C1", "S1", "L1", "AU", "EN"} {
+	for _, k := range []string{"P", "T", "E", "G", "G2", "R1", "R2", "A1", "A2", "W1", "W2", "C1", "S1", "L1", "AU", "EN", "NC", "NR"} {
 		f[k] = uuid.Must(uuid.NewV7()).String()
 	}
 	return f
@@ -159,6 +172,14 @@ INSERT INTO ql3.script_blobs (project_id, sha256, size, content, created_at_ms) 
 INSERT INTO ql3.script_entries (project_id, path, parent, kind, sha256, mtime_ms) VALUES ({P}, 'f.js', '', 'file', {D}, 1);
 INSERT INTO ql3.script_trees (project_id, digest, files, bytes, created_at_ms) VALUES ({P}, {D}, 1, 0, 1);
 INSERT INTO ql3.script_tree_files (project_id, tree_digest, path, sha256, size, executable) VALUES ({P}, {D}, 'f.js', {D}, 0, false);
+INSERT INTO ql3.notify_keys (id, kek_id, wrapped, created_at_ms) VALUES (1, 'k1', '\x00', 1);
+INSERT INTO ql3.notify_channels (channel_id, project_id, name, kind, sealed, public, enabled, created_at_ms, updated_at_ms)
+	VALUES ({NC}, {P}, 'c1', 'webhook', '\x00', '{}', true, 1, 1);
+INSERT INTO ql3.notify_rules (rule_id, project_id, name, body, enabled, created_at_ms, updated_at_ms) VALUES ({NR}, {P}, 'r1', '{}', true, 1, 1);
+INSERT INTO ql3.notify_outbox (project_id, idempotency_key, channel_id, kind, title, content, status, created_at_ms, next_at_ms, give_up_at_ms)
+	VALUES ({P}, 'seed-1', {NC}, 'failed', 't', 'c', 'pending', 1, 1, 1);
+INSERT INTO ql3.notify_attempts (outbox_id, n, at_ms, owner) SELECT outbox_id, 1, 1, 'r' FROM ql3.notify_outbox WHERE idempotency_key = 'seed-1';
+INSERT INTO ql3.notify_coalesce (rule_id, task_id, window_start_ms, sent, held) VALUES ('r1', 't1', 1, 1, 0);
 `
 
 // tableOps: a valid INSERT of a new row and an UPDATE of exactly one seeded
@@ -262,6 +283,26 @@ var tableOps = map[string]struct{ insert, update string }{
 	"script_tree_files": {
 		`INSERT INTO ql3.script_tree_files (project_id, tree_digest, path, sha256, size, executable) VALUES ({P}, {D}, 'g.js', {D}, 0, false)`,
 		`UPDATE ql3.script_tree_files SET executable = true WHERE project_id = {P}`},
+	"notify_keys": {
+		`INSERT INTO ql3.notify_keys (id, kek_id, wrapped, created_at_ms) VALUES (1, 'k2', '\x00', 1) ON CONFLICT (id) DO NOTHING`,
+		`UPDATE ql3.notify_keys SET created_at_ms = 2 WHERE id = 1`},
+	"notify_channels": {
+		`INSERT INTO ql3.notify_channels (channel_id, project_id, name, kind, sealed, public, enabled, created_at_ms, updated_at_ms)
+			VALUES ({N}, {P}, 'c2', 'webhook', '\x00', '{}', true, 1, 1)`,
+		`UPDATE ql3.notify_channels SET updated_at_ms = 2 WHERE channel_id = {NC}`},
+	"notify_rules": {
+		`INSERT INTO ql3.notify_rules (rule_id, project_id, name, body, enabled, created_at_ms, updated_at_ms) VALUES ({N}, {P}, 'r2', '{}', true, 1, 1)`,
+		`UPDATE ql3.notify_rules SET updated_at_ms = 2 WHERE rule_id = {NR}`},
+	"notify_outbox": {
+		`INSERT INTO ql3.notify_outbox (project_id, idempotency_key, channel_id, kind, title, content, status, created_at_ms, next_at_ms, give_up_at_ms)
+			VALUES ({P}, 'k-2', {NC}, 'failed', 't', 'c', 'pending', 1, 1, 1)`,
+		`UPDATE ql3.notify_outbox SET next_at_ms = 2 WHERE idempotency_key = 'seed-1'`},
+	"notify_attempts": {
+		`INSERT INTO ql3.notify_attempts (outbox_id, n, at_ms, owner) SELECT outbox_id, 2, 1, 'r' FROM ql3.notify_outbox WHERE idempotency_key = 'seed-1'`,
+		`UPDATE ql3.notify_attempts SET at_ms = 2 WHERE n = 1`},
+	"notify_coalesce": {
+		`INSERT INTO ql3.notify_coalesce (rule_id, task_id, window_start_ms, sent, held) VALUES ('r2', 't1', 1, 1, 0)`,
+		`UPDATE ql3.notify_coalesce SET sent = 2 WHERE rule_id = 'r1'`},
 }
 
 func TestGrantMatrixIsConsistent(t *testing.T) {

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/ql3/ql3/core/canonjson"
@@ -10,6 +9,7 @@ import (
 	"github.com/ql3/ql3/core/notify/channel"
 	"github.com/ql3/ql3/edge/notify"
 	"github.com/ql3/ql3/httpkit"
+	"github.com/ql3/ql3/notifykit"
 )
 
 // The notification routes (ADR 0046). Channel credentials are write-only:
@@ -90,7 +90,7 @@ func (s *Server) createChannel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := s.notify.Store.CreateChannel(r.Context(), notify.ChannelInput{Name: req.Name, Enabled: req.Enabled == nil || *req.Enabled,
-		Settings: req.Settings.settings()}, s.actor(r))
+		Settings: req.Settings.Settings()}, s.actor(r))
 	if err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return
@@ -115,7 +115,7 @@ func (s *Server) patchChannel(w http.ResponseWriter, r *http.Request) {
 	}
 	p := notify.ChannelPatch{Name: req.Name, Enabled: req.Enabled}
 	if req.Settings != nil {
-		st := req.Settings.settings()
+		st := req.Settings.Settings()
 		p.Settings = &st
 	}
 	c, err := s.notify.Store.UpdateChannel(r.Context(), r.PathValue("id"), p, s.actor(r))
@@ -158,7 +158,7 @@ func (s *Server) createRule(w http.ResponseWriter, r *http.Request) {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	rule, err := s.notify.Store.CreateRule(r.Context(), req.input(), s.actor(r))
+	rule, err := s.notify.Store.CreateRule(r.Context(), req.Input(), s.actor(r))
 	if err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return
@@ -181,7 +181,7 @@ func (s *Server) replaceRule(w http.ResponseWriter, r *http.Request) {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	rule, err := s.notify.Store.ReplaceRule(r.Context(), r.PathValue("id"), req.input(), s.actor(r))
+	rule, err := s.notify.Store.ReplaceRule(r.Context(), r.PathValue("id"), req.Input(), s.actor(r))
 	if err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return
@@ -197,64 +197,24 @@ func (s *Server) deleteRule(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-var deliveryStatuses = []string{notify.StatusPending, notify.StatusHeld, notify.StatusDelivered, notify.StatusFailed,
-	notify.StatusDropped, notify.StatusDigested}
-
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	f := notify.DeliveryFilter{Status: q.Get("status"), ChannelID: q.Get("channel"), RunID: q.Get("run"), Limit: 50}
-	if f.Status != "" && !contains(deliveryStatuses, f.Status) {
-		httpkit.Fail(w, r, s.log, errs.Invalidf("status", "must be one of %s, got %q", strings.Join(deliveryStatuses, ", "), f.Status))
+	f, err := notifykit.ParseDeliveryQuery(r.URL.Query())
+	if err != nil {
+		httpkit.Fail(w, r, s.log, err)
 		return
-	}
-	for _, p := range []struct {
-		name string
-		dst  *int64
-		max  int64
-	}{{"before", &f.BeforeID, 1 << 62}, {"limit", nil, notify.MaxPage}} {
-		v := q.Get(p.name)
-		if v == "" {
-			continue
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 1 || n > p.max {
-			httpkit.Fail(w, r, s.log, errs.Invalidf(p.name, "must be an integer 1..%d, got %q", p.max, v))
-			return
-		}
-		if p.dst != nil {
-			*p.dst = n
-		} else {
-			f.Limit = int(n)
-		}
 	}
 	ds, err := s.notify.Store.ListDeliveries(r.Context(), f)
 	if err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	out := DeliveryList{Items: make([]NotifyDelivery, 0, len(ds))}
-	for _, d := range ds {
-		out.Items = append(out.Items, deliveryView(d))
-	}
-	if len(ds) == f.Limit {
-		out.NextBefore = ds[len(ds)-1].ID
-	}
-	httpkit.WriteJSON(w, http.StatusOK, out)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	httpkit.WriteJSON(w, http.StatusOK, notifykit.DeliveryPage(ds, f.Limit))
 }
 
 func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id < 1 {
-		httpkit.Fail(w, r, s.log, errs.Invalidf("id", "must be a delivery id (a positive integer)"))
+	id, err := notifykit.ParseDeliveryID(r.PathValue("id"))
+	if err != nil {
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	d, err := s.notify.Store.GetDelivery(r.Context(), id)

@@ -3,9 +3,7 @@ package notify
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/ql3/ql3/core/notify/channel"
 	"github.com/ql3/ql3/core/run"
 	"github.com/ql3/ql3/edge"
+	"github.com/ql3/ql3/notifykit"
 	"github.com/ql3/ql3/worker/clock"
 )
 
@@ -47,9 +46,10 @@ type Config struct {
 // Deliverer follows the feed, writes the outbox and delivers it.
 type Deliverer struct {
 	cfg     Config
+	pol     notifykit.Policy
 	log     *slog.Logger
 	kick    chan struct{}
-	scripts scriptState // sendNotify calls per Run (script.go)
+	scripts notifykit.ScriptCalls // sendNotify calls per Run (script.go)
 
 	flushAtMs atomic.Int64 // earliest end of a coalescing window holding outcomes (0: none)
 }
@@ -65,18 +65,8 @@ func New(cfg Config) (*Deliverer, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	if cfg.GiveUpAfter <= 0 {
-		cfg.GiveUpAfter = cn.GiveUpAfterMs * time.Millisecond
-	}
-	if cfg.RetryBase <= 0 {
-		cfg.RetryBase = cn.RetryBaseMs * time.Millisecond
-	}
-	if cfg.RetryMax < cfg.RetryBase {
-		cfg.RetryMax = max(cfg.RetryBase, cn.RetryMaxMs*time.Millisecond)
-	}
-	if cfg.Jitter == nil {
-		cfg.Jitter = rand.Float64
-	}
+	pol := notifykit.Policy{GiveUpAfter: cfg.GiveUpAfter, RetryBase: cfg.RetryBase, RetryMax: cfg.RetryMax, Jitter: cfg.Jitter}.WithDefaults()
+	cfg.GiveUpAfter, cfg.RetryBase, cfg.RetryMax, cfg.Jitter = pol.GiveUpAfter, pol.RetryBase, pol.RetryMax, pol.Jitter
 	if cfg.Batch <= 0 || cfg.Batch > MaxPage {
 		cfg.Batch = 100
 	}
@@ -84,7 +74,7 @@ func New(cfg Config) (*Deliverer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Deliverer{cfg: cfg, log: log, kick: make(chan struct{}, 1)}, nil
+	return &Deliverer{cfg: cfg, pol: pol, log: log, kick: make(chan struct{}, 1)}, nil
 }
 
 // Kick wakes Run (a new row was added outside the feed).
@@ -190,12 +180,7 @@ func (d *Deliverer) consume(ctx context.Context) (bool, error) {
 
 // derive turns one event into outbox rows.
 func (d *Deliverer) derive(ctx context.Context, ev edge.FeedEvent, rules []Rule, states, changed map[CoalesceKey]cn.CoalesceState) ([]NewDelivery, error) {
-	switch ev.Type {
-	case run.EventFailed, run.EventTimedOut, run.EventLost, run.EventCancelled, run.EventSucceeded:
-	default:
-		return nil, nil
-	}
-	if len(rules) == 0 {
+	if !notifykit.Notifies(string(ev.Type)) || len(rules) == 0 {
 		return nil, nil
 	}
 	rn, err := d.cfg.Runs.GetRun(ctx, ev.RunID)
@@ -215,65 +200,9 @@ func (d *Deliverer) derive(ctx context.Context, ev edge.FeedEvent, rules []Rule,
 			return nil, err
 		}
 	}
-	subject := cn.Subject{TaskID: rn.TaskID, Labels: TaskLabels(task)}
-	name := task.Name
-	if name == "" {
-		name = rn.TaskID
-	}
-	now := d.nowMs()
-	var out []NewDelivery
-	for _, k := range cn.KindsOf(string(ev.Type), prevFailed) {
-		title, content := cn.Compose(cn.Outcome{Kind: k, TaskName: name, RunID: rn.ID, Attempt: ev.Payload.AttemptNumber,
-			ExitCode: ev.Payload.ExitCode, ErrorClass: string(ev.Payload.ErrorClass), Reason: ev.Payload.Reason, AtMs: ev.AtMs})
-		for _, r := range rules {
-			if !r.Matches(k, subject) {
-				continue
-			}
-			key := CoalesceKey{RuleID: r.ID, TaskID: rn.TaskID}
-			st, ok := changed[key]
-			if !ok {
-				st = states[key]
-			}
-			send, summary, next := r.Coalesce.Admit(st, now)
-			changed[key] = next
-			for _, ch := range r.Channels {
-				if summary > 0 {
-					st, sc := cn.Summary(name, summary, r.Coalesce.WindowMs)
-					out = append(out, d.row(r, ch, rn, KindSummary, st, sc,
-						fmt.Sprintf("ql3:notify:v1:summary:%s:%s:%d", r.ID, ch, ev.Position), now))
-				}
-				if send {
-					out = append(out, d.row(r, ch, rn, string(k), title, content, cn.IdempotencyKey(r.ID, ch, ev.Position, k), now))
-				}
-			}
-		}
-	}
-	return out, nil
-}
-
-// row builds an outbox row, placing it by the rule's quiet hours.
-func (d *Deliverer) row(r Rule, ch string, rn edge.Run, kind, title, content, key string, now int64) NewDelivery {
-	nd := NewDelivery{Key: key, RuleID: r.ID, ChannelID: ch, RunID: rn.ID, TaskID: rn.TaskID, Kind: kind,
-		Title: title, Content: content, Status: StatusPending, NextAtMs: now, CreatedMs: now,
-		GiveUpMs: now + d.cfg.GiveUpAfter.Milliseconds()}
-	return quiet(r, nd, now, d.cfg.GiveUpAfter.Milliseconds())
-}
-
-// quiet holds or drops a row inside the rule's quiet hours.
-func quiet(r Rule, nd NewDelivery, now, giveUp int64) NewDelivery {
-	if r.Quiet == nil {
-		return nd
-	}
-	end, in := r.Quiet.Until(now)
-	if !in {
-		return nd
-	}
-	if r.Quiet.Mode == cn.QuietDrop {
-		nd.Status = StatusDropped
-		return nd
-	}
-	nd.Status, nd.NextAtMs, nd.GiveUpMs = StatusHeld, end, end+giveUp
-	return nd
+	return d.pol.Derive(notifykit.Event{Type: string(ev.Type), ID: ev.Position, RunID: rn.ID, TaskID: rn.TaskID, TaskName: task.Name,
+		Labels: TaskLabels(task), PrevFailed: prevFailed, Attempt: ev.Payload.AttemptNumber, ExitCode: ev.Payload.ExitCode,
+		ErrorClass: string(ev.Payload.ErrorClass), Reason: ev.Payload.Reason, AtMs: ev.AtMs}, rules, states, changed, d.nowMs()), nil
 }
 
 // previousFailed: did the task's previous finished Run not succeed?
@@ -355,12 +284,7 @@ func (d *Deliverer) flushCoalesced(ctx context.Context) error {
 		if t, err := d.cfg.Runs.GetTask(ctx, key.TaskID); err == nil {
 			name = t.Name
 		}
-		title, content := cn.Summary(name, n, r.Coalesce.WindowMs)
-		var rows []NewDelivery
-		for _, ch := range r.Channels {
-			rows = append(rows, d.row(r, ch, edge.Run{TaskID: key.TaskID}, KindSummary, title, content,
-				fmt.Sprintf("ql3:notify:v1:summary:%s:%s:%s:%d", r.ID, ch, key.TaskID, st.WindowStartMs), now))
-		}
+		rows := d.pol.Summary(r, key, st.WindowStartMs, name, n, now)
 		pos, err := d.cfg.Feed.ConsumerPosition(ctx, ConsumerName)
 		if err != nil {
 			return err
@@ -380,36 +304,8 @@ func (d *Deliverer) releaseHeld(ctx context.Context) error {
 	if err != nil || len(held) == 0 {
 		return err
 	}
-	type group struct {
-		ids    []int64
-		titles []string
-		first  Delivery
-	}
-	var order []string
-	groups := map[string]*group{}
-	for _, h := range held {
-		k := h.RuleID + "\x00" + h.ChannelID
-		g := groups[k]
-		if g == nil {
-			g = &group{first: h}
-			groups[k] = g
-			order = append(order, k)
-		}
-		g.ids = append(g.ids, h.ID)
-		g.titles = append(g.titles, h.Title)
-	}
-	for _, k := range order {
-		g := groups[k]
-		nd := NewDelivery{RuleID: g.first.RuleID, ChannelID: g.first.ChannelID, TaskID: g.first.TaskID, RunID: g.first.RunID,
-			Status: StatusPending, NextAtMs: now, CreatedMs: now, GiveUpMs: now + d.cfg.GiveUpAfter.Milliseconds(),
-			Key: fmt.Sprintf("ql3:notify:v1:digest:%s:%s:%d", g.first.RuleID, g.first.ChannelID, g.ids[0])}
-		if len(g.ids) == 1 {
-			nd.Kind, nd.Title, nd.Content = g.first.Kind, g.first.Title, g.first.Content
-		} else {
-			nd.Kind = KindDigest
-			nd.Title, nd.Content = cn.Digest(g.titles)
-		}
-		if err := d.cfg.Store.Digest(ctx, nd, g.ids); err != nil {
+	for _, g := range d.pol.Digests(held, now) {
+		if err := d.cfg.Store.Digest(ctx, g.Row, g.Held); err != nil {
 			return err
 		}
 	}
@@ -432,53 +328,26 @@ func (d *Deliverer) deliverDue(ctx context.Context) error {
 
 // deliver makes one attempt of row and records it.
 func (d *Deliverer) deliver(ctx context.Context, row Delivery) (Outcome, error) {
-	start := d.cfg.Clock.Now()
-	o := Outcome{Attempt: Attempt{N: row.Attempts + 1, AtMs: start.UnixMilli()}}
+	a := notifykit.Attempted{Start: d.cfg.Clock.Now()}
 	st, ch, err := d.cfg.Store.ChannelSettings(ctx, row.ChannelID)
 	switch {
 	case errs.Code(err) == errs.NotFound:
-		o.Attempt.Error = "channel deleted"
-		o.Status = StatusFailed
+		o := Outcome{Attempt: Attempt{N: row.Attempts + 1, AtMs: a.Start.UnixMilli(), Error: "channel deleted"}, Status: StatusFailed}
 		return o, d.cfg.Store.Record(ctx, row.ID, o)
 	case err != nil:
-		return o, err
+		return Outcome{}, err
 	case !ch.Enabled && row.Kind != KindTest:
-		err = &SendError{Reason: "channel disabled"}
+		a.Err = &SendError{Reason: "channel disabled"}
 	default:
-		var status int
-		status, err = d.cfg.Sender.Send(ctx, st, channel.Message{Title: row.Title, Content: row.Content, IdempotencyKey: row.Key}, start.UnixMilli())
-		o.Attempt.StatusCode = status
+		a.StatusCode, a.Err = d.cfg.Sender.Send(ctx, st, channel.Message{Title: row.Title, Content: row.Content, IdempotencyKey: row.Key}, a.Start.UnixMilli())
 	}
-	end := d.cfg.Clock.Now()
-	o.Attempt.LatencyMs = end.Sub(start).Milliseconds()
-	if err == nil {
-		o.Status = StatusDelivered
-		return o, d.cfg.Store.Record(ctx, row.ID, o)
+	a.Settings, a.End = st, d.cfg.Clock.Now()
+	o := d.pol.Decide(row, a)
+	if o.Status != StatusDelivered {
+		d.log.Info("notification attempt failed", "delivery", row.ID, "channel", row.ChannelID, "attempt", o.Attempt.N,
+			"status", o.Attempt.StatusCode, "err", o.Attempt.Error, "final", o.Status == StatusFailed)
 	}
-	o.Attempt.Error = scrubSettings(err.Error(), st)
-	next := end.UnixMilli() + cn.RetryDelayMs(o.Attempt.N, d.cfg.RetryBase.Milliseconds(), d.cfg.RetryMax.Milliseconds(), d.cfg.Jitter())
-	if next > row.GiveUpAtMs || row.Kind == KindTest {
-		o.Status = StatusFailed
-		if row.Kind != KindTest {
-			o.Attempt.Error = truncate(fmt.Sprintf("gave up after %d attempt(s) in %s: %s", o.Attempt.N,
-				time.Duration(end.UnixMilli()-row.CreatedAtMs)*time.Millisecond, o.Attempt.Error), 512)
-		}
-	} else {
-		o.Status, o.NextAtMs = StatusPending, next
-	}
-	d.log.Info("notification attempt failed", "delivery", row.ID, "channel", row.ChannelID, "attempt", o.Attempt.N,
-		"status", o.Attempt.StatusCode, "err", o.Attempt.Error, "final", o.Status == StatusFailed)
 	return o, d.cfg.Store.Record(ctx, row.ID, o)
-}
-
-// scrubSettings removes every credential of st from a message.
-func scrubSettings(msg string, st channel.Settings) string {
-	for _, s := range []string{st.Token, st.Secret, st.Password, st.Server} {
-		if len(s) >= 4 {
-			msg = scrub(msg, s)
-		}
-	}
-	return msg
 }
 
 // SendTest delivers a test message through a channel now (even a disabled
@@ -489,9 +358,7 @@ func (d *Deliverer) SendTest(ctx context.Context, channelID, actor string) (Deli
 		return Delivery{}, err
 	}
 	now := d.nowMs()
-	nd := NewDelivery{Key: fmt.Sprintf("ql3:notify:v1:test:%s:%d:%d", channelID, now, rand.Uint64()), ChannelID: channelID, Kind: KindTest,
-		Title: "ql3: test notification", Content: fmt.Sprintf("This is a test of the channel %q from ql3-edge.", ch.Name),
-		Status: StatusPending, NextAtMs: now, CreatedMs: now, GiveUpMs: now}
+	nd := notifykit.TestRow(channelID, ch.Name, "ql3-edge", now)
 	ids, err := d.cfg.Store.AddDeliveries(ctx, []NewDelivery{nd})
 	if err != nil {
 		return Delivery{}, err

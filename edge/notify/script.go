@@ -7,10 +7,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
-	"sync"
 
 	"github.com/ql3/ql3/core/errs"
-	cn "github.com/ql3/ql3/core/notify"
 	"github.com/ql3/ql3/core/notify/channel"
 	"github.com/ql3/ql3/core/run"
 )
@@ -24,13 +22,6 @@ const (
 // SendPath is the sendNotify endpoint; it takes a Run token, not the
 // admin token.
 const SendPath = "/api/v1/notify/send"
-
-// Script limits: calls per Run per window.
-const (
-	ScriptCallsPerWindow = 20
-	ScriptWindowMs       = 60_000
-	maxRateEntries       = 4096
-)
 
 // Tokens issues and checks per-Run tokens: "ql3n_<run id>_<HMAC>" under a
 // key that lives only in this process's memory, so a token names exactly
@@ -75,18 +66,6 @@ func (t *Tokens) Verify(token string) (string, bool) {
 	return runID, true
 }
 
-// scriptState is the per-Run call counter (rate limit and key sequence).
-type scriptState struct {
-	mu   sync.Mutex
-	runs map[string]*scriptRun
-}
-
-type scriptRun struct {
-	windowStart int64
-	calls       int
-	seq         int64
-}
-
 // ScriptResult says how many channels a sendNotify call was queued for.
 type ScriptResult struct {
 	Queued int
@@ -111,7 +90,7 @@ func (d *Deliverer) Script(ctx context.Context, runID string, m channel.Message)
 		return ScriptResult{}, errs.E(errs.Unauthorized, "Authorization", "the token's run is not active (status %s)", rn.Status)
 	}
 	now := d.nowMs()
-	seq, err := d.scriptCall(runID, now)
+	seq, err := d.scripts.Charge(runID, now)
 	if err != nil {
 		return ScriptResult{}, err
 	}
@@ -120,24 +99,7 @@ func (d *Deliverer) Script(ctx context.Context, runID string, m channel.Message)
 		return ScriptResult{}, err
 	}
 	task, _ := d.cfg.Runs.GetTask(ctx, rn.TaskID)
-	subject := cn.Subject{TaskID: rn.TaskID, Labels: TaskLabels(task)}
-	seen := map[string]bool{}
-	var rows []NewDelivery
-	for _, r := range rules {
-		if !r.Matches(cn.KindScript, subject) {
-			continue
-		}
-		for _, ch := range r.Channels {
-			if seen[ch] {
-				continue
-			}
-			seen[ch] = true
-			nd := NewDelivery{Key: cn.ScriptIdempotencyKey(r.ID, ch, runID, seq), RuleID: r.ID, ChannelID: ch, RunID: runID,
-				TaskID: rn.TaskID, Kind: string(cn.KindScript), Title: m.Title, Content: m.Content, Status: StatusPending,
-				NextAtMs: now, CreatedMs: now, GiveUpMs: now + d.cfg.GiveUpAfter.Milliseconds()}
-			rows = append(rows, quiet(r, nd, now, d.cfg.GiveUpAfter.Milliseconds()))
-		}
-	}
+	rows := d.pol.ScriptRows(rules, runID, rn.TaskID, TaskLabels(task), seq, m, now)
 	if len(rows) == 0 {
 		return ScriptResult{}, nil
 	}
@@ -146,38 +108,4 @@ func (d *Deliverer) Script(ctx context.Context, runID string, m channel.Message)
 	}
 	d.Kick()
 	return ScriptResult{Queued: len(rows)}, nil
-}
-
-// scriptCall charges one call of runID and returns its sequence number.
-func (d *Deliverer) scriptCall(runID string, now int64) (int64, error) {
-	s := &d.scripts
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.runs == nil {
-		s.runs = map[string]*scriptRun{}
-	}
-	r := s.runs[runID]
-	if r == nil {
-		if len(s.runs) >= maxRateEntries {
-			for id, o := range s.runs { // forget windows that are over
-				if now-o.windowStart >= ScriptWindowMs {
-					delete(s.runs, id)
-				}
-			}
-			if len(s.runs) >= maxRateEntries {
-				return 0, errs.E(errs.Unavailable, "", "too many scripts are sending notifications; try again in a minute")
-			}
-		}
-		r = &scriptRun{windowStart: now}
-		s.runs[runID] = r
-	}
-	if now-r.windowStart >= ScriptWindowMs || now < r.windowStart {
-		r.windowStart, r.calls = now, 0
-	}
-	if r.calls >= ScriptCallsPerWindow {
-		return 0, errs.E(errs.Unavailable, "", "rate limited: this run sent %d notifications within a minute; the limit is %d", r.calls, ScriptCallsPerWindow)
-	}
-	r.calls++
-	r.seq++
-	return r.seq, nil
 }

@@ -17,9 +17,8 @@ import (
 
 var _ nt.Store = (*Store)(nil)
 
-// sealName is the additional data a channel's sealed settings are bound
-// to, with the channel's id (a blob moved to another row does not open).
-const sealName = "nt.channel.settings"
+// sealName binds a channel's sealed settings (notifykit.SealName).
+const sealName = nt.SealName
 
 // MaxNotifyChannels and MaxNotifyRules bound the configuration.
 const (
@@ -225,31 +224,19 @@ func (s *Store) ListChannels(ctx context.Context) ([]nt.Channel, error) {
 	return out, translate(rows.Err())
 }
 
-// ruleBody is a rule's stored JSON.
-type ruleBody struct {
-	Kinds    []cn.Kind      `json:"kinds"`
-	TaskIDs  []string       `json:"taskIds,omitempty"`
-	Labels   []string       `json:"labels,omitempty"`
-	Channels []string       `json:"channels"`
-	Quiet    *cn.QuietHours `json:"quiet,omitempty"`
-	Coalesce cn.Coalesce    `json:"coalesce"`
-}
-
 const ruleColumns = `id, name, body, enabled, created_at_ms, updated_at_ms`
 
 func scanRule(sc scanner) (nt.Rule, error) {
 	var (
 		r    nt.Rule
 		body string
-		b    ruleBody
 	)
 	if err := sc.Scan(&r.ID, &r.Name, &body, &r.Enabled, &r.CreatedAtMs, &r.UpdatedAtMs); err != nil {
 		return nt.Rule{}, err
 	}
-	if err := json.Unmarshal([]byte(body), &b); err != nil {
+	if err := nt.DecodeRule(body, &r.Rule); err != nil {
 		return nt.Rule{}, fmt.Errorf("rule %s body: %w", r.ID, err)
 	}
-	r.Kinds, r.TaskIDs, r.Labels, r.Channels, r.Quiet, r.Coalesce = b.Kinds, b.TaskIDs, b.Labels, b.Channels, b.Quiet, b.Coalesce
 	return r, nil
 }
 
@@ -272,8 +259,7 @@ func checkRule(ctx context.Context, q queryer, in *nt.RuleInput) (cn.Rule, strin
 			return cn.Rule{}, "", errs.Invalidf(fmt.Sprintf("channels[%d]", i), "no channel with id %q", id)
 		}
 	}
-	b, _ := json.Marshal(ruleBody{Kinds: r.Kinds, TaskIDs: r.TaskIDs, Labels: r.Labels, Channels: r.Channels, Quiet: r.Quiet, Coalesce: r.Coalesce})
-	return r, string(b), nil
+	return r, nt.EncodeRule(r), nil
 }
 
 // CreateRule implements nt.Store.

@@ -1,4 +1,5 @@
-// ql3 panel: the notifications page (ql3-edge; ADR 0046). Served after
+// ql3 panel: the notifications page (ql3-edge, ADR 0046; ql3-control per
+// project, ADR 0053). Served after
 // app.js in the same response and plugged in through window.ql3Panel.
 // Channel credentials are write-only here: the list shows which ones are
 // set, never their values, and the form never fills them in.
@@ -11,6 +12,7 @@
     en: {},
     "zh-CN": {
       "notify.title": "通知",
+      "notify.project": "项目",
       "notify.channels": "通知渠道",
       "notify.rules": "通知规则",
       "notify.deliveries": "发送记录",
@@ -69,12 +71,24 @@
   const kindsOfRule = ["failed", "timed_out", "lost", "cancelled", "recovered", "succeeded", "script"];
   const { h, td, when, api, render, field, showFieldError, clearErrors, clearFieldErrorOnEdit } = P;
   const base = "/api/v1/notify";
+  // On ql3-control channels, rules and deliveries belong to a project: the
+  // page works on one (the first, or the one picked in #notify-project) and
+  // every call names it (?project=).
+  let project = "";
+  async function pickProject() {
+    if (!P.S.control || project) return;
+    const ps = await api("GET", "/api/v1/projects?limit=100");
+    project = ps.items.length ? ps.items[0].name : "";
+  }
+  const scoped = (path) => !P.S.control ? path : path + (path.includes("?") ? "&" : "?") + "project=" + encodeURIComponent(project);
+  const call = (method, path, body) => api(method, scoped(path), body);
   const act = (fn) => async () => {
     try { if (await fn() === false) return; } catch (e) { if (e.status !== 401) alert(e.message); return; }
     P.route();
   };
 
   async function show(p, params, g) {
+    await pickProject();
     if (p[0] === "channel-new") return channelForm(g);
     if (p[0] === "rule-new") return ruleForm(g);
     if (p[0] === "deliveries") return deliveries(params, g);
@@ -84,11 +98,12 @@
   function nav(current) {
     return h("div", { class: "bar", id: "notify-nav" },
       h("a", { class: current === "overview" ? "button primary" : "button", href: "#/notify", text: t("notify.title", "Notifications") }),
-      h("a", { class: current === "deliveries" ? "button primary" : "button", href: "#/notify/deliveries", id: "nav-deliveries", text: t("notify.deliveries", "Delivery log") }));
+      h("a", { class: current === "deliveries" ? "button primary" : "button", href: "#/notify/deliveries", id: "nav-deliveries", text: t("notify.deliveries", "Delivery log") }),
+      P.S.control ? h("span", { class: "muted", id: "notify-project", text: t("notify.project", "Project") + ": " + project }) : null);
   }
 
   async function overview(g) {
-    const [channels, rules] = await Promise.all([api("GET", base + "/channels"), api("GET", base + "/rules")]);
+    const [channels, rules] = await Promise.all([call("GET", base + "/channels"), call("GET", base + "/rules")]);
     const names = {};
     channels.items.forEach((c) => { names[c.id] = c.name; });
     const result = h("p", { id: "test-result", class: "muted", role: "status" });
@@ -102,17 +117,17 @@
         h("button", { type: "button", class: "send-test", text: t("notify.test", "Send test"), onclick: async () => {
           result.textContent = "…";
           try {
-            const d = await api("POST", base + "/channels/" + encodeURIComponent(c.id) + "/test");
+            const d = await call("POST", base + "/channels/" + encodeURIComponent(c.id) + "/test");
             const a = d.log[d.log.length - 1] || {};
             result.textContent = t("notify.testResult", "Test result") + ": " + c.name + " — " + d.status +
               (a.statusCode ? " (HTTP " + a.statusCode + ", " + a.latencyMs + " ms)" : "") + (d.lastError ? " — " + d.lastError : "");
           } catch (e) { if (e.status !== 401) result.textContent = e.message; }
         } }),
         h("button", { type: "button", class: "toggle", text: c.enabled ? t("notify.disable", "Disable") : t("notify.enable", "Enable"),
-          onclick: act(() => api("PATCH", base + "/channels/" + encodeURIComponent(c.id), { enabled: !c.enabled })) }),
+          onclick: act(() => call("PATCH", base + "/channels/" + encodeURIComponent(c.id), { enabled: !c.enabled })) }),
         h("button", { type: "button", class: "danger delete", text: t("notify.delete", "Delete"), onclick: act(async () => {
           if (!confirm(t("notify.delete", "Delete") + " " + c.name + "?")) return false;
-          await api("DELETE", base + "/channels/" + encodeURIComponent(c.id));
+          await call("DELETE", base + "/channels/" + encodeURIComponent(c.id));
         }) })))));
     const ruleRows = rules.items.map((r) => h("tr", { "data-rule": r.name },
       td(t("notify.name", "Name"), h("strong", { text: r.name })),
@@ -123,7 +138,7 @@
       td(t("notify.enabled", "Enabled"), r.enabled ? t("notify.yes", "yes") : t("notify.no", "no")),
       td("", h("button", { type: "button", class: "danger delete", text: t("notify.delete", "Delete"), onclick: act(async () => {
         if (!confirm(t("notify.delete", "Delete") + " " + r.name + "?")) return false;
-        await api("DELETE", base + "/rules/" + encodeURIComponent(r.id));
+        await call("DELETE", base + "/rules/" + encodeURIComponent(r.id));
       }) }))));
     const head = (cols) => h("thead", {}, h("tr", {}, cols.map((x) => h("th", { text: x }))));
     render(g, h("h1", { text: t("notify.title", "Notifications") }), nav("overview"),
@@ -182,7 +197,7 @@
       const to = f.to.value.split(",").map((x) => x.trim()).filter(Boolean);
       if (to.length) s.to = to;
       try {
-        await api("POST", base + "/channels", { name: f.name.value, settings: s });
+        await call("POST", base + "/channels", { name: f.name.value, settings: s });
         for (const k of ["token", "secret", "password"]) f[k].value = "";
         location.hash = "#/notify";
       } catch (err) {
@@ -195,7 +210,7 @@
   }
 
   async function ruleForm(g) {
-    const channels = await api("GET", base + "/channels");
+    const channels = await call("GET", base + "/channels");
     const name = input({ required: true });
     const kindBoxes = kindsOfRule.map((k) => h("label", {}, h("input", { type: "checkbox", value: k, class: "rule-kind", checked: ["failed", "timed_out", "lost"].includes(k) }), " " + k));
     const chBoxes = channels.items.map((c) => h("label", {}, h("input", { type: "checkbox", value: c.id, class: "rule-channel" }), " " + c.name));
@@ -235,7 +250,7 @@
       }
       if (Number(cmax.value) > 0) body.coalesce = { max: Number(cmax.value), windowMs: Number(cwin.value) * 1000 };
       try {
-        await api("POST", base + "/rules", body);
+        await call("POST", base + "/rules", body);
         location.hash = "#/notify";
       } catch (err) {
         if (err.status === 401) return;
@@ -248,7 +263,7 @@
 
   async function deliveries(params, g) {
     const before = params.get("before");
-    const page = await api("GET", base + "/deliveries" + (before ? "?before=" + encodeURIComponent(before) : ""));
+    const page = await call("GET", base + "/deliveries" + (before ? "?before=" + encodeURIComponent(before) : ""));
     const rows = page.items.map((d) => h("tr", { "data-delivery": String(d.id), "data-status": d.status },
       td("#", String(d.id)),
       td(t("notify.kind", "Kind"), d.kind),
@@ -267,5 +282,5 @@
   }
 
   // Notifications are the edge's for now (the control plane's come later).
-  P.register("notify", (S) => !S.control, show);
+  P.register("notify", () => true, show);
 })();

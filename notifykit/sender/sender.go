@@ -1,4 +1,7 @@
-package notify
+// Package sender makes one delivery attempt through one channel: the
+// providers' HTTP requests (core/notify/channel) and SMTP mail (go-mail).
+// Errors never contain a request URL, header or credential.
+package sender
 
 import (
 	"bytes"
@@ -16,6 +19,7 @@ import (
 	"github.com/wneessen/go-mail"
 
 	"github.com/ql3/ql3/core/notify/channel"
+	"github.com/ql3/ql3/notifykit"
 )
 
 // DefaultRequestTimeout bounds one delivery attempt.
@@ -152,7 +156,7 @@ func transportReason(ctx context.Context, err error) string {
 	case strings.Contains(msg, "certificate"):
 		return "TLS certificate not accepted"
 	}
-	return "request failed: " + truncate(msg, 200)
+	return "request failed: " + notifykit.Truncate(msg, 200)
 }
 
 // snippet is the start of a provider's error answer, for the log.
@@ -161,17 +165,7 @@ func snippet(body []byte) string {
 	if s == "" {
 		return ""
 	}
-	return ": " + truncate(strings.Join(strings.Fields(s), " "), 200)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
+	return ": " + notifykit.Truncate(strings.Join(strings.Fields(s), " "), 200)
 }
 
 // providerError reads the providers that answer 200 with an error code.
@@ -191,19 +185,19 @@ func providerError(kind string, body []byte) string {
 	switch kind {
 	case channel.Telegram:
 		if v.OK != nil && !*v.OK {
-			return "telegram: " + truncate(v.Desc, 200)
+			return "telegram: " + notifykit.Truncate(v.Desc, 200)
 		}
 	case channel.DingTalk, channel.WeCom:
 		if v.ErrCode != nil && *v.ErrCode != 0 {
-			return fmt.Sprintf("%s: errcode %d %s", kind, *v.ErrCode, truncate(v.ErrMsg, 200))
+			return fmt.Sprintf("%s: errcode %d %s", kind, *v.ErrCode, notifykit.Truncate(v.ErrMsg, 200))
 		}
 	case channel.Feishu, channel.ServerChan, channel.PushDeer:
 		if v.Code != nil && *v.Code != 0 {
-			return fmt.Sprintf("%s: code %d %s", kind, *v.Code, truncate(v.Msg, 200))
+			return fmt.Sprintf("%s: code %d %s", kind, *v.Code, notifykit.Truncate(v.Msg, 200))
 		}
 	case channel.PushPlus:
 		if v.Code != nil && *v.Code != 200 {
-			return fmt.Sprintf("pushplus: code %d %s", *v.Code, truncate(v.Msg, 200))
+			return fmt.Sprintf("pushplus: code %d %s", *v.Code, notifykit.Truncate(v.Msg, 200))
 		}
 	}
 	return ""
@@ -236,13 +230,13 @@ func (s *Sender) sendMail(ctx context.Context, st channel.Settings, m channel.Me
 	}
 	c, err := mail.NewClient(st.SMTPHost, opts...)
 	if err != nil {
-		return &SendError{Reason: "smtp: " + truncate(err.Error(), 200)}
+		return &SendError{Reason: "smtp: " + notifykit.Truncate(err.Error(), 200)}
 	}
 	if err := c.DialAndSendWithContext(ctx, msg); err != nil {
 		if ctx.Err() != nil {
 			return &SendError{Reason: "timed out"}
 		}
-		return &SendError{Reason: "smtp: " + truncate(scrub(err.Error(), st.Password), 200)}
+		return &SendError{Reason: "smtp: " + notifykit.Truncate(notifykit.Scrub(err.Error(), st.Password), 200)}
 	}
 	return nil
 }
@@ -252,11 +246,4 @@ func (s *Sender) sendMail(ctx context.Context, st channel.Settings, m channel.Me
 func messageID(key string) string {
 	r := strings.NewReplacer(":", ".", "@", ".", "<", "", ">", "")
 	return r.Replace(key) + "@ql3"
-}
-
-func scrub(s, secret string) string {
-	if secret == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, secret, "***")
 }

@@ -1,4 +1,4 @@
-package notify
+package notifykit
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ql3/ql3/core/errs"
+	cn "github.com/ql3/ql3/core/notify"
 	"github.com/ql3/ql3/core/notify/channel"
 )
 
@@ -115,4 +116,35 @@ func origin(raw string) string {
 		return ""
 	}
 	return u.Scheme + "://" + u.Host
+}
+
+// SealName is the additional data a channel's sealed settings are bound
+// to, with the channel's id (a blob moved to another row does not open).
+const SealName = "nt.channel.settings"
+
+// ruleBody is a rule's stored JSON (both binaries).
+type ruleBody struct {
+	Kinds    []cn.Kind      `json:"kinds"`
+	TaskIDs  []string       `json:"taskIds,omitempty"`
+	Labels   []string       `json:"labels,omitempty"`
+	Channels []string       `json:"channels"`
+	Quiet    *cn.QuietHours `json:"quiet,omitempty"`
+	Coalesce cn.Coalesce    `json:"coalesce"`
+}
+
+// EncodeRule is a validated rule's stored body (everything but its id,
+// name and enabled flag, which are columns).
+func EncodeRule(r cn.Rule) string {
+	b, _ := json.Marshal(ruleBody{Kinds: r.Kinds, TaskIDs: r.TaskIDs, Labels: r.Labels, Channels: r.Channels, Quiet: r.Quiet, Coalesce: r.Coalesce})
+	return string(b)
+}
+
+// DecodeRule fills r from EncodeRule's body.
+func DecodeRule(body string, r *cn.Rule) error {
+	var b ruleBody
+	if err := json.Unmarshal([]byte(body), &b); err != nil {
+		return err
+	}
+	r.Kinds, r.TaskIDs, r.Labels, r.Channels, r.Quiet, r.Coalesce = b.Kinds, b.TaskIDs, b.Labels, b.Channels, b.Quiet, b.Coalesce
+	return nil
 }

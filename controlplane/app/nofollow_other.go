@@ -1,0 +1,5 @@
+//go:build !unix
+
+package app
+
+const noFollow = 0
