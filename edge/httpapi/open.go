@@ -42,8 +42,10 @@ import (
 //	PUT    /open/crons/run | /stop | /enable | /disable [ids]
 //	GET    /open/crons/{id}, /open/crons/{id}/log
 //
-// Everything else under /open/ (scripts, logs, configs, system, …) answers
-// QingLong's 404 shape: ql3-edge does not serve it.
+// /open/scripts, /open/logs and /open/system are ADR 0057's
+// (open_scripts.go, open_logs.go, open_system.go). Everything else under
+// /open/ (configs, dependencies, subscriptions, …) answers QingLong's 404
+// shape: ql3-edge does not serve it.
 
 // OpenTokenTTL is how long an app token lives (QingLong: 30 days).
 const OpenTokenTTL = 30 * 24 * time.Hour
@@ -103,6 +105,9 @@ func (s *Server) openRoutes(mux httpkit.Mux) {
 	mux.HandleFunc("GET /open/auth/token", s.openToken)
 	s.openEnvRoutes(mux)
 	s.openCronRoutes(mux)
+	s.openScriptRoutes(mux) // ADR 0057
+	s.openLogRoutes(mux)
+	s.openSystemRoutes(mux)
 	mux.HandleFunc("/open/", func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := s.openApp(w, r); !ok {
 			return
