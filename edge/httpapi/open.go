@@ -12,9 +12,9 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/qlopen"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/httpkit"
 )
@@ -48,24 +48,16 @@ import (
 // shape: ql3-edge does not serve it.
 
 // OpenTokenTTL is how long an app token lives (QingLong: 30 days).
-const OpenTokenTTL = 30 * 24 * time.Hour
+const OpenTokenTTL = qlopen.TokenTTL
 
 // openMaxBody bounds an Open API body (a create of many env entries).
 const openMaxBody = 1 << 20
 
-// openEnvelope is QingLong's answer shape.
-type openEnvelope struct {
-	Code    int    `json:"code"`
-	Data    any    `json:"data,omitempty"`
-	Message string `json:"message,omitempty"`
-}
-
-// OpenToken is data of a successful GET /open/auth/token.
-type OpenToken struct {
-	Token      string `json:"token"`
-	TokenType  string `json:"token_type"`
-	Expiration int64  `json:"expiration"` // epoch seconds
-}
+// openEnvelope is QingLong's answer shape; OpenToken data of a token.
+type (
+	openEnvelope = qlopen.Envelope
+	OpenToken    = qlopen.Token
+)
 
 func openOK(w http.ResponseWriter, data any) {
 	httpkit.WriteJSON(w, http.StatusOK, openEnvelope{Code: 200, Data: data})

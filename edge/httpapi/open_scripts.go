@@ -119,7 +119,7 @@ func (s *Server) openAudit(r *http.Request, action, target, detail string) {
 		return
 	}
 	if err := s.auditLog.AppendAudit(r.Context(), edge.AuditEntry{AtMs: s.now().UnixMilli(), Action: action, Target: target,
-		Actor: "app " + appOf(r).Name, Detail: detail}); err != nil {
+		Actor: openActor(r), Detail: detail}); err != nil {
 		s.log.ErrorContext(r.Context(), "writing an audit line", "action", action, "err", err)
 	}
 }
