@@ -148,6 +148,15 @@ func adminRoutes() []openapi.Route {
 		{Method: "GET", Path: "/api/v1/audit", Summary: "audit lines, newest first",
 			Params:    append(page, openapi.Query("action", "string", "action"), openapi.Query("subject", "string", "subject id"), openapi.Query("actor", "string", "actor id")),
 			Responses: withErrors(openapi.OK("a page", adminapi.List[controlplane.AuditRecord]{}))},
+
+		{Method: "GET", Path: "/api/v1/apps", Summary: "QingLong Open API apps (never secrets or digests)",
+			Params:    []openapi.Param{openapi.Query("project", "string", "project id or name")},
+			Responses: withErrors(openapi.OK("every app", adminapi.List[controlplane.OpenApp]{}), 404, 503)},
+		{Method: "POST", Path: "/api/v1/apps", Summary: "create an Open API app of a project: the client secret is in this response only",
+			Request: adminapi.CreateAppRequest{}, Responses: withErrors(openapi.Created("created", adminapi.CreatedApp{}), 409, 413, 503)},
+		{Method: "DELETE", Path: "/api/v1/apps/{app}", Summary: "delete an app (its tokens end with it)",
+			Params:    []openapi.Param{openapi.PathParam("app", "app id")},
+			Responses: withErrors(map[int]openapi.Response{204: {Description: "deleted"}}, 404, 503)},
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/ql3/ql3/controlplane/adminapi"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/openapps"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/controlplane/postgres/runops"
 	"github.com/ql3/ql3/panel"
@@ -34,7 +35,8 @@ func TestOpenAPIDocumentUpToDate(t *testing.T) {
 
 // notAPI are mux patterns outside the JSON API: the panel's static files
 // and the JSON 404 for everything else.
-var notAPI = map[string]bool{"GET /{$}": true, "GET /panel/app.js": true, "GET /panel/app.css": true, "/": true}
+var notAPI = map[string]bool{"GET /{$}": true, "GET /panel/app.js": true, "GET /panel/app.css": true, "/": true,
+	"/open/": true} // QingLong's Open API: its shapes are QingLong's (ADR 0057), held by qlcompat's contract test
 
 // TestOpenAPIRoutesMatchMux walks the patterns the server registered on
 // its ServeMux against the served document, both ways.
@@ -59,6 +61,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	srv := httptest.NewServer(rec.Wrap(adminapi.New(adminapi.Config{UI: panel.UI{}, Backend: pub, Version: "test",
 		Logger: slog.New(slog.DiscardHandler),
 		Runs:   runops.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
+		Apps:   openapps.New(adminPool),
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, adminPool, ref)
 		}})))
@@ -145,6 +148,12 @@ func TestOpenAPIExamples(t *testing.T) {
 	f.call("POST", "/api/v1/workers/"+wk+"/credentials/"+cred+"/revoke", "", nil)
 	f.call("POST", "/api/v1/workers/w1/disable", "", nil)
 	f.call("GET", "/api/v1/audit?limit=5", nil, nil)
+	app := id("POST", "/api/v1/apps", `{"project":"ops","name":"bot","scopes":["crons","envs"]}`)
+	f.call("POST", "/api/v1/apps", `{"project":"ops","name":"bot","scopes":["crons"]}`, nil)
+	f.call("POST", "/api/v1/apps", `{"project":"ops","name":"x","scopes":["root"]}`, nil)
+	f.call("GET", "/api/v1/apps?project=ops", nil, nil)
+	f.call("DELETE", "/api/v1/apps/"+app, nil, nil)
+	f.call("DELETE", "/api/v1/apps/"+app, nil, nil)
 	f.call("POST", "/api/v1/projects/"+proj+"/archive", `{"expectedVersion":99}`, nil)
 	f.call("POST", "/api/v1/projects/"+proj+"/archive", "", nil)
 	send("GET", "/api/v1/projects", "", "Authorization", "Bearer wrong")

@@ -34,6 +34,7 @@
 //	POST /api/v1/workers/{worker}/credentials/rotate    issue a new one, retire the others ({graceMs})
 //	POST /api/v1/workers/{worker}/credentials/{credential}/revoke
 //	GET  /api/v1/audit                                  audit lines, newest first (?action=&subject=&actor=&limit=&cursor=)
+//	GET|POST /api/v1/apps, DELETE /api/v1/apps/{app}    QingLong Open API apps (apps.go); /open/… their API (ADR 0057)
 //
 // The task, trigger, run and error shapes are the edge API's (edge/httpapi)
 // plus the cluster's own fields (projectId, executionRevisionId, …), so one
@@ -98,6 +99,10 @@ type Config struct {
 	// UI is the browser front end served beside the API (the app passes
 	// the web panel, module panel); nil serves the API alone.
 	UI httpkit.UI
+	// Apps stores QingLong's Open API apps (/api/v1/apps) and Open serves
+	// /open/ (controlplane/qlcompat, ADR 0057); nil answers them 503.
+	Apps controlplane.OpenApps
+	Open http.Handler
 }
 
 // Server is the admin API handler.
@@ -113,6 +118,8 @@ type Server struct {
 	sessions *httpkit.Sessions
 	ui       httpkit.UI
 	handler  http.Handler
+	apps     controlplane.OpenApps
+	open     http.Handler
 
 	collect   Collector
 	httpStats *metrics.HTTPStats
@@ -122,7 +129,7 @@ type Server struct {
 // New returns the API handler.
 func New(cfg Config) *Server {
 	s := &Server{runs: cfg.Runs, disable: cfg.DisableWorker, b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, now: cfg.Now,
-		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI}
+		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI, apps: cfg.Apps, open: cfg.Open}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -187,6 +194,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 
 	s.lifecycleRoutes(mux)
 	s.panelRoutes(mux)
+	s.appRoutes(mux) // apps.go: /api/v1/apps and /open/ (ADR 0057)
 
 	// Everything else is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

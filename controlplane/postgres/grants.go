@@ -64,6 +64,11 @@ var tableGrants = []tableGrant{
 	// 0012: the run-event feed's consumers, claimed and advanced by the
 	// runtime role (the admin role may look).
 	{"run_event_consumers", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE"}},
+	// 0017: QingLong's Open API (ADR 0057): apps, their tokens and the
+	// numeric ids, the admin role's alone.
+	{"open_apps", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
+	{"open_tokens", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
+	{"open_ids", map[string]string{RoleAdmin: "SELECT, INSERT"}},
 }
 
 // grantees are the roles whose privileges InstallGrants owns completely.

@@ -50,6 +50,10 @@ var wantPrivileges = map[string]map[string]string{
 	// Migration 0012 (run-event feed): the runtime role claims and
 	// advances consumers; nobody deletes one.
 	"run_event_consumers": {admin: "S", runtime: "SIU"},
+	// Migration 0017 (QingLong's Open API, ADR 0057): admin's job only.
+	"open_apps":   {admin: "SID"},
+	"open_tokens": {admin: "SID"},
+	"open_ids":    {admin: "SI"},
 }
 
 // mustDeny are the denials issue 4 names explicitly; they guard the table
@@ -134,6 +138,10 @@ INSERT INTO ql3.audit_log (audit_id, at_ms, actor_kind, action, outcome) VALUES 
 INSERT INTO ql3.publication_mutations (mutation_id, kind, request_digest, result, created_at_ms) VALUES ('m-1', 'task.create', {D}, '{}', 1);
 INSERT INTO ql3.api_tokens (token_id, name, token_digest, status, created_at_ms) VALUES ('00000000000000a1', 'tok1', {D}, 'active', 1);
 INSERT INTO ql3.run_event_consumers (consumer, updated_at_ms) VALUES ('seed', 1);
+INSERT INTO ql3.open_apps (app_id, project_id, name, client_id, secret_digest, scopes, created_at_ms)
+	VALUES ('00000000-0000-7000-8000-0000000000a1', {P}, 'app1', 'abcdefghijk1', {D}, '{crons}', 1);
+INSERT INTO ql3.open_tokens (token_digest, app_id, created_at_ms, expires_at_ms) VALUES ({D}, '00000000-0000-7000-8000-0000000000a1', 1, 2);
+INSERT INTO ql3.open_ids (project_id, kind, ref) VALUES ({P}, 'task', 'seed');
 `
 
 // tableOps: a valid INSERT of a new row and an UPDATE of exactly one seeded
@@ -215,6 +223,17 @@ var tableOps = map[string]struct{ insert, update string }{
 	"run_event_consumers": {
 		`INSERT INTO ql3.run_event_consumers (consumer, updated_at_ms) VALUES ('notify', 1)`,
 		`UPDATE ql3.run_event_consumers SET updated_at_ms = 2 WHERE consumer = 'seed'`},
+	"open_apps": {
+		`INSERT INTO ql3.open_apps (app_id, project_id, name, client_id, secret_digest, scopes, created_at_ms)
+			VALUES ({N}, {P}, 'app2', 'abcdefghijk2', {D}, '{envs}', 1)`,
+		`UPDATE ql3.open_apps SET name = 'renamed' WHERE name = 'app1'`},
+	"open_tokens": {
+		`INSERT INTO ql3.open_tokens (token_digest, app_id, created_at_ms, expires_at_ms)
+			VALUES ('\xcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd'::bytea, '00000000-0000-7000-8000-0000000000a1', 1, 2)`,
+		`UPDATE ql3.open_tokens SET expires_at_ms = 3 WHERE created_at_ms = 1`},
+	"open_ids": {
+		`INSERT INTO ql3.open_ids (project_id, kind, ref) VALUES ({P}, 'env', 'seed')`,
+		`UPDATE ql3.open_ids SET ref = 'moved' WHERE ref = 'seed'`},
 }
 
 func TestGrantMatrixIsConsistent(t *testing.T) {

@@ -18,6 +18,14 @@ import (
 // TokenTTL is how long an app token lives (QingLong: 30 days).
 const TokenTTL = 30 * 24 * time.Hour
 
+// Failed GET /open/auth/token requests are counted per peer address:
+// after TokenFailMax in TokenFailWindow the route answers 429 until the
+// window ends (QingLong has no limit; ADR 0048).
+const (
+	TokenFailMax    = 10
+	TokenFailWindow = 10 * time.Minute
+)
+
 // Envelope is QingLong's answer shape.
 type Envelope struct {
 	Code    int    `json:"code"`

@@ -1,0 +1,342 @@
+package qlcompat_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ql3/ql3/controlplane/adminapi"
+	"github.com/ql3/ql3/controlplane/pgtest"
+	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/openapps"
+	"github.com/ql3/ql3/controlplane/postgres/publication"
+	"github.com/ql3/ql3/controlplane/postgres/runops"
+	"github.com/ql3/ql3/controlplane/qlcompat"
+	"github.com/ql3/ql3/core/qlopen"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// The contract test of QingLong's Open API on ql3-control. Requests are
+// shaped as QingLong v2.21.0's own clients send them:
+//
+//   - token: GET /open/auth/token?client_id=&client_secret= (back/api/open.ts,
+//     back/services/open.ts authToken)
+//   - crons: src/pages/crontab/index.tsx (GET crons?searchValue=&page=&size=
+//     &filters={}; PUT crons/run, crons/stop, crons/enable, crons/disable
+//     and DELETE crons with [id]), src/pages/crontab/modal.tsx (POST and PUT
+//     crons with {name, command, schedule, labels, …, id}),
+//     src/pages/crontab/logModal.tsx (GET crons/{id}/log → data, logStatus)
+//
+// Answers are QingLong's envelope {code, data, message}; auth failures
+// its 401 {code: 401, message} (back/loaders/express.ts).
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+type fixture struct {
+	t     *testing.T
+	url   string
+	admin string // admin API token
+	clock *clock
+}
+
+type answer struct {
+	Code      int             `json:"code"`
+	Data      json.RawMessage `json:"data"`
+	Message   string          `json:"message"`
+	LogStatus string          `json:"logStatus"`
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	db := pgtest.NewDB(t)
+	adminPool := db.Pool(t, postgres.RoleAdmin)
+	pub := publication.NewPublisher(adminPool, publication.PublisherOptions{})
+	_, token, err := pub.CreateAPIToken(context.Background(), "test", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock{t: time.Now().Truncate(time.Second)}
+	runs := runops.NewRunOps(db.Pool(t, postgres.RoleRuntime))
+	apps := openapps.New(adminPool)
+	open := qlcompat.New(qlcompat.Config{Backend: pub, Runs: runs, Apps: apps, Now: clk.Now, TimeZone: "Asia/Shanghai"})
+	srv := httptest.NewServer(adminapi.New(adminapi.Config{Backend: pub, Runs: runs, Apps: apps, Open: open}))
+	t.Cleanup(srv.Close)
+	return &fixture{t: t, url: srv.URL, admin: token, clock: clk}
+}
+
+func (f *fixture) do(method, path, token, body string) (int, []byte, http.Header) {
+	f.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, f.url+path, rd)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, resp.Header
+}
+
+// ql sends a QingLong request and holds the answer to the envelope.
+func (f *fixture) ql(method, path, token, body string) (int, answer) {
+	f.t.Helper()
+	st, b, _ := f.do(method, path, token, body)
+	var a answer
+	if err := json.Unmarshal(b, &a); err != nil {
+		f.t.Fatalf("%s %s: not QingLong's envelope: %q", method, path, b)
+	}
+	if a.Code != st && !(st == 200 && a.Code == 400 && strings.HasPrefix(path, "/open/auth/token")) {
+		f.t.Fatalf("%s %s: envelope code %d differs from HTTP %d", method, path, a.Code, st)
+	}
+	return st, a
+}
+
+func (f *fixture) project(name string) {
+	f.t.Helper()
+	if st, b, _ := f.do("POST", "/api/v1/projects", f.admin, `{"name":"`+name+`"}`); st != 201 {
+		f.t.Fatalf("project: %d %s", st, b)
+	}
+}
+
+func (f *fixture) app(project, name string, scopes ...string) (string, string) {
+	f.t.Helper()
+	sc, _ := json.Marshal(scopes)
+	st, b, _ := f.do("POST", "/api/v1/apps", f.admin, `{"project":"`+project+`","name":"`+name+`","scopes":`+string(sc)+`}`)
+	var app adminapi.CreatedApp
+	if err := json.Unmarshal(b, &app); err != nil || st != 201 || len(app.ClientID) != 12 || len(app.ClientSecret) != 24 {
+		f.t.Fatalf("app: %d %s", st, b)
+	}
+	return app.ClientID, app.ClientSecret
+}
+
+func (f *fixture) token(id, secret string) qlopen.Token {
+	f.t.Helper()
+	st, a := f.ql("GET", "/open/auth/token?client_id="+url.QueryEscape(id)+"&client_secret="+url.QueryEscape(secret), "", "")
+	if st != 200 || a.Code != 200 {
+		f.t.Fatalf("token: %d %+v", st, a)
+	}
+	return data[qlopen.Token](f.t, a)
+}
+
+func data[T any](t *testing.T, a answer) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(a.Data, &v); err != nil {
+		t.Fatalf("data %s: %v", a.Data, err)
+	}
+	return v
+}
+
+func TestOpenAPIContractCronsOnTheControlPlane(t *testing.T) {
+	f := newFixture(t)
+	f.project("home")
+	f.project("office")
+	id, secret := f.app("home", "phone", "crons")
+	tk := f.token(id, secret)
+	if tk.TokenType != "Bearer" || len(tk.Token) < 32 || tk.Expiration != f.clock.Now().Add(30*24*time.Hour).Unix() {
+		t.Fatalf("token %+v", tk)
+	}
+	tok := tk.Token
+
+	// modal.tsx: create with QingLong's body.
+	st, a := f.ql("POST", "/open/crons", tok, `{"name":"京东签到","command":"task jd_sign.js","schedule":"0 8 * * *","labels":[],"extra_schedules":[{"schedule":"0 20 * * *"}]}`)
+	c := data[qlopen.Cron](t, a)
+	if st != 200 || c.ID == 0 || c.Name != "京东签到" || c.Schedule != "0 8 * * *" || len(c.ExtraSchedules) != 1 || c.Status != 1 || c.IsDisabled != 0 {
+		t.Fatalf("create: %d %s", st, a.Data)
+	}
+	var row map[string]any
+	_ = json.Unmarshal(a.Data, &row)
+	for _, k := range []string{"id", "name", "command", "schedule", "status", "isDisabled", "isPinned", "labels", "last_running_time",
+		"last_execution_time", "extra_schedules", "createdAt", "updatedAt"} {
+		if _, found := row[k]; !found {
+			t.Errorf("cron row lacks QingLong's %q", k)
+		}
+	}
+	// The cron is a task of the app's project.
+	if st, b, _ := f.do("GET", "/api/v1/tasks?project=home", f.admin, ""); st != 200 || !strings.Contains(string(b), "京东签到") {
+		t.Fatalf("native list: %d %s", st, b)
+	}
+
+	// index.tsx: the list with a search, paging and filters={}.
+	f.ql("POST", "/open/crons", tok, `{"name":"other","command":"echo hi","schedule":"*/5 * * * *"}`)
+	st, a = f.ql("GET", "/open/crons?searchValue=jd_sign&page=1&size=20&filters={}", tok, "")
+	if page := data[qlopen.CronPage](t, a); st != 200 || page.Total != 1 || len(page.Data) != 1 || page.Data[0].ID != c.ID {
+		t.Fatalf("search: %d %s", st, a.Data)
+	}
+	if _, a = f.ql("GET", "/open/crons?searchValue=签到", tok, ""); data[qlopen.CronPage](t, a).Total != 1 {
+		t.Fatalf("chinese search: %s", a.Data)
+	}
+	if _, a = f.ql("GET", "/open/crons?page=2&size=1", tok, ""); data[qlopen.CronPage](t, a).Total != 2 || len(data[qlopen.CronPage](t, a).Data) != 1 {
+		t.Fatalf("page 2: %s", a.Data)
+	}
+	// PUT with id: the schedules become the triggers, updated in place.
+	body := fmt.Sprintf(`{"name":"京东签到","command":"task jd_sign.js now","schedule":"0 9 * * *","extra_schedules":[],"labels":[],"id":%d}`, c.ID)
+	st, a = f.ql("PUT", "/open/crons", tok, body)
+	if u := data[qlopen.Cron](t, a); st != 200 || u.Schedule != "0 9 * * *" || len(u.ExtraSchedules) != 0 || u.Command != "task jd_sign.js now" {
+		t.Fatalf("update: %d %s", st, a.Data)
+	}
+	body = fmt.Sprintf(`{"name":"京东签到","command":"task jd_sign.js now","schedule":"0 9 * * *","extra_schedules":[{"schedule":"0 21 * * *"},{"schedule":"0 22 * * *"}],"id":%d}`, c.ID)
+	if st, a = f.ql("PUT", "/open/crons", tok, body); st != 200 || len(data[qlopen.Cron](t, a).ExtraSchedules) != 2 {
+		t.Fatalf("update with more schedules: %d %s", st, a.Data)
+	}
+	// Refused, never dropped.
+	for _, b := range []string{
+		`{"command":"x","schedule":"@once"}`,
+		`{"command":"x","schedule":"0 8 * * *","task_before":"echo pre"}`,
+		`{"command":"x","schedule":"0 8 * * *","labels":["daily"]}`,
+		`{"command":"x","schedule":"0 8 * * *","colour":"red"}`,
+		`{"command":"x","schedule":"not a schedule"}`,
+	} {
+		if st, a = f.ql("POST", "/open/crons", tok, b); st != 400 || a.Message == "" {
+			t.Errorf("%s: %d %+v", b, st, a)
+		}
+	}
+	if st, _ = f.ql("GET", `/open/crons?filters={"status":[0]}`, tok, ""); st != 400 {
+		t.Errorf("a filter was ignored: %d", st)
+	}
+	// index.tsx: run, log, stop, disable, enable, delete take [id].
+	ids := fmt.Sprintf("[%d]", c.ID)
+	if st, a = f.ql("PUT", "/open/crons/run", tok, ids); st != 200 {
+		t.Fatalf("run: %d %+v", st, a)
+	}
+	_, a = f.ql("GET", fmt.Sprintf("/open/crons/%d", c.ID), tok, "")
+	if got := data[qlopen.Cron](t, a); got.Status != 3 || got.LastExecutionTime == 0 {
+		t.Fatalf("after run: %s", a.Data)
+	}
+	if st, a = f.ql("GET", fmt.Sprintf("/open/crons/%d/log", c.ID), tok, ""); st != 200 || (a.LogStatus != "empty" && a.LogStatus != "running") {
+		t.Fatalf("log: %d %+v", st, a)
+	}
+	if st, _ = f.ql("PUT", "/open/crons/stop", tok, ids); st != 200 {
+		t.Fatal("stop")
+	}
+	_, a = f.ql("GET", fmt.Sprintf("/open/crons/%d", c.ID), tok, "")
+	if got := data[qlopen.Cron](t, a); got.Status != 1 {
+		t.Fatalf("after stop: %s", a.Data)
+	}
+	if st, _ = f.ql("PUT", "/open/crons/disable", tok, ids); st != 200 {
+		t.Fatal("disable")
+	}
+	if _, a = f.ql("GET", fmt.Sprintf("/open/crons/%d", c.ID), tok, ""); data[qlopen.Cron](t, a).IsDisabled != 1 {
+		t.Fatalf("isDisabled: %s", a.Data)
+	}
+	f.ql("PUT", "/open/crons/enable", tok, ids)
+
+	// Scoped to the project: an app of another project does not see it.
+	id2, secret2 := f.app("office", "desk", "crons")
+	other := f.token(id2, secret2).Token
+	if st, a = f.ql("GET", fmt.Sprintf("/open/crons/%d", c.ID), other, ""); st != 400 {
+		t.Fatalf("other project's cron: %d %+v", st, a)
+	}
+	if _, a = f.ql("GET", "/open/crons", other, ""); data[qlopen.CronPage](t, a).Total != 0 {
+		t.Fatalf("other project's list: %s", a.Data)
+	}
+
+	if st, _ = f.ql("DELETE", "/open/crons", tok, ids); st != 200 {
+		t.Fatal("delete")
+	}
+	if st, _ = f.ql("GET", fmt.Sprintf("/open/crons/%d", c.ID), tok, ""); st != 400 {
+		t.Fatalf("deleted cron: %d", st)
+	}
+	// The app's changes are audited as the app.
+	if st, b, _ := f.do("GET", "/api/v1/audit?actor=app:phone&limit=50", f.admin, ""); st != 200 || !strings.Contains(string(b), "app:phone") {
+		t.Fatalf("audit: %d %s", st, b)
+	}
+}
+
+func TestOpenAPIAuthOnTheControlPlane(t *testing.T) {
+	f := newFixture(t)
+	f.project("home")
+	id, secret := f.app("home", "envs-only", "envs")
+	tok := f.token(id, secret).Token
+	// A token without the crons scope: QingLong's 401 shape.
+	if st, a := f.ql("GET", "/open/crons", tok, ""); st != 401 || a.Code != 401 || a.Message == "" {
+		t.Fatalf("no scope: %d %+v", st, a)
+	}
+	for _, tk := range []string{"", "nonsense", f.admin} {
+		if st, a := f.ql("GET", "/open/crons", tk, ""); st != 401 || a.Code != 401 {
+			t.Fatalf("token %q: %d %+v", tk, st, a)
+		}
+	}
+	// Routes ql3-control does not map: QingLong's 404 after auth.
+	if st, a := f.ql("PUT", "/open/envs/views", tok, "{}"); st != 404 || !strings.Contains(a.Message, "does not serve") {
+		t.Fatalf("unmapped: %d %+v", st, a)
+	}
+	// Expiry (30 days, the injected clock).
+	id2, secret2 := f.app("home", "crons", "crons")
+	ct := f.token(id2, secret2).Token
+	if st, _ := f.ql("GET", "/open/crons", ct, ""); st != 200 {
+		t.Fatal("fresh token refused")
+	}
+	f.clock.Advance(30*24*time.Hour + time.Second)
+	if st, a := f.ql("GET", "/open/crons", ct, ""); st != 401 {
+		t.Fatalf("expired: %d %+v", st, a)
+	}
+	// At most five live tokens per app: the oldest goes.
+	var toks []string
+	for range 6 {
+		toks = append(toks, f.token(id2, secret2).Token)
+	}
+	if st, _ := f.ql("GET", "/open/crons", toks[0], ""); st != 401 {
+		t.Fatalf("sixth token kept the first: %d", st)
+	}
+	if st, _ := f.ql("GET", "/open/crons", toks[5], ""); st != 200 {
+		t.Fatalf("newest token: %d", st)
+	}
+	// Wrong secrets: HTTP 200 code 400, then 429 for this peer.
+	for i := range qlopen.TokenFailMax {
+		if st, a := f.ql("GET", "/open/auth/token?client_id="+id+"&client_secret=wrong", "", ""); st != 200 || a.Code != 400 {
+			t.Fatalf("failure %d: %d %+v", i, st, a)
+		}
+	}
+	st, b, hdr := f.do("GET", "/open/auth/token?client_id="+id+"&client_secret="+secret, "", "")
+	if st != 429 || !strings.Contains(string(b), `"code":429`) || hdr.Get("Retry-After") == "" {
+		t.Fatalf("over the limit: %d %s", st, b)
+	}
+	f.clock.Advance(qlopen.TokenFailWindow)
+	f.token(id, secret)
+	// Deleting the app ends its tokens.
+	var list adminapi.List[struct{ ID, Name string }]
+	_, lb, _ := f.do("GET", "/api/v1/apps?project=home", f.admin, "")
+	_ = json.Unmarshal(lb, &list)
+	for _, a := range list.Items {
+		if a.Name == "crons" {
+			if st, _, _ := f.do("DELETE", "/api/v1/apps/"+a.ID, f.admin, ""); st != 204 {
+				t.Fatalf("delete app: %d", st)
+			}
+		}
+	}
+	if st, _ := f.ql("GET", "/open/crons", toks[5], ""); st != 401 {
+		t.Fatalf("token of a deleted app: %d", st)
+	}
+}
