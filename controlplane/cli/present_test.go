@@ -36,7 +36,7 @@ func fakeAdminAPI(t *testing.T, skipped bool) string {
 		TLSIdentity: "spiffe://ql3/worker/edge-1"},
 		Session: &controlplane.WorkerSession{SessionID: "s-1", Status: "open", Capacity: 4, LiveLeases: 1, AgentVersion: "v9"}}
 	cred := controlplane.WorkerCredential{ID: "cred-1", WorkerID: "wk-1", Status: "active"}
-	finished := adminapi.RunRecord{ID: "run-9", TaskID: "task-1", Status: "failed", Origin: "cron", AttemptCount: 1, MaxAttempts: 1,
+	finished := adminapi.RunRecord{ID: "run-9", TaskID: "task-1", TaskName: "京东签到", Status: "failed", Origin: "cron", AttemptCount: 1, MaxAttempts: 1,
 		ErrorClass: "exit_nonzero", Attempts: []controlplane.Attempt{{Number: 1, Status: "failed", ExitCode: &exit}}}
 	now := adminapi.RunRecord{ID: "run-10", TaskID: "task-1", Status: "queued", Origin: "manual", AttemptCount: 1, MaxAttempts: 1}
 	if skipped {
@@ -244,8 +244,8 @@ func TestClientTextShowsTheFields(t *testing.T) {
 		want []string
 	}{
 		{"worker list", []string{"ID  ", "NAME", "SESSION", "wk-1", "edge-1", "active", "open", "1/4", "v9"}},
-		{"run list", []string{"EXIT", "run-9", "failed", "exit_nonzero", "run-10", "queued", "no_live_session"}},
-		{"run show", []string{"run ", "run-9", "exit ", "3", "attempts:", "exit_nonzero"}},
+		{"run list", []string{"EXIT", "run-9", "京东签到", "failed", "exit_nonzero", "run-10", "queued", "no_live_session"}},
+		{"run show", []string{"run ", "run-9", "京东签到 (task-1)", "exit ", "3", "attempts:", "exit_nonzero"}},
 		{"task get", []string{"task ", "backup", "triggers:", "0 3 * * 7", "Europe/Berlin", "nightly"}},
 		{"trigger delete", []string{"deleted trigger trig-1 of task task-1"}},
 		{"task delete", []string{"deleted task task-1"}},

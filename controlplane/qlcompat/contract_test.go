@@ -234,6 +234,10 @@ func TestOpenAPIContractCronsOnTheControlPlane(t *testing.T) {
 	if got := data[qlopen.Cron](t, a); got.Status != 3 || got.LastExecutionTime == 0 {
 		t.Fatalf("after run: %s", a.Data)
 	}
+	// The native run list names the task in every row.
+	if st, b, _ := f.do("GET", "/api/v1/runs?project=home", f.admin, ""); st != 200 || !strings.Contains(string(b), `"taskName":"京东签到"`) {
+		t.Fatalf("runs carry no task name: %d %s", st, b)
+	}
 	if st, a = f.ql("GET", fmt.Sprintf("/open/crons/%d/log", c.ID), tok, ""); st != 200 || (a.LogStatus != "empty" && a.LogStatus != "running") {
 		t.Fatalf("log: %d %+v", st, a)
 	}
