@@ -77,7 +77,8 @@ func adminRoutes() []openapi.Route {
 		{Method: "POST", Path: "/api/v1/projects/{project}/archive", Summary: "archive (expectedVersion)", Params: project, Request: adminapi.ArchiveProjectRequest{}, RequestOptional: true,
 			Responses: withErrors(openapi.OK("archived", adminapi.ProjectRecord{}), 404, 409, 413)},
 
-		{Method: "GET", Path: "/api/v1/tasks", Summary: "list tasks", Params: append(page, openapi.Query("project", "string", "project id or name")),
+		{Method: "GET", Path: "/api/v1/tasks", Summary: "list tasks", Params: append(page, openapi.Query("project", "string", "project id or name"),
+			openapi.Query("q", "string", "a substring of the name, the command or a label (1..128 characters)")),
 			Responses: withErrors(openapi.OK("a page", adminapi.List[adminapi.Task]{}))},
 		{Method: "POST", Path: "/api/v1/tasks", Summary: "create a task (and its triggers)", Request: adminapi.CreateTaskRequest{},
 			Responses: withErrors(openapi.Created("created", adminapi.Task{}), 409, 413)},

@@ -109,6 +109,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	task := id("POST", "/api/v1/tasks", `{"project":"ops","name":"backup","spec":{"kind":"qinglong/command@v1","argv":{"file":"/bin/true"},"concurrency":"allow"},"triggers":[{"expression":"@daily","timeZone":"Europe/Berlin"}]}`)
 	f.call("POST", "/api/v1/tasks", `{"project":"ops","name":"x","colour":"red"}`, nil)
 	f.call("GET", "/api/v1/tasks?project=ops&limit=10", nil, nil)
+	f.call("GET", "/api/v1/tasks?project=ops&q=BACK&limit=10", nil, nil)
 	f.call("GET", "/api/v1/tasks/"+task, nil, nil)
 	f.call("PUT", "/api/v1/tasks/"+task, `{"expectedRevision":1,"name":"backup","spec":{"kind":"qinglong/command@v1","shell":{"command":"true"},"concurrency":"allow"}}`, nil)
 	f.call("PUT", "/api/v1/tasks/"+task, `{"expectedRevision":1,"name":"backup","spec":{"kind":"qinglong/command@v1","shell":{"command":"true"}}}`, nil)

@@ -13,7 +13,7 @@
 //	POST /api/v1/projects                               create
 //	GET  /api/v1/projects/{project}                     by id or name
 //	POST /api/v1/projects/{project}/archive             archive ({expectedVersion})
-//	GET  /api/v1/tasks                                  list (?project=&limit=&cursor=)
+//	GET  /api/v1/tasks                                  list (?project=&q=&limit=&cursor=; q searches name, command, labels)
 //	POST /api/v1/tasks                                  create (project, name, spec)
 //	GET  /api/v1/tasks/{task}                           one task with its triggers
 //	PUT  /api/v1/tasks/{task}                           update (expectedRevision) → new revision

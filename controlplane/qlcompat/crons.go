@@ -140,7 +140,7 @@ func (h *Handler) views(r *http.Request, tasks []controlplane.Task) ([]qlopen.Cr
 // listCrons is QingLong's GET /crons over the app's project.
 func (h *Handler) listCrons(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	search := strings.ToLower(q.Get("searchValue"))
+	search := q.Get("searchValue")
 	if err := qlopen.CheckListQuery(q.Get("filters"), q.Get("sorter"), q.Get("queryString")); err != nil {
 		h.fault(w, r, err)
 		return
@@ -153,16 +153,13 @@ func (h *Handler) listCrons(w http.ResponseWriter, r *http.Request) {
 	var matches []controlplane.Task
 	cursor := ""
 	for scanned := 0; scanned < maxScan; {
-		p, err := h.b.ListTasks(r.Context(), appOf(r).ProjectID, controlplane.ListRequest{Limit: controlplane.MaxListLimit, Cursor: cursor})
+		// The search runs in the database (name, command; core/find).
+		p, err := h.b.FindTasks(r.Context(), appOf(r).ProjectID, search, controlplane.ListRequest{Limit: controlplane.MaxListLimit, Cursor: cursor})
 		if err != nil {
 			h.fault(w, r, err)
 			return
 		}
-		for _, t := range p.Items {
-			if qlopen.Matches(t.Name, t.Spec, search) {
-				matches = append(matches, t)
-			}
-		}
+		matches = append(matches, p.Items...)
 		scanned += len(p.Items)
 		if cursor = p.NextCursor; cursor == "" {
 			break

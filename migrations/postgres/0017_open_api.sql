@@ -35,3 +35,24 @@ CREATE TABLE ql3.open_ids (
     ref        text   NOT NULL CHECK (octet_length(ref) BETWEEN 1 AND 64),
     UNIQUE (project_id, kind, ref)
 );
+
+-- Findable at scale (issue 26, ADR 0057): what a task search looks in —
+-- name, command and labels one per line, ASCII letters folded (core/find
+-- writes the same on every publish). A search is a substring test
+-- (strpos) over the project's live tasks: a two-character Chinese search
+-- has no trigram for pg_trgm to use, and one project's 10,000 search texts
+-- are one scan of the covering index below.
+ALTER TABLE ql3.tasks ADD COLUMN search_text text NOT NULL DEFAULT ''
+    CHECK (octet_length(search_text) <= 65536);
+
+UPDATE ql3.tasks t SET search_text = translate(
+        t.name || E'\n' || coalesce(c.spec #>> '{shell,command}',
+            concat_ws(' ', c.spec #>> '{argv,file}',
+                (SELECT string_agg(a, ' ') FROM jsonb_array_elements_text(coalesce(c.spec #> '{argv,args}', '[]')) AS a)), ''),
+        'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')
+    FROM (SELECT e.task_id, e.canonical_spec::jsonb AS spec FROM ql3.execution_revisions e
+          JOIN ql3.tasks h ON h.task_id = e.task_id AND e.task_revision = h.head_revision) c
+    WHERE c.task_id = t.task_id;
+
+CREATE INDEX tasks_find_idx ON ql3.tasks (project_id, task_id) INCLUDE (search_text, enabled)
+    WHERE deleted_at_ms IS NULL;
