@@ -150,6 +150,9 @@ func adminRoutes() []openapi.Route {
 			Params:    append(page, openapi.Query("action", "string", "action"), openapi.Query("subject", "string", "subject id"), openapi.Query("actor", "string", "actor id")),
 			Responses: withErrors(openapi.OK("a page", adminapi.List[controlplane.AuditRecord]{}))},
 
+		{Method: "GET", Path: "/api/v1/overview", Summary: "overview: live tasks, runs by status, failures of the last 24 h, the next fires, workers online",
+			Params:    []openapi.Param{openapi.Query("project", "string", "project id or name")},
+			Responses: withErrors(openapi.OK("the overview", controlplane.Overview{}), 404)},
 		{Method: "GET", Path: "/api/v1/apps", Summary: "QingLong Open API apps (never secrets or digests)",
 			Params:    []openapi.Param{openapi.Query("project", "string", "project id or name")},
 			Responses: withErrors(openapi.OK("every app", adminapi.List[controlplane.OpenApp]{}), 404, 503)},

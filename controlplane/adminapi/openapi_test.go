@@ -149,6 +149,8 @@ func TestOpenAPIExamples(t *testing.T) {
 	f.call("POST", "/api/v1/workers/"+wk+"/credentials/"+cred+"/revoke", "", nil)
 	f.call("POST", "/api/v1/workers/w1/disable", "", nil)
 	f.call("GET", "/api/v1/audit?limit=5", nil, nil)
+	f.call("GET", "/api/v1/overview", nil, nil)
+	f.call("GET", "/api/v1/overview?project=ops", nil, nil)
 	app := id("POST", "/api/v1/apps", `{"project":"ops","name":"bot","scopes":["crons","envs"]}`)
 	f.call("POST", "/api/v1/apps", `{"project":"ops","name":"bot","scopes":["crons"]}`, nil)
 	f.call("POST", "/api/v1/apps", `{"project":"ops","name":"x","scopes":["root"]}`, nil)

@@ -34,6 +34,7 @@
 //	POST /api/v1/workers/{worker}/credentials/rotate    issue a new one, retire the others ({graceMs})
 //	POST /api/v1/workers/{worker}/credentials/{credential}/revoke
 //	GET  /api/v1/audit                                  audit lines, newest first (?action=&subject=&actor=&limit=&cursor=)
+//	GET  /api/v1/overview                               tasks, runs by status, failures of 24 h, next fires, workers (?project=)
 //	GET|POST /api/v1/apps, DELETE /api/v1/apps/{app}    QingLong Open API apps (apps.go); /open/… their API (ADR 0057)
 //
 // The task, trigger, run and error shapes are the edge API's (edge/httpapi)
@@ -69,6 +70,7 @@ type Backend interface {
 	controlplane.Workers
 	controlplane.Authentication
 	controlplane.AuditLog
+	controlplane.Overviews
 }
 
 // DefaultMaxBodyBytes bounds request bodies: room for a task spec at its
@@ -191,6 +193,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	mux.HandleFunc("POST /api/v1/workers/{worker}/credentials/{credential}/revoke", s.revokeCredential)
 
 	mux.HandleFunc("GET /api/v1/audit", s.listAudit)
+	mux.HandleFunc("GET /api/v1/overview", s.overview)
 
 	s.lifecycleRoutes(mux)
 	s.panelRoutes(mux)

@@ -234,6 +234,17 @@ func TestOpenAPIContractCronsOnTheControlPlane(t *testing.T) {
 	if got := data[qlopen.Cron](t, a); got.Status != 3 || got.LastExecutionTime == 0 {
 		t.Fatalf("after run: %s", a.Data)
 	}
+	// The overview counts them, names the next fires and the workers.
+	var ov struct {
+		Tasks     struct{ Total, Enabled int64 }
+		Runs      struct{ Active map[string]int64 }
+		NextFires []struct{ TaskName string }
+		Workers   *struct{ Online, Total int64 }
+	}
+	if st, b, _ := f.do("GET", "/api/v1/overview?project=home", f.admin, ""); st != 200 || json.Unmarshal(b, &ov) != nil ||
+		ov.Tasks.Total != 2 || ov.Tasks.Enabled != 2 || ov.Runs.Active["queued"]+ov.Runs.Active["created"] != 1 || ov.Workers == nil {
+		t.Fatalf("overview: %d %s", st, b)
+	}
 	// The native run list names the task in every row.
 	if st, b, _ := f.do("GET", "/api/v1/runs?project=home", f.admin, ""); st != 200 || !strings.Contains(string(b), `"taskName":"京东签到"`) {
 		t.Fatalf("runs carry no task name: %d %s", st, b)

@@ -56,3 +56,9 @@ UPDATE ql3.tasks t SET search_text = translate(
 
 CREATE INDEX tasks_find_idx ON ql3.tasks (project_id, task_id) INCLUDE (search_text, enabled)
     WHERE deleted_at_ms IS NULL;
+
+-- Run pages at scale (ADR 0057): the newest runs of every project and of
+-- one status walk an index in the page's order and stop after a page
+-- (runs of one project and of one task have theirs since 0001 and 0007).
+CREATE INDEX runs_created_idx ON ql3.runs (created_at_ms DESC, run_id DESC);
+CREATE INDEX runs_status_created_idx ON ql3.runs (status, created_at_ms DESC, run_id DESC);
