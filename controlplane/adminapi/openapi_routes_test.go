@@ -48,6 +48,7 @@ func adminRoutes() []openapi.Route {
 	trig := []openapi.Param{openapi.PathParam("task", "task id"), openapi.PathParam("trigger", "trigger id")}
 	run := []openapi.Param{openapi.PathParam("run", "run id")}
 	worker := []openapi.Param{openapi.PathParam("worker", "worker id or name")}
+	envID := []openapi.Param{openapi.PathParam("project", "project id or name"), openapi.PathParam("id", "env entry id")}
 	logParams := []openapi.Param{openapi.Query("stream", "string", "stdout | stderr"), openapi.Query("offset", "integer", "first byte"),
 		openapi.Query("limit", "integer", "bytes"), openapi.Query("follow", "string", "1: stream until the attempt ends")}
 	logResp := withErrors(map[int]openapi.Response{200: {Description: "output bytes", ContentType: "text/plain"}}, 404, 503)
@@ -145,6 +146,31 @@ func adminRoutes() []openapi.Route {
 		{Method: "POST", Path: "/api/v1/workers/{worker}/credentials/{credential}/revoke", Summary: "revoke a credential",
 			Params: append(worker, openapi.PathParam("credential", "credential id")), Request: struct{}{}, RequestOptional: true,
 			Responses: withErrors(openapi.OK("revoked", controlplane.WorkerCredential{}), 404, 409, 413)},
+
+		// A project's env store (ADR 0051): the edge's /api/v1/envs shapes.
+		{Method: "GET", Path: "/api/v1/projects/{project}/envs", Summary: "list a project's env entries, never values",
+			Params:    append(append([]openapi.Param{}, project...), append(page, openapi.Query("q", "string", "substring of the name or remarks"))...),
+			Responses: withErrors(openapi.OK("a page", adminapi.EnvList{}), 404, 503)},
+		{Method: "POST", Path: "/api/v1/projects/{project}/envs", Summary: "create an env entry (value write-only)", Params: project, Request: adminapi.CreateEnvRequest{},
+			Responses: withErrors(map[int]openapi.Response{201: {Description: "created", Body: adminapi.EnvEntry{}}}, 404, 413, 503)},
+		{Method: "GET", Path: "/api/v1/projects/{project}/envs/{id}", Summary: "one env entry without its value", Params: envID,
+			Responses: withErrors(openapi.OK("the entry", adminapi.EnvEntry{}), 404, 503)},
+		{Method: "PATCH", Path: "/api/v1/projects/{project}/envs/{id}", Summary: "change fields of an env entry", Params: envID, Request: adminapi.PatchEnvRequest{},
+			Responses: withErrors(openapi.OK("the entry", adminapi.EnvEntry{}), 404, 413, 503)},
+		{Method: "DELETE", Path: "/api/v1/projects/{project}/envs/{id}", Summary: "delete an env entry", Params: envID,
+			Responses: withErrors(map[int]openapi.Response{204: {Description: "deleted"}}, 404, 503)},
+		{Method: "POST", Path: "/api/v1/projects/{project}/envs/{id}/enable", Summary: "enable an env entry", Params: envID, Request: struct{}{}, RequestOptional: true,
+			Responses: withErrors(openapi.OK("the entry", adminapi.EnvEntry{}), 404, 413, 503)},
+		{Method: "POST", Path: "/api/v1/projects/{project}/envs/{id}/disable", Summary: "disable an env entry", Params: envID, Request: struct{}{}, RequestOptional: true,
+			Responses: withErrors(openapi.OK("the entry", adminapi.EnvEntry{}), 404, 413, 503)},
+		{Method: "POST", Path: "/api/v1/projects/{project}/envs/{id}/move", Summary: "place before another entry (\"\" = last)", Params: envID, Request: adminapi.MoveEnvRequest{},
+			Responses: withErrors(openapi.OK("the entry", adminapi.EnvEntry{}), 404, 413, 503)},
+		{Method: "POST", Path: "/api/v1/projects/{project}/envs/{id}/reveal", Summary: "the value of one entry (audited)", Params: envID, Request: struct{}{}, RequestOptional: true,
+			Responses: withErrors(openapi.OK("the entry and its value", adminapi.EnvValue{}), 404, 413, 503)},
+		{Method: "POST", Path: "/api/v1/projects/{project}/envs/import", Summary: "create entries from NAME=value lines or JSON, all or none", Params: project, Request: adminapi.ImportEnvRequest{},
+			Responses: withErrors(map[int]openapi.Response{201: {Description: "created", Body: adminapi.ImportEnvResponse{}}}, 404, 413, 503)},
+		{Method: "POST", Path: "/api/v1/projects/{project}/envs/export", Summary: "every entry as JSON or NAME=value lines (values audited)", Params: project, Request: adminapi.ExportEnvRequest{},
+			Responses: withErrors(openapi.OK("the export", adminapi.EnvExport{}), 404, 413, 503)},
 
 		{Method: "GET", Path: "/api/v1/audit", Summary: "audit lines, newest first",
 			Params:    append(page, openapi.Query("action", "string", "action"), openapi.Query("subject", "string", "subject id"), openapi.Query("actor", "string", "actor id")),

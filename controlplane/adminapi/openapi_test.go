@@ -13,9 +13,11 @@ import (
 	"github.com/ql3/ql3/controlplane/adminapi"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/envstore"
 	"github.com/ql3/ql3/controlplane/postgres/openapps"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/controlplane/postgres/runops"
+	"github.com/ql3/ql3/core/envseal"
 	"github.com/ql3/ql3/panel"
 	"github.com/ql3/ql3/scripts/openapitest"
 )
@@ -57,8 +59,13 @@ func TestOpenAPIExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	adminPool := db.Pool(t, postgres.RoleAdmin)
+	envs := envstore.New(adminPool)
+	kek, _ := envseal.NewKEK()
+	if err := envs.UnlockEnv(context.Background(), kek, "/test/env.key"); err != nil {
+		t.Fatal(err)
+	}
 	rec := &openapitest.Recorder{}
-	srv := httptest.NewServer(rec.Wrap(adminapi.New(adminapi.Config{UI: panel.UI{}, Backend: pub, Version: "test",
+	srv := httptest.NewServer(rec.Wrap(adminapi.New(adminapi.Config{UI: panel.UI{}, Backend: pub, Version: "test", Envs: envs,
 		Logger: slog.New(slog.DiscardHandler),
 		Runs:   runops.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
 		Apps:   openapps.New(adminPool),
@@ -148,6 +155,21 @@ func TestOpenAPIExamples(t *testing.T) {
 	f.call("GET", "/api/v1/workers/"+wk+"/credentials", nil, nil)
 	f.call("POST", "/api/v1/workers/"+wk+"/credentials/"+cred+"/revoke", "", nil)
 	f.call("POST", "/api/v1/workers/w1/disable", "", nil)
+	envs1 := "/api/v1/projects/ops/envs"
+	ev := id("POST", envs1, `{"name":"COOKIE","value":"sekrit-1","remarks":"account 1","labels":["jd"]}`)
+	f.call("POST", envs1, `{"name":"QL3_X","value":"v"}`, nil)
+	f.call("GET", envs1+"?q=cook&limit=10", nil, nil)
+	f.call("GET", envs1+"/"+ev, nil, nil)
+	f.call("PATCH", envs1+"/"+ev, `{"remarks":"account one","pinned":true}`, nil)
+	f.call("POST", envs1+"/"+ev+"/disable", "", nil)
+	f.call("POST", envs1+"/"+ev+"/enable", "", nil)
+	f.call("POST", envs1+"/import", `{"lines":"COOKIE=sekrit-2\nTOKEN=abc"}`, nil)
+	f.call("POST", envs1+"/"+ev+"/move", `{"before":""}`, nil)
+	f.call("POST", envs1+"/"+ev+"/reveal", "", nil)
+	f.call("POST", envs1+"/export", `{"format":"lines","values":true}`, nil)
+	f.call("POST", envs1+"/export", `{}`, nil)
+	f.call("DELETE", envs1+"/"+ev, nil, nil)
+	f.call("GET", "/api/v1/projects/nope/envs", nil, nil)
 	f.call("GET", "/api/v1/audit?limit=5", nil, nil)
 	f.call("GET", "/api/v1/overview", nil, nil)
 	f.call("GET", "/api/v1/overview?project=ops", nil, nil)

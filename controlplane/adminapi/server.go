@@ -101,6 +101,8 @@ type Config struct {
 	// UI is the browser front end served beside the API (the app passes
 	// the web panel, module panel); nil serves the API alone.
 	UI httpkit.UI
+	// Envs is the projects' env store (envs.go); nil answers those routes 503.
+	Envs controlplane.EnvStore
 	// Apps stores QingLong's Open API apps (/api/v1/apps) and Open serves
 	// /open/ (controlplane/qlcompat, ADR 0057); nil answers them 503.
 	Apps controlplane.OpenApps
@@ -119,6 +121,7 @@ type Server struct {
 	now      func() time.Time
 	sessions *httpkit.Sessions
 	ui       httpkit.UI
+	envs     controlplane.EnvStore
 	handler  http.Handler
 	apps     controlplane.OpenApps
 	open     http.Handler
@@ -131,7 +134,7 @@ type Server struct {
 // New returns the API handler.
 func New(cfg Config) *Server {
 	s := &Server{runs: cfg.Runs, disable: cfg.DisableWorker, b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, now: cfg.Now,
-		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI, apps: cfg.Apps, open: cfg.Open}
+		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI, envs: cfg.Envs, apps: cfg.Apps, open: cfg.Open}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -196,6 +199,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	mux.HandleFunc("GET /api/v1/overview", s.overview)
 
 	s.lifecycleRoutes(mux)
+	s.envRoutes(mux)
 	s.panelRoutes(mux)
 	s.appRoutes(mux) // apps.go: /api/v1/apps and /open/ (ADR 0057)
 

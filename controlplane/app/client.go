@@ -15,6 +15,7 @@ type cmdArgs struct {
 	name, id string        // token commands (serve.go)
 	ttl      time.Duration // token create
 	pki      pkiArgs       // pki commands (pki.go)
+	envKey   envKeyArgs    // env key commands (envkeys.go)
 }
 
 // ErrRunSkipped is what `run now` returns when the task's concurrency

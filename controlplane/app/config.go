@@ -49,6 +49,9 @@ type Config struct {
 	RequireTLS  bool   `json:"requireTls,omitempty"`  // QL3_REQUIRE_TLS, --require-tls: refuse to serve plain HTTP
 	NoScheduler bool   `json:"noScheduler,omitempty"` // QL3_NO_SCHEDULER, --no-scheduler: admin API only, no cluster scheduler in this replica
 	Insecure    bool   `json:"insecure,omitempty"`    // QL3_INSECURE, --insecure: allow API tokens over plain HTTP beyond loopback (serve and client)
+	// SecretKeyFile opens the env store's data key (ADR 0051): the same
+	// 0600 key file on every replica; required once the store has a key.
+	SecretKeyFile string `json:"secretKeyFile,omitempty"` // QL3_SECRET_KEY_FILE, --secret-key-file
 
 	DSN         string `json:"dsn,omitempty"`         // QL3_DSN, --dsn
 	AdminDSN    string `json:"adminDsn,omitempty"`    // QL3_ADMIN_DSN, --admin-dsn
@@ -129,6 +132,7 @@ func (c *Config) settings() []setting {
 		{flag: "tls-key", usage: "TLS private key file (PEM) for the admin API", str: &c.TLSKey, scope: forServe},
 		{flag: "require-tls", usage: "refuse to serve without --tls-cert/--tls-key (production)", boolean: &c.RequireTLS, scope: forServe},
 		{flag: "no-scheduler", usage: "serve the admin API only; do not run the cluster scheduler in this replica", boolean: &c.NoScheduler, scope: forServe},
+		{flag: "secret-key-file", usage: "the env store's key file (0600, absolute path, the same on every replica; `ql3-control env key-init` makes one); required once the store has a key (ADR 0051)", str: &c.SecretKeyFile, scope: forServe | forDatabase},
 		{flag: "dsn", usage: "single PostgreSQL DSN; pools assume the ql3 roles (-c role=...)", str: &c.DSN, scope: forAll &^ forClient},
 		{flag: "admin-dsn", usage: "DSN that logs in as ql3_admin", str: &c.AdminDSN, scope: forServe | forDatabase},
 		{flag: "runtime-dsn", usage: "DSN that logs in as ql3_runtime", str: &c.RuntimeDSN, scope: forServe},

@@ -55,7 +55,10 @@ func (m *Main) startIngress(ctx context.Context, pub *publication.Publisher) err
 	m.mu.Lock()
 	m.ingress.dispatch = dpool
 	m.mu.Unlock()
-	leases, err := dispatch.NewDispatcher(dpool, dispatch.DispatchOptions{Lease: m.Config.Lease()})
+	m.mu.Lock()
+	opener := envOpener(m.envs)
+	m.mu.Unlock()
+	leases, err := dispatch.NewDispatcher(dpool, dispatch.DispatchOptions{Lease: m.Config.Lease(), Env: opener})
 	if err != nil {
 		return err
 	}

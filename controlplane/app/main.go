@@ -34,6 +34,7 @@ import (
 	"github.com/ql3/ql3/controlplane/cli"
 	"github.com/ql3/ql3/controlplane/coordinator"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/envstore"
 	"github.com/ql3/ql3/core/errs"
 )
 
@@ -67,6 +68,7 @@ type Main struct {
 	listener        net.Listener
 	serveErr        chan error
 	ingress         ingressParts
+	envs            *envstore.Store // the env store serve opened (envkeys.go)
 }
 
 // NewMain returns a Main wired to the process's stdio and environment.
@@ -96,6 +98,9 @@ func commands() map[string]command {
 		}},
 		"migrate": {summary: "create the roles, apply migrations, install grants", scope: forMigrate, run: (*Main).migrate},
 		"serve":   {summary: "run the admin API", scope: forServe, run: (*Main).serve},
+	}
+	for name, c := range envKeyCommands() {
+		cmds[name] = c
 	}
 	for name, c := range pkiCommands() {
 		cmds[name] = c // no shared settings: no database, no server

@@ -67,6 +67,13 @@ func (m *Main) serve(ctx context.Context) error {
 	if err := postgres.Readiness(ctx, pool); err != nil {
 		return fmt.Errorf("database not ready (run `ql3-control migrate`): %w", err)
 	}
+	envs, err := m.openEnvStore(ctx, pool)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.envs = envs
+	m.mu.Unlock()
 	// Said once at start, and exported on /metrics for the standbys that
 	// connect later.
 	if rep, err := postgres.ReadReplication(ctx, pool); err != nil {
@@ -93,6 +100,7 @@ func (m *Main) serve(ctx context.Context) error {
 		Apps: apps, Open: qlcompat.New(qlcompat.Config{Backend: pub, Runs: runOps, Apps: apps, Logger: m.log, TimeZone: m.Config.OpenTimeZone}),
 		Ready: func(ctx context.Context) error { return postgres.Readiness(ctx, pool) },
 		Runs:  runOps,
+		Envs:  envs,
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, pool, ref)
 		},

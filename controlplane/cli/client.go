@@ -33,6 +33,7 @@ type Args struct {
 	disabled                                    bool
 	run                                         runArgs // run commands (runcmd.go)
 	credentialFile                              string  // worker issue-credential/rotate-credentials
+	env                                         envArgs // env commands (envcmd.go)
 	// JSON is --json: print the answer's JSON instead of text (present.go).
 	JSON bool
 }

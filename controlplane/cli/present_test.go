@@ -43,6 +43,7 @@ func fakeAdminAPI(t *testing.T, skipped bool) string {
 		now.Status, now.AttemptCount, now.FinishedAtMs = "cancelled", 0, 1767150000000
 	}
 	created := true
+	envEntry := adminapi.EnvEntry{ID: "env-1", Name: "COOKIE", Enabled: true, Remarks: "first account"}
 	answers := map[string]any{
 		"GET /api/v1/audit": adminapi.List[controlplane.AuditRecord]{Items: []controlplane.AuditRecord{{ID: "a-1", ActorKind: "token",
 			ActorID: "t-1", Action: "task.update", SubjectKind: "task", SubjectID: "task-1", Outcome: "ok"}}},
@@ -73,6 +74,14 @@ func fakeAdminAPI(t *testing.T, skipped bool) string {
 		"GET /api/v1/runs/run-9":                                adminapi.RunView{RunRecord: finished},
 		"POST /api/v1/tasks/task-1/runs":                        adminapi.RunView{RunRecord: now, Created: &created},
 		"POST /api/v1/runs/run-9/cancel":                        adminapi.RunView{RunRecord: finished},
+		"GET /api/v1/projects/ops/envs":                         adminapi.EnvList{Items: []adminapi.EnvEntry{envEntry}, Total: 1},
+		"POST /api/v1/projects/ops/envs":                        envEntry,
+		"PATCH /api/v1/projects/ops/envs/env-1":                 envEntry,
+		"DELETE /api/v1/projects/ops/envs/env-1":                nil,
+		"POST /api/v1/projects/ops/envs/env-1/enable":           envEntry,
+		"POST /api/v1/projects/ops/envs/env-1/disable":          envEntry,
+		"POST /api/v1/projects/ops/envs/import":                 adminapi.ImportEnvResponse{Created: 1, Items: []adminapi.EnvEntry{envEntry}},
+		"POST /api/v1/projects/ops/envs/export":                 adminapi.EnvExport{Format: "json", Entries: []adminapi.EnvExportItem{{Name: "COOKIE", Enabled: true}}},
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		answer, ok := answers[r.Method+" "+r.URL.Path]
@@ -98,6 +107,10 @@ func clientArgs(t *testing.T) map[string][]string {
 	dir := t.TempDir()
 	spec := filepath.Join(dir, "spec.json")
 	if err := os.WriteFile(spec, []byte(`{"kind":"qinglong/command@v1","shell":{"command":"true"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	valueFile := filepath.Join(dir, "value")
+	if err := os.WriteFile(valueFile, []byte("COOKIE=v1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	credDir := filepath.Join(dir, "cred")
@@ -134,6 +147,14 @@ func clientArgs(t *testing.T) map[string][]string {
 		"run show":                  {"--id", "run-9"},
 		"run now":                   {"--task", "task-1"},
 		"run cancel":                {"--id", "run-9"},
+		"env list":                  {"--project", "ops"},
+		"env add":                   {"--project", "ops", "--name", "COOKIE", "--value-file", valueFile},
+		"env edit":                  {"--project", "ops", "--id", "env-1", "--remarks", "second account"},
+		"env rm":                    {"--project", "ops", "--id", "env-1"},
+		"env enable":                {"--project", "ops", "--id", "env-1"},
+		"env disable":               {"--project", "ops", "--id", "env-1"},
+		"env import":                {"--project", "ops", "--file", valueFile},
+		"env export":                {"--project", "ops"},
 	}
 }
 
@@ -220,7 +241,7 @@ func TestEveryClientCommandPrintsText(t *testing.T) {
 			t.Errorf("%s --json: %v", name, err)
 			continue
 		}
-		if strings.HasSuffix(name, " delete") {
+		if strings.HasSuffix(name, " delete") || name == "env rm" { // empty answers
 			if jsonOut != "" {
 				t.Errorf("%s --json printed %q for an empty answer", name, jsonOut)
 			}

@@ -204,7 +204,7 @@ func one[T any](show func(w io.Writer, a Args, v T) error) Printer {
 
 // Printers are the text forms of the client commands, by command name.
 func Printers() map[string]Printer {
-	return map[string]Printer{
+	printers := map[string]Printer{
 		"audit list": one(printAuditList),
 
 		"project list":    one(printProjectList),
@@ -284,6 +284,10 @@ func Printers() map[string]Printer {
 		}),
 		"token revoke": one(said[tokenView](func(k tokenView) string { return "revoked API token " + named(k.Name, k.ID) })),
 	}
+	for name, p := range envPrinters() {
+		printers[name] = p
+	}
+	return printers
 }
 
 // said prints one line about a mutation's result.

@@ -64,6 +64,12 @@ var tableGrants = []tableGrant{
 	// 0012: the run-event feed's consumers, claimed and advanced by the
 	// runtime role (the admin role may look).
 	{"run_event_consumers", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE"}},
+	// 0013: the env store (ADR 0051). The admin role writes entries and the
+	// wrapped data key; the runtime role reads them to pin an attempt's
+	// entries at its claim (attempt_envs) and to open them for the offer.
+	{"env_entries", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE", RoleRuntime: "SELECT"}},
+	{"env_keys", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE", RoleRuntime: "SELECT"}},
+	{"attempt_envs", map[string]string{RoleRuntime: "SELECT, INSERT, DELETE"}},
 	// 0017: QingLong's Open API (ADR 0057): apps, their tokens and the
 	// numeric ids, the admin role's alone.
 	{"open_apps", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},

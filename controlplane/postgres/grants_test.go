@@ -50,6 +50,11 @@ var wantPrivileges = map[string]map[string]string{
 	// Migration 0012 (run-event feed): the runtime role claims and
 	// advances consumers; nobody deletes one.
 	"run_event_consumers": {admin: "S", runtime: "SIU"},
+	// Migration 0013 (env store): the admin role writes entries and the
+	// wrapped key; the runtime role reads them and pins an attempt's copy.
+	"env_entries":  {admin: "SIUD", runtime: "S"},
+	"env_keys":     {admin: "SID", runtime: "S"},
+	"attempt_envs": {runtime: "SID"},
 	// Migration 0017 (QingLong's Open API, ADR 0057): admin's job only.
 	"open_apps":   {admin: "SID"},
 	"open_tokens": {admin: "SID"},
@@ -75,6 +80,12 @@ var mustDeny = []struct{ role, table, ops string }{
 	{runtime, "run_events", "U"},
 	{runtime, "audit_log", "U"},
 	{ingress, "run_event_consumers", "SIUD"},
+	{ingress, "env_entries", "SIUD"},
+	{ingress, "env_keys", "SIUD"},
+	{ingress, "attempt_envs", "SIUD"},
+	{admin, "attempt_envs", "SIUD"},
+	{runtime, "env_entries", "IUD"},
+	{runtime, "env_keys", "IUD"},
 }
 
 var opNames = map[byte]string{'S': "SELECT", 'I': "INSERT", 'U': "UPDATE", 'D': "DELETE"}
@@ -85,7 +96,7 @@ type fixture map[string]string
 
 func newFixture() fixture {
 	f := fixture{}
-	for _, k := range []string{"P", "T", "E", "G", "G2", "R1", "R2", "A1", "A2", "W1", "W2", "C1", "S1", "L1", "AU"} {
+	for _, k := range []string{"P", "T", "E", "G", "G2", "R1", "R2", "A1", "A2", "W1", "W2", "C1", "S1", "L1", "AU", "EN"} {
 		f[k] = uuid.Must(uuid.NewV7()).String()
 	}
 	return f
@@ -138,6 +149,10 @@ INSERT INTO ql3.audit_log (audit_id, at_ms, actor_kind, action, outcome) VALUES 
 INSERT INTO ql3.publication_mutations (mutation_id, kind, request_digest, result, created_at_ms) VALUES ('m-1', 'task.create', {D}, '{}', 1);
 INSERT INTO ql3.api_tokens (token_id, name, token_digest, status, created_at_ms) VALUES ('00000000000000a1', 'tok1', {D}, 'active', 1);
 INSERT INTO ql3.run_event_consumers (consumer, updated_at_ms) VALUES ('seed', 1);
+INSERT INTO ql3.env_entries (entry_id, project_id, name, value_ct, value_bytes, enabled, position, created_at_ms, updated_at_ms)
+	VALUES ({EN}, {P}, 'A', decode(repeat('ab', 30), 'hex'), 2, true, 0, 1, 1);
+INSERT INTO ql3.env_keys (kek_id, wrapped, created_at_ms) VALUES ('00000000000000a1', decode(repeat('ab', 60), 'hex'), 1);
+INSERT INTO ql3.attempt_envs (attempt_id, project_id, entries, created_at_ms) VALUES ({A1}, {P}, '[]', 1);
 INSERT INTO ql3.open_apps (app_id, project_id, name, client_id, secret_digest, scopes, created_at_ms)
 	VALUES ('00000000-0000-7000-8000-0000000000a1', {P}, 'app1', 'abcdefghijk1', {D}, '{crons}', 1);
 INSERT INTO ql3.open_tokens (token_digest, app_id, created_at_ms, expires_at_ms) VALUES ({D}, '00000000-0000-7000-8000-0000000000a1', 1, 2);
@@ -223,6 +238,16 @@ var tableOps = map[string]struct{ insert, update string }{
 	"run_event_consumers": {
 		`INSERT INTO ql3.run_event_consumers (consumer, updated_at_ms) VALUES ('notify', 1)`,
 		`UPDATE ql3.run_event_consumers SET updated_at_ms = 2 WHERE consumer = 'seed'`},
+	"env_entries": {
+		`INSERT INTO ql3.env_entries (entry_id, project_id, name, value_ct, value_bytes, enabled, position, created_at_ms, updated_at_ms)
+			VALUES ({N}, {P}, 'B', decode(repeat('ab', 30), 'hex'), 2, true, 0, 1, 1)`,
+		`UPDATE ql3.env_entries SET updated_at_ms = 2 WHERE entry_id = {EN}`},
+	"env_keys": {
+		`INSERT INTO ql3.env_keys (kek_id, wrapped, created_at_ms) VALUES ('00000000000000b2', decode(repeat('ab', 60), 'hex'), 1)`,
+		`UPDATE ql3.env_keys SET created_at_ms = 2 WHERE kek_id = '00000000000000a1'`},
+	"attempt_envs": {
+		`INSERT INTO ql3.attempt_envs (attempt_id, project_id, entries, created_at_ms) VALUES ({A2}, {P}, '[]', 1)`,
+		`UPDATE ql3.attempt_envs SET created_at_ms = 2 WHERE attempt_id = {A1}`},
 	"open_apps": {
 		`INSERT INTO ql3.open_apps (app_id, project_id, name, client_id, secret_digest, scopes, created_at_ms)
 			VALUES ({N}, {P}, 'app2', 'abcdefghijk2', {D}, '{envs}', 1)`,

@@ -70,6 +70,17 @@ func (s *Scanner) Reset(data []byte, lim Limits) {
 	s.src = string(data)
 }
 
+// SetLimits replaces the string and entry limits for what is read next
+// (a member that carries longer strings or more entries than the rest of
+// the document) and returns the previous limits to restore afterwards.
+// MaxBytes was checked by Reset and is kept.
+func (s *Scanner) SetLimits(lim Limits) Limits {
+	old := s.lim
+	lim.MaxBytes = old.MaxBytes
+	s.lim = lim
+	return old
+}
+
 // Fail leaves the fast path (an unknown key, a value the caller does not
 // handle).
 func (s *Scanner) Fail() { s.failed = true }

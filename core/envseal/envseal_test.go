@@ -92,3 +92,24 @@ func FuzzParseKEK(f *testing.F) {
 		}
 	})
 }
+
+func TestKeyFileProblem(t *testing.T) {
+	for _, c := range []struct {
+		regular bool
+		perm    uint32
+		size    int64
+		want    string
+	}{
+		{true, 0o600, 60, ""},
+		{true, 0o400, 60, ""},
+		{true, 0o640, 60, "group or others (mode 0640)"},
+		{true, 0o604, 60, "group or others (mode 0604)"},
+		{false, 0o600, 60, "not a regular file"},
+		{true, 0o600, MaxKeyFileBytes + 1, "larger than 256 bytes"},
+	} {
+		got := KeyFileProblem(c.regular, c.perm, c.size)
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("KeyFileProblem(%v, %04o, %d) = %q, want %q", c.regular, c.perm, c.size, got, c.want)
+		}
+	}
+}

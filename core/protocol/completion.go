@@ -33,6 +33,9 @@ type Completion struct {
 	StdoutBytes  int64             `json:"stdoutBytes"` // stream lengths as uploaded
 	StderrBytes  int64             `json:"stderrBytes"`
 	LogTruncated bool              `json:"logTruncated,omitempty"` // output beyond the log cap was dropped
+	// MaskedCount is how many occurrences of env values the worker
+	// replaced by "***" in the uploaded output (ADR 0051).
+	MaskedCount int64 `json:"maskedCount,omitempty"`
 }
 
 // DecodeCompletion strictly decodes and validates a Completion.
@@ -73,6 +76,9 @@ func (c Completion) Validate() error {
 		return err
 	}
 	if err := checkRange("stdoutBytes", c.StdoutBytes, 0, MaxLogBytes); err != nil {
+		return err
+	}
+	if err := checkRange("maskedCount", c.MaskedCount, 0, MaxLogBytes); err != nil {
 		return err
 	}
 	return checkRange("stderrBytes", c.StderrBytes, 0, MaxLogBytes)

@@ -149,6 +149,9 @@ type Offer struct {
 	// TimeoutMs is this attempt's execution budget: the spec's timeout,
 	// shortened by the authority when the Run's deadline is nearer.
 	TimeoutMs int64 `json:"timeoutMs"`
+	// Env is the env store's variables the attempt's process gets, pinned
+	// when the attempt was claimed (offer_env.go, ADR 0051).
+	Env []EnvVar `json:"env,omitempty"`
 }
 
 type offerWire struct {
@@ -172,10 +175,8 @@ type offerWire struct {
 	SpecDigest              string          `json:"specDigest"`
 	Spec                    json.RawMessage `json:"spec"`
 	TimeoutMs               int64           `json:"timeoutMs"`
+	Env                     []EnvVar        `json:"env"`
 }
-
-// The offer wraps the spec one level deeper than the spec's own limits.
-var offerLimits = limits(MaxOfferBytes, spec.MaxDepth+1, spec.MaxEntries, spec.MaxStringBytes)
 
 // DecodeOffer strictly decodes and validates an Offer, the spec included
 // (defaults applied, digest verified). Offers as the authority encodes them
@@ -191,7 +192,7 @@ func DecodeOffer(data []byte) (Offer, error) {
 // decodeOfferReference is the strict decoder the fast path is held to.
 func decodeOfferReference(data []byte) (Offer, error) {
 	var w offerWire
-	if err := decode(data, offerLimits, &w, &w.V); err != nil {
+	if err := decode(data, offerEnvLimits, &w, &w.V); err != nil {
 		return Offer{}, err
 	}
 	o := Offer{V: w.V, RunID: w.RunID, AttemptID: w.AttemptID, AttemptNumber: w.AttemptNumber,
@@ -200,6 +201,9 @@ func decodeOfferReference(data []byte) (Offer, error) {
 		LeaseExpiresAtMs: w.LeaseExpiresAtMs, TaskID: w.TaskID, TaskRevision: w.TaskRevision,
 		ScheduledForMs: w.ScheduledForMs, ExecutionRevisionID: w.ExecutionRevisionID,
 		TimeoutMs: w.TimeoutMs}
+	if len(w.Env) > 0 {
+		o.Env = w.Env
+	}
 	var err error
 	if o.LeaseTokenDigest, err = parseDigest("leaseTokenDigest", w.LeaseTokenDigest); err != nil {
 		return Offer{}, err
@@ -279,7 +283,7 @@ func (o Offer) validateFields() error {
 			return errs.Invalidf(d.field, "is required")
 		}
 	}
-	return nil
+	return checkEnv(o.Env)
 }
 
 // validateAgainstSpec checks, given the digest of the valid o.Spec, what
@@ -301,7 +305,7 @@ func (o Offer) Encode() ([]byte, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	return encode(o, MaxOfferBytes, "offer")
+	return encode(o, MaxOfferBodyBytes, "offer")
 }
 
 // Fence returns the LeaseFence the offer grants.

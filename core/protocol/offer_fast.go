@@ -18,7 +18,7 @@ import (
 // this accepts the reference accepts with an equal value.
 func decodeOfferFast(data []byte) (Offer, error) {
 	var s canonjson.Scanner
-	s.Reset(data, offerLimits)
+	s.Reset(data, offerFastLimits)
 	var (
 		o                                     Offer
 		tokenDigest, revisionDigest, specText string
@@ -70,6 +70,8 @@ func decodeOfferFast(data []byte) (Offer, error) {
 				haveSpec = true
 			case "timeoutMs":
 				o.TimeoutMs = s.Int64()
+			case "env":
+				o.Env = scanEnv(&s)
 			default:
 				s.Fail()
 			}

@@ -80,8 +80,13 @@ func FuzzDecodeOfferFastPath(f *testing.F) {
 		f.Fatal(err)
 	}
 	s := string(raw)
+	withEnv, err := offerWithEnv(f, EnvVar{"A", "v1&v2"}, EnvVar{"B", "x"}).Encode()
+	if err != nil {
+		f.Fatal(err)
+	}
 	for _, seed := range []string{
 		s,
+		string(withEnv),
 		strings.Replace(s, `"v":1`, `"v":2`, 1),
 		strings.Replace(s, `{"v":1,`, `{"v":1,"V":1,`, 1),
 		strings.Replace(s, `"run_1"`, `"run_1\ud800"`, 1),

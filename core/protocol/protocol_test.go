@@ -40,7 +40,7 @@ func codecs() []codec {
 		{"SessionTransition", fixed(transition), wrap(DecodeSessionTransition), DefaultBodyBytes},
 		{"SessionState", fixed(sessionState), wrap(DecodeSessionState), MaxSessionState},
 		{"OfferPullRequest", fixed(pull), wrap(DecodeOfferPullRequest), DefaultBodyBytes},
-		{"Offer", func(t testing.TB) body { return offer(t) }, wrap(DecodeOffer), MaxOfferBytes},
+		{"Offer", func(t testing.TB) body { return offer(t) }, wrap(DecodeOffer), MaxOfferBodyBytes},
 		{"Ack", fixed(ack), wrap(DecodeAck), DefaultBodyBytes},
 		{"LeaseControl", fixed(control), wrap(DecodeLeaseControl), DefaultBodyBytes},
 		{"LogChunk", fixed(logChunk), wrap(DecodeLogChunk), HardBodyBytes},

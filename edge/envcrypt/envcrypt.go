@@ -25,7 +25,7 @@ import (
 // DefaultKeyFileName is the key file's name inside the data directory.
 const DefaultKeyFileName = "env.key"
 
-const maxKeyFile = 256
+const maxKeyFile = envseal.MaxKeyFileBytes
 
 // Cipher seals and opens values under the data key (core/envseal).
 type Cipher = envseal.Cipher
@@ -98,11 +98,8 @@ func LoadKeyFile(path string) (*KEK, error) {
 	if err != nil {
 		return nil, &KeyFileError{Path: path, Reason: "cannot be read", Err: err}
 	}
-	if !st.Mode().IsRegular() {
-		return nil, &KeyFileError{Path: path, Reason: "is not a regular file"}
-	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return nil, &KeyFileError{Path: path, Reason: fmt.Sprintf("is readable or writable by group or others (mode %04o); run chmod 600 on it", perm)}
+	if problem := envseal.KeyFileProblem(st.Mode().IsRegular(), uint32(st.Mode().Perm()), st.Size()); problem != "" {
+		return nil, &KeyFileError{Path: path, Reason: problem}
 	}
 	raw, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
 	if err != nil {

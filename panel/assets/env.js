@@ -1,7 +1,8 @@
-// ql3 panel: the env store page (ql3-edge; ADR 0038). Served after app.js
-// in the same response and plugged in through window.ql3Panel. Values are
-// write-only here: the list never has them, the form never fills them in,
-// and "Reveal" asks the server for one value (an audited read).
+// ql3 panel: the env store page (ADR 0038; on ql3-control a project's,
+// ADR 0051). Served after app.js in the same response and plugged in
+// through window.ql3Panel. Values are write-only here: the list never has
+// them, the form never fills them in, and "Reveal" asks the server for one
+// value (an audited read).
 "use strict";
 (function () {
   const P = window.ql3Panel;
@@ -9,10 +10,23 @@
   const { h, td, api, q, render, field, showFieldError, clearErrors, clearFieldErrorOnEdit } = P;
   const t = P.t || ((key, english) => english);
   const head = (...cols) => h("thead", {}, h("tr", {}, cols.map((x) => h("th", { text: x }))));
-  const base = "/api/v1/envs";
+  // The edge has one store (/api/v1/envs); ql3-control one per project
+  // (/api/v1/projects/{project}/envs), chosen with ?project= (default:
+  // the first project) and kept in every link of the page.
+  let base = "/api/v1/envs";
+  let project = "";
   const path = (id) => base + "/" + encodeURIComponent(id);
+  const link = (tail, extra) => "#/envs" + tail + q(Object.assign({ project }, extra || {}));
 
   async function show(p, params, g) {
+    if (P.S.control) {
+      project = params.get("project") || "";
+      if (!project) {
+        const ps = await api("GET", "/api/v1/projects?limit=1");
+        project = ps.items && ps.items.length ? ps.items[0].name : "";
+      }
+      base = "/api/v1/projects/" + encodeURIComponent(project) + "/envs";
+    }
     if (p[0] === "new") return envForm(null, g);
     if (p[0] && p[1] === "edit") return envForm(decodeURIComponent(p[0]), g);
     return envList(params, g);
@@ -49,7 +63,7 @@
         td(t("envs.enabled", "Enabled"), e.enabled ? t("envs.yes", "yes") : t("envs.no", "no")),
         td(t("envs.actions", "Actions"), h("div", { class: "bar" },
           reveal,
-          h("a", { class: "button edit", href: "#/envs/" + encodeURIComponent(e.id) + "/edit", text: t("envs.edit", "Edit") }),
+          h("a", { class: "button edit", href: link("/" + encodeURIComponent(e.id) + "/edit"), text: t("envs.edit", "Edit") }),
           h("button", { type: "button", class: "toggle", text: e.enabled ? t("envs.disable", "Disable") : t("envs.enable", "Enable"),
             onclick: act(() => api("POST", path(e.id) + (e.enabled ? "/disable" : "/enable"))) }),
           h("button", { type: "button", class: "pin", text: e.pinned ? t("envs.unpin", "Unpin") : t("envs.pin", "Pin"),
@@ -62,17 +76,21 @@
           }) }))));
     });
     const box = h("input", { type: "search", id: "env-search", name: "q", value: search, placeholder: t("envs.searchHint", "name or remarks"), "aria-label": t("envs.search", "Search") });
-    const form = h("form", { class: "bar", id: "env-filter", onsubmit: (ev) => { ev.preventDefault(); location.hash = "#/envs" + q({ q: box.value }); } },
-      box, h("button", { type: "submit", text: t("envs.search", "Search") }));
+    const projectBox = P.S.control ? h("input", { type: "text", id: "env-project", name: "project", value: project, autocomplete: "off", "aria-label": t("envs.project", "Project") }) : null;
+    const form = h("form", { class: "bar", id: "env-filter", onsubmit: (ev) => {
+      ev.preventDefault();
+      if (projectBox) project = projectBox.value;
+      location.hash = link("", { q: box.value });
+    } }, projectBox, box, h("button", { type: "submit", text: t("envs.search", "Search") }));
     render(g,
-      h("div", { class: "bar" }, h("h1", { text: t("envs.title", "Environment") }), h("a", { class: "button", href: "#/envs/new", id: "new-env", text: t("envs.new", "New variable") })),
+      h("div", { class: "bar" }, h("h1", { text: t("envs.title", "Environment") }), h("a", { class: "button", href: link("/new"), id: "new-env", text: t("envs.new", "New variable") })),
       h("p", { class: "muted", text: t("envs.intro", "Every enabled variable reaches every task (a task may narrow it with env.use); several with one name are joined with & in this order. Values are stored encrypted and masked as *** in logs.") }),
       form,
       rows.length ? h("table", { class: "cards", id: "envs" },
         head(t("envs.name", "Name"), t("envs.value", "Value"), t("envs.remarks", "Remarks"), t("envs.labels", "Labels"), t("envs.enabled", "Enabled"), t("envs.actions", "Actions")),
         h("tbody", {}, rows)) : h("p", { id: "no-envs", text: search ? t("envs.noMatch", "No variable matches.") : t("envs.none", "No variables yet.") }),
       h("p", { class: "muted", id: "env-total", text: t("envs.total", "{n} variable(s)").replace("{n}", page.total) }),
-      page.nextCursor ? h("a", { class: "button", id: "more-envs", href: "#/envs" + q({ q: search, cursor: page.nextCursor }), text: t("envs.more", "More") }) : null);
+      page.nextCursor ? h("a", { class: "button", id: "more-envs", href: link("", { q: search, cursor: page.nextCursor }), text: t("envs.more", "More") }) : null);
   }
 
   async function envForm(id, g) {
@@ -95,7 +113,7 @@
       field(t("envs.labelsHint", "Labels, comma-separated"), "labels", labels),
       h("label", {}, enabled, " " + t("envs.enabledBox", "enabled")), " ", h("label", {}, pinned, " " + t("envs.pinned", "pinned")),
       h("div", { class: "bar" }, h("button", { type: "submit", class: "primary", id: "env-save", text: e ? t("envs.save", "Save") : t("envs.create", "Create") }),
-        h("a", { href: "#/envs", class: "button", text: t("envs.cancel", "Cancel") })));
+        h("a", { href: link(""), class: "button", text: t("envs.cancel", "Cancel") })));
     clearFieldErrorOnEdit(form);
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault(); clearErrors(form);
@@ -110,7 +128,7 @@
           await api("POST", base, body);
         }
         value.value = "";
-        location.hash = "#/envs";
+        location.hash = link("");
       } catch (err) {
         if (err.status === 401) return;
         showFieldError(form, err);
@@ -149,6 +167,7 @@
       "envs.none": "No variables yet.",
       "envs.pin": "Pin",
       "envs.pinned": "pinned",
+      "envs.project": "Project",
       "envs.remarks": "Remarks",
       "envs.reveal": "Reveal",
       "envs.save": "Save",
@@ -190,6 +209,7 @@
       "envs.none": "还没有变量。",
       "envs.pin": "置顶",
       "envs.pinned": "置顶",
+      "envs.project": "项目",
       "envs.remarks": "备注",
       "envs.reveal": "显示",
       "envs.save": "保存",
@@ -206,6 +226,7 @@
     }
   });
 
-  // The env store is the edge's (the control plane's comes later).
-  P.register("envs", (S) => !S.control, show);
+  // Both servers have the page: the edge's one store, the control plane's
+  // per project.
+  P.register("envs", () => true, show);
 })();

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -18,9 +20,10 @@ type attempt struct {
 	offer     protocol.Offer
 	proc      Process
 	sp        *spool
-	deadline  time.Time // local view of the lease expiry; zero = unknown
-	cancelled bool      // the authority asked to cancel
-	fenced    string    // why the worker stopped it itself ("" = not fenced)
+	masked    *maskedOutput // env values masked on the way to sp (envs.go); nil: none
+	deadline  time.Time     // local view of the lease expiry; zero = unknown
+	cancelled bool          // the authority asked to cancel
+	fenced    string        // why the worker stopped it itself ("" = not fenced)
 
 	uploaded     int64
 	eofDone      bool
@@ -120,9 +123,12 @@ func (a *Agent) reap() error {
 			}
 			continue
 		}
-		at.sp.seal() // the tail (and the marker) behind the head: the process and its output are done
+		maskedCount := at.masked.finish() // the held-back tail first
+		at.sp.seal()                      // the tail (and the marker) behind the head: the process and its output are done
 		size, trunc := at.sp.state()
-		if err := a.finish(at, completionFor(at, out, size, trunc)); err != nil {
+		c := completionFor(at, out, size, trunc)
+		c.MaskedCount = maskedCount
+		if err := a.finish(at, c); err != nil {
 			return err
 		}
 	}
@@ -234,11 +240,24 @@ func (a *Agent) startAttempt(ctx context.Context, at *attempt) error {
 	}
 	at.sp = sp
 	sp.truncate()
-	proc, err := a.run.Start(Launch{
-		RunID: at.offer.RunID, Attempt: at.offer.AttemptNumber, TaskID: at.offer.TaskID,
-		TaskRevision: at.offer.TaskRevision, ScheduledFor: time.UnixMilli(at.offer.ScheduledForMs).UTC(),
-		Spec: at.offer.Spec, Timeout: time.Duration(at.offer.TimeoutMs) * time.Millisecond, Output: sp,
-	})
+	var output io.Writer = sp
+	if at.masked = newMaskedOutput(sp, at.offer); at.masked != nil {
+		output = at.masked
+	}
+	procEnv, err := processEnv(at.offer)
+	if err != nil {
+		err = fmt.Errorf("%w: %v", ErrNeverStarted, err)
+	} else {
+		var proc Process
+		proc, err = a.run.Start(Launch{
+			RunID: at.offer.RunID, Attempt: at.offer.AttemptNumber, TaskID: at.offer.TaskID,
+			TaskRevision: at.offer.TaskRevision, ScheduledFor: time.UnixMilli(at.offer.ScheduledForMs).UTC(),
+			Spec: at.offer.Spec, Env: procEnv, Timeout: time.Duration(at.offer.TimeoutMs) * time.Millisecond, Output: output,
+		})
+		if err == nil {
+			at.proc = proc
+		}
+	}
 	if err != nil {
 		if errors.Is(err, ErrNeverStarted) {
 			a.log.Warn("process could not be started", "attempt", at.offer.AttemptID, "err", err)
@@ -252,7 +271,7 @@ func (a *Agent) startAttempt(ctx context.Context, at *attempt) error {
 		at.e.State, at.e.FenceReason = journal.Fenced, "ambiguous_spawn"
 		return jerr(a.j.PutEntry(at.e))
 	}
-	at.proc = proc
+	proc := at.proc
 	at.e.State = journal.Started
 	at.e.Process = proc.Identity()
 	at.e.BootID = a.run.BootID()

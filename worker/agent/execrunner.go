@@ -20,9 +20,11 @@ func (r ExecRunner) Start(l Launch) (Process, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: every executor slot is taken", ErrNeverStarted)
 	}
+	sp := executor.SpecFor(l.Spec, l.Timeout)
+	sp.Env = l.Env
 	h, err := r.E.Start(slot, executor.Request{
 		RunID: l.RunID, Attempt: l.Attempt, TaskID: dirName(l.TaskID), TaskRevision: l.TaskRevision,
-		ScheduledFor: l.ScheduledFor, Spec: executor.SpecFor(l.Spec, l.Timeout), Output: l.Output,
+		ScheduledFor: l.ScheduledFor, Spec: sp, Output: l.Output,
 	})
 	if err != nil {
 		var se *executor.StartError

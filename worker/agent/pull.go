@@ -92,7 +92,7 @@ func (a *Agent) sendPending(ctx context.Context) error {
 		a.log.Error("pending pull does not encode; dropped", "err", err)
 		return a.clearPending()
 	}
-	resp, sent, err := a.post(ctx, protocol.PathOfferPull, body, protocol.MaxOfferBytes)
+	resp, sent, err := a.post(ctx, protocol.PathOfferPull, body, protocol.MaxOfferBodyBytes)
 	now := a.cfg.Clock.Now()
 	if err != nil {
 		if client.IsUnknown(err) {
@@ -149,8 +149,12 @@ func (a *Agent) sendPending(ctx context.Context) error {
 		}
 		return a.clearPending()
 	}
-	e := journal.Entry{OfferID: offer.OfferID, Offer: append([]byte(nil), resp.Body...),
-		LeaseToken: p.LeaseToken, State: journal.Accepted}
+	kept, err := journalOffer(offer, resp.Body) // never a value on disk (envs.go)
+	if err != nil {
+		a.log.Error("offer does not re-encode without its env; it is not run", "offer", offer.OfferID, "err", err)
+		return a.clearPending()
+	}
+	e := journal.Entry{OfferID: offer.OfferID, Offer: kept, LeaseToken: p.LeaseToken, State: journal.Accepted}
 	if err := a.j.PutEntry(e); err != nil {
 		if err == journal.ErrInboxFull {
 			a.log.Error("inbox full; the offer is not run and its lease lapses", "offer", offer.OfferID)

@@ -43,6 +43,10 @@ type Launch struct {
 	Spec         spec.Command
 	Timeout      time.Duration
 	Output       io.Writer // stdout and stderr, interleaved
+
+	// Env is the process's environment from the spec and the env store
+	// (processEnv); it replaces Spec.Environment.
+	Env map[string]string
 }
 
 // StopReason says why the agent stops a process.

@@ -45,7 +45,7 @@ func TestControlPlaneRoomsPointOneWay(t *testing.T) {
 		deptest.Forbid(t, "../..", pkg, host, []string{cp + "/postgres", cp + "/postgres/", "github.com/jackc/"})
 	}
 	for _, pkg := range []string{cp + "/postgres", cp + "/postgres/publication", cp + "/postgres/dispatch",
-		cp + "/postgres/session", cp + "/postgres/schedule", cp + "/postgres/sweep", cp + "/postgres/runops"} {
+		cp + "/postgres/session", cp + "/postgres/schedule", cp + "/postgres/sweep", cp + "/postgres/runops", cp + "/postgres/envstore"} {
 		deptest.Forbid(t, "../..", pkg, host, []string{cp + "/ingress", cp + "/adminapi", cp + "/coordinator",
 			cp + "/app", cp + "/cli", cp + "/postgres/internal/"})
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
@@ -47,6 +48,10 @@ type DispatchOptions struct {
 	// and the cancel grace asked of workers. Zero: lease.Default().
 	Lease          lease.Policy
 	IdleRetryAfter time.Duration
+	// Env opens the env entries pinned for an attempt at its claim (the
+	// env store's data key, ADR 0051); nil: an attempt with pinned entries
+	// cannot be offered (503) until ql3-control has its key file.
+	Env controlplane.EnvOpener
 }
 
 func (o DispatchOptions) normalize() (DispatchOptions, error) {

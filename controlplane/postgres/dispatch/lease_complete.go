@@ -48,6 +48,9 @@ func completionDigest(c protocol.Completion) [sha256.Size]byte {
 	for _, n := range []int64{exit, c.StartedAtMs, c.FinishedAtMs, c.StdoutBytes, c.StderrBytes, trunc} {
 		_ = binary.Write(&b, binary.BigEndian, n)
 	}
+	if c.MaskedCount != 0 { // after the others: digests without it are unchanged
+		_ = binary.Write(&b, binary.BigEndian, c.MaskedCount)
+	}
 	return sha256.Sum256(b.Bytes())
 }
 
@@ -68,7 +71,8 @@ const sqlComplete = `WITH n AS (SELECT ` + postgres.DBNowMs + ` AS ms),
 a AS (
 	UPDATE ql3.attempts SET status = $4::text, error_class = nullif($5::text, ''), exit_code = $6::int,
 		signal = nullif($7::text, ''), stdout_bytes = $8::bigint, stderr_bytes = $9::bigint,
-		completion_digest = $10::bytea, finished_at_ms = n.ms, version = version + 1, updated_at_ms = n.ms
+		completion_digest = $10::bytea, finished_at_ms = n.ms, version = version + 1, updated_at_ms = n.ms,
+		masked_count = $20::bigint
 	FROM n WHERE attempt_id = $2::uuid AND status = $11::text
 	RETURNING attempt),
 r AS (
@@ -239,7 +243,7 @@ func (d *Dispatcher) recordCompletion(ctx context.Context, tx *dtx, l *leaseRow,
 		return nil
 	}, sqlComplete, l.runID, l.attemptID, l.leaseID, string(end), string(class), exit, c.Signal, c.StdoutBytes,
 		c.StderrBytes, digest[:], string(l.attemptStatus), string(runEnd), backoff, string(l.runStatus), l.projectID,
-		string(event), string(payload), keepStdout, keepStderr)
+		string(event), string(payload), keepStdout, keepStderr, c.MaskedCount)
 	if err != nil {
 		return postgres.Errorf(err, "postgres: record completion")
 	}

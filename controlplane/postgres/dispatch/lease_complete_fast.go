@@ -44,7 +44,7 @@ st AS MATERIALIZED (
 a AS (
 	UPDATE ql3.attempts x SET status = 'succeeded', error_class = NULL, exit_code = $9::int, signal = nullif($10::text, ''),
 		stdout_bytes = $11::bigint, stderr_bytes = $12::bigint, completion_digest = $13::bytea,
-		finished_at_ms = n.ms, version = x.version + 1, updated_at_ms = n.ms
+		finished_at_ms = n.ms, version = x.version + 1, updated_at_ms = n.ms, masked_count = $17::bigint
 	FROM f, n WHERE x.attempt_id = $2::uuid AND x.status = 'running'
 	RETURNING x.attempt),
 ru AS (
@@ -124,7 +124,7 @@ func (d *Dispatcher) completeFenced(ctx context.Context, p controlplane.Principa
 		return true, nil
 	}, sqlCompleteFenced, runID, attemptID, ref.LeaseGeneration, workerID, sessionID, ref.Generation, ref.OfferID,
 		token[:], exit, c.Signal, c.StdoutBytes, c.StderrBytes, digest[:], c.FinishedAtMs, int64(MaxCompletionSkewMs),
-		string(payload))
+		string(payload), c.MaskedCount)
 	if err != nil || !hit {
 		return false, err
 	}

@@ -3,12 +3,14 @@ package dispatch
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/envstore"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/protocol"
 	"github.com/ql3/ql3/core/run"
@@ -45,7 +47,7 @@ import (
 // Run's Attempt moved on (nothing written). The lease insert reads "stale"
 // first, so the released lease is out of the one-live-lease index before
 // the new one goes in.
-const sqlClaim = `WITH n AS (SELECT ` + postgres.DBNowMs + ` AS ms),
+var sqlClaim = `WITH n AS (SELECT ` + postgres.DBNowMs + ` AS ms),
 e AS (
 	SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::int[], $4::text[])
 		AS e(revision_id, digest, score, fragment)),
@@ -93,6 +95,13 @@ ru AS (
 	FROM r, a, n
 	WHERE x.run_id = r.run_id
 	RETURNING r.status AS from_status, r.project_id, r.run_id, r.attempt_id, r.attempt, r.fragment),
+pin AS (
+	INSERT INTO ql3.attempt_envs (attempt_id, project_id, entries, created_at_ms)
+	SELECT ru.attempt_id, ru.project_id, e.entries, n.ms
+	FROM ru, n, LATERAL (SELECT ` + fmt.Sprintf(envstore.PinnedEntriesSQL, "ru.project_id") + ` AS entries) e
+	WHERE e.entries IS NOT NULL
+	ON CONFLICT (attempt_id) DO NOTHING
+	RETURNING entries),
 l AS (
 	INSERT INTO ql3.run_leases (lease_id, run_id, attempt_id, attempt, project_id, worker_id, session_id,
 		session_generation, offer_id, token_digest, lease_generation, version, status, leased_at_ms,
@@ -118,7 +127,8 @@ ev AS (
 						ELSE '{}'::jsonb END) k
 	RETURNING 1)
 SELECT r.run_id, r.attempt_id, r.attempt, r.execution_revision_id, r.timeout_ms, r.scheduled_for_ms,
-	(SELECT lease_generation FROM l), (SELECT expires_at_ms FROM l), (SELECT count(*) FROM ev)
+	(SELECT lease_generation FROM l), (SELECT expires_at_ms FROM l), (SELECT count(*) FROM ev),
+	coalesce((SELECT entries::text FROM pin), (SELECT p.entries::text FROM ql3.attempt_envs p WHERE p.attempt_id = r.attempt_id), '')
 FROM r`
 
 // sqlClaimChecked is sqlClaim for a pull's first claim, sent in one
@@ -219,9 +229,10 @@ func (d *Dispatcher) claim(ctx context.Context, send claimSend, sql string, plac
 	var attemptNumber int32
 	var leaseGen, expires *int64
 	var events int64
+	var pinned string
 	missed := false
 	scan := func(row pgx.Row) error {
-		err := row.Scan(&f.runID, &f.attemptID, &attemptNumber, &revisionID, &f.timeoutMs, &f.scheduledForMs, &leaseGen, &expires, &events)
+		err := row.Scan(&f.runID, &f.attemptID, &attemptNumber, &revisionID, &f.timeoutMs, &f.scheduledForMs, &leaseGen, &expires, &events, &pinned)
 		if err == pgx.ErrNoRows {
 			missed = true
 			return nil
@@ -241,6 +252,9 @@ func (d *Dispatcher) claim(ctx context.Context, send claimSend, sql string, plac
 	p, ok := placed[revisionID]
 	if !ok || events < 1 {
 		return nil, errs.E(errs.Internal, "", "claim chose revision %s, wrote %d events", revisionID, events)
+	}
+	if f.env, err = envstore.OfferEnv(pinned, d.opts.Env, p.rev.spec); err != nil {
+		return nil, err
 	}
 	d.stats.offers.Add(1)
 	f.attemptNumber, f.workerID, f.sessionID, f.generation, f.offerID = int(attemptNumber), workerID, sessionID,

@@ -395,6 +395,7 @@ type offerFacts struct {
 	tokenDigest         [sha256.Size]byte
 	timeoutMs           int64 // 0: the spec's
 	scheduledForMs      int64
+	env                 []protocol.EnvVar // the pinned env store variables (envstore.OfferEnv)
 }
 
 func buildOffer(rev *compiledRevision, f offerFacts) *protocol.Offer {
@@ -408,5 +409,5 @@ func buildOffer(rev *compiledRevision, f offerFacts) *protocol.Offer {
 		LeaseVersion: f.leaseVersion, LeaseExpiresAtMs: f.expiresAtMs, LeaseTokenDigest: f.tokenDigest,
 		TaskID: rev.taskID.String(), TaskRevision: rev.taskRevision, ScheduledForMs: f.scheduledForMs,
 		ExecutionRevisionID: rev.id.String(), ExecutionRevisionDigest: rev.digest,
-		SpecDigest: rev.specDigest, Spec: rev.spec, TimeoutMs: timeout}
+		SpecDigest: rev.specDigest, Spec: rev.spec, TimeoutMs: timeout, Env: f.env}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/envstore"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/protocol"
 	"github.com/ql3/ql3/core/run"
@@ -29,7 +30,8 @@ const sqlReplayLease = `SELECT l.run_id, l.attempt_id, l.attempt, l.worker_id, l
 	a.status, coalesce(a.offer_id, ''), a.session_id, r.status, r.cancel_requested_at_ms IS NOT NULL,
 	r.execution_revision_id, r.execution_digest, r.timeout_ms, r.scheduled_for_ms, n.ms,
 	coalesce((SELECT e.payload::text FROM ql3.run_events e
-		WHERE e.run_id = l.run_id AND e.type = 'run.dispatched' ORDER BY e.sequence DESC LIMIT 1), '{}')
+		WHERE e.run_id = l.run_id AND e.type = 'run.dispatched' ORDER BY e.sequence DESC LIMIT 1), '{}'),
+	coalesce((SELECT p.entries::text FROM ql3.attempt_envs p WHERE p.attempt_id = l.attempt_id), '')
 FROM ql3.run_leases l
 JOIN ql3.attempts a ON a.attempt_id = l.attempt_id
 JOIN ql3.runs r ON r.run_id = l.run_id
@@ -57,6 +59,7 @@ type replayFacts struct {
 	scheduledForMs    int64
 	nowMs             int64
 	dispatched        string
+	pinnedEnv         string // ql3.attempt_envs.entries, "" when none
 }
 
 func scanReplay(row pgx.Row) (*replayFacts, error) {
@@ -64,7 +67,7 @@ func scanReplay(row pgx.Row) (*replayFacts, error) {
 	err := row.Scan(&f.runID, &f.attemptID, &f.attemptNumber, &f.workerID, &f.sessionGeneration, &f.tokenDigest,
 		&f.leaseGeneration, &f.leaseVersion, &f.leaseStatus, &f.expiresAtMs,
 		&f.attemptStatus, &f.attemptOfferID, &f.attemptSession, &f.runStatus, &f.cancelRequested,
-		&f.revisionID, &f.revisionDigest, &f.timeoutMs, &f.scheduledForMs, &f.nowMs, &f.dispatched)
+		&f.revisionID, &f.revisionDigest, &f.timeoutMs, &f.scheduledForMs, &f.nowMs, &f.dispatched, &f.pinnedEnv)
 	if err == pgx.ErrNoRows {
 		return nil, nil
 	}
@@ -112,8 +115,12 @@ func (d *Dispatcher) rebuildOffer(ctx context.Context, q querier, f *replayFacts
 		claimed.ExecutionRevisionDigest != rev.digest.String() || !slices.Equal(rev.digest[:], f.revisionDigest) {
 		return nil, replayConflict("executionRevisionId", "the attempt or its revision changed since the claim")
 	}
+	vars, err := envstore.OfferEnv(f.pinnedEnv, d.opts.Env, rev.spec)
+	if err != nil {
+		return nil, err
+	}
 	d.stats.replays.Add(1)
-	return buildOffer(rev, offerFacts{runID: f.runID, attemptID: f.attemptID, attemptNumber: int(f.attemptNumber),
+	return buildOffer(rev, offerFacts{env: vars, runID: f.runID, attemptID: f.attemptID, attemptNumber: int(f.attemptNumber),
 		workerID: workerID, sessionID: sessionID, generation: req.Generation, offerID: req.OfferID,
 		leaseGeneration: f.leaseGeneration, leaseVersion: f.leaseVersion, expiresAtMs: f.expiresAtMs,
 		tokenDigest: digest, timeoutMs: f.timeoutMs, scheduledForMs: f.scheduledForMs}), nil
