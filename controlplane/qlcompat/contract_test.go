@@ -16,10 +16,12 @@ import (
 	"github.com/ql3/ql3/controlplane/adminapi"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/envstore"
 	"github.com/ql3/ql3/controlplane/postgres/openapps"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/controlplane/postgres/runops"
 	"github.com/ql3/ql3/controlplane/qlcompat"
+	"github.com/ql3/ql3/core/envseal"
 	"github.com/ql3/ql3/core/qlopen"
 )
 
@@ -35,6 +37,11 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 //     and DELETE crons with [id]), src/pages/crontab/modal.tsx (POST and PUT
 //     crons with {name, command, schedule, labels, …, id}),
 //     src/pages/crontab/logModal.tsx (GET crons/{id}/log → data, logStatus)
+//   - envs: src/pages/env/index.tsx (GET envs?searchValue=, PUT envs/enable
+//     and envs/disable with [id], DELETE envs with [id], PUT envs/{id}/move
+//     with {fromIndex, toIndex}); src/pages/env/modal.tsx (POST envs with
+//     [{value, name, remarks, labels: []}], PUT envs with {name, value,
+//     remarks, labels, id})
 //
 // Answers are QingLong's envelope {code, data, message}; auth failures
 // its 401 {code: 401, message} (back/loaders/express.ts).
@@ -77,8 +84,16 @@ func newFixture(t *testing.T) *fixture {
 	clk := &clock{t: time.Now().Truncate(time.Second)}
 	runs := runops.NewRunOps(db.Pool(t, postgres.RoleRuntime))
 	apps := openapps.New(adminPool)
-	open := qlcompat.New(qlcompat.Config{Backend: pub, Runs: runs, Apps: apps, Now: clk.Now, TimeZone: "Asia/Shanghai"})
-	srv := httptest.NewServer(adminapi.New(adminapi.Config{Backend: pub, Runs: runs, Apps: apps, Open: open}))
+	envs := envstore.New(adminPool)
+	kek, err := envseal.NewKEK()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := envs.UnlockEnv(context.Background(), kek, "/test/env.key"); err != nil {
+		t.Fatal(err)
+	}
+	open := qlcompat.New(qlcompat.Config{Backend: pub, Runs: runs, Apps: apps, Envs: envs, Now: clk.Now, TimeZone: "Asia/Shanghai"})
+	srv := httptest.NewServer(adminapi.New(adminapi.Config{Backend: pub, Runs: runs, Apps: apps, Open: open, Envs: envs}))
 	t.Cleanup(srv.Close)
 	return &fixture{t: t, url: srv.URL, admin: token, clock: clk}
 }
@@ -353,5 +368,91 @@ func TestOpenAPIAuthOnTheControlPlane(t *testing.T) {
 	}
 	if st, _ := f.ql("GET", "/open/crons", toks[5], ""); st != 401 {
 		t.Fatalf("token of a deleted app: %d", st)
+	}
+}
+
+func TestOpenAPIContractEnvsOnTheControlPlane(t *testing.T) {
+	f := newFixture(t)
+	f.project("home")
+	f.project("office")
+	id, secret := f.app("home", "refresher", "envs")
+	tok := f.token(id, secret).Token
+
+	// modal.tsx: a create is an array of {value, name, remarks, labels}.
+	st, a := f.ql("POST", "/open/envs", tok, `[{"value":"pt_key=a;pt_pin=x;","name":"JD_COOKIE","remarks":"手机","labels":[]},
+		{"value":"pt_key=b;pt_pin=y;","name":"JD_COOKIE","remarks":"","labels":[]}]`)
+	created := data[[]qlopen.Env](t, a)
+	if st != 200 || len(created) != 2 || created[0].ID == 0 || created[0].ID == created[1].ID || created[0].Status != 0 || *created[0].Value != "pt_key=a;pt_pin=x;" {
+		t.Fatalf("create: %d %s", st, a.Data)
+	}
+	// index.tsx: the list with searchValue (values are searched too), values included.
+	st, a = f.ql("GET", "/open/envs?searchValue=pt_pin=y", tok, "")
+	list := data[[]qlopen.Env](t, a)
+	if st != 200 || len(list) != 1 || list[0].ID != created[1].ID || list[0].Value == nil || *list[0].Value != "pt_key=b;pt_pin=y;" {
+		t.Fatalf("search: %d %s", st, a.Data)
+	}
+	var rows []map[string]any
+	_ = json.Unmarshal(a.Data, &rows)
+	for _, k := range []string{"id", "name", "value", "remarks", "status", "position", "isPinned", "labels", "timestamp", "createdAt", "updatedAt"} {
+		if _, found := rows[0][k]; !found {
+			t.Errorf("env row lacks QingLong's %q", k)
+		}
+	}
+	// The read of values is audited as the app.
+	if st, b, _ := f.do("GET", "/api/v1/audit?actor=app:refresher&action=env.export&limit=5", f.admin, ""); st != 200 || !strings.Contains(string(b), "env.export") {
+		t.Fatalf("audit of the read: %d %s", st, b)
+	}
+	// modal.tsx: an update is {name, value, remarks, labels, id}.
+	body := fmt.Sprintf(`{"name":"JD_COOKIE","value":"pt_key=new;pt_pin=x;","remarks":"手机","labels":[],"id":%d}`, created[0].ID)
+	if st, a = f.ql("PUT", "/open/envs", tok, body); st != 200 || *data[qlopen.Env](t, a).Value != "pt_key=new;pt_pin=x;" {
+		t.Fatalf("update: %d %+v", st, a)
+	}
+	// index.tsx: disable, then the entry reads status 1; enable.
+	one := fmt.Sprintf("[%d]", created[0].ID)
+	if st, a = f.ql("PUT", "/open/envs/disable", tok, one); st != 200 {
+		t.Fatalf("disable: %d %+v", st, a)
+	}
+	_, a = f.ql("GET", fmt.Sprintf("/open/envs/%d", created[0].ID), tok, "")
+	if e := data[qlopen.Env](t, a); e.Status != 1 || e.Value == nil || *e.Value != "pt_key=new;pt_pin=x;" {
+		t.Fatalf("after disable: %s", a.Data)
+	}
+	f.ql("PUT", "/open/envs/enable", tok, one)
+	// index.tsx: drag the second row to the top.
+	if st, a = f.ql("PUT", fmt.Sprintf("/open/envs/%d/move", created[1].ID), tok, `{"fromIndex":1,"toIndex":0}`); st != 200 {
+		t.Fatalf("move: %d %+v", st, a)
+	}
+	if _, a = f.ql("GET", "/open/envs", tok, ""); len(data[[]qlopen.Env](t, a)) != 2 || data[[]qlopen.Env](t, a)[0].ID != created[1].ID {
+		t.Fatalf("order after move: %s", a.Data)
+	}
+	// PUT envs/name renames several.
+	if st, a = f.ql("PUT", "/open/envs/name", tok, fmt.Sprintf(`{"ids":[%d,%d],"name":"JD_COOKIE2"}`, created[0].ID, created[1].ID)); st != 200 {
+		t.Fatalf("rename: %d %+v", st, a)
+	}
+	// Refusals: unknown id, an empty create, unknown fields, an entry of another project.
+	for _, c := range []struct{ method, path, body string }{
+		{"PUT", "/open/envs/enable", "[999999]"},
+		{"POST", "/open/envs", "[]"},
+		{"POST", "/open/envs", `[{"name":"A","value":"1","colour":"red"}]`},
+		{"POST", "/open/envs", `[{"name":"QL3_X","value":"1"}]`},
+	} {
+		if st, a = f.ql(c.method, c.path, tok, c.body); st != 400 || a.Message == "" {
+			t.Errorf("%s %s %s: %d %+v", c.method, c.path, c.body, st, a)
+		}
+	}
+	id2, secret2 := f.app("office", "other", "envs")
+	if st, a = f.ql("GET", fmt.Sprintf("/open/envs/%d", created[0].ID), f.token(id2, secret2).Token, ""); st != 400 {
+		t.Fatalf("another project's entry: %d %+v", st, a)
+	}
+	// A token without the envs scope: QingLong's 401 shape.
+	id3, secret3 := f.app("home", "crons-only", "crons")
+	if st, a = f.ql("GET", "/open/envs", f.token(id3, secret3).Token, ""); st != 401 || a.Code != 401 || a.Message == "" {
+		t.Fatalf("no envs scope: %d %+v", st, a)
+	}
+	// index.tsx: DELETE envs with [id].
+	if st, _ = f.ql("DELETE", "/open/envs", tok, fmt.Sprintf("[%d,%d]", created[0].ID, created[1].ID)); st != 200 {
+		t.Fatal("delete")
+	}
+	if _, a = f.ql("GET", "/open/envs", tok, ""); string(a.Data) != "[]" {
+		t.Fatalf("after delete: %s", a.Data)
 	}
 }

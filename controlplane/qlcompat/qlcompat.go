@@ -10,6 +10,7 @@
 //	DELETE /open/crons                                  [ids]
 //	PUT    /open/crons/run | /stop | /enable | /disable [ids]
 //	GET    /open/crons/{id}, /open/crons/{id}/log
+//	…      /open/envs                                   the project's env store (envs.go)
 //
 // Everything else under /open/ answers QingLong's 404 shape after the
 // token and scope check.
@@ -47,6 +48,7 @@ type Config struct {
 	Backend Backend
 	Runs    controlplane.RunOperations // nil: run, stop and log answer 503
 	Apps    controlplane.OpenApps      // nil: every route answers 503
+	Envs    controlplane.EnvStore      // nil: /open/envs answers 503
 	Logger  *slog.Logger
 	Now     func() time.Time // nil: time.Now
 	// TimeZone is the zone of the triggers a cron makes (QingLong's
@@ -59,6 +61,7 @@ type Handler struct {
 	b     Backend
 	runs  controlplane.RunOperations
 	apps  controlplane.OpenApps
+	envs  controlplane.EnvStore
 	log   *slog.Logger
 	now   func() time.Time
 	zone  string
@@ -68,7 +71,7 @@ type Handler struct {
 
 // New returns the handler.
 func New(cfg Config) *Handler {
-	h := &Handler{b: cfg.Backend, runs: cfg.Runs, apps: cfg.Apps, log: cfg.Logger, now: cfg.Now, zone: cfg.TimeZone,
+	h := &Handler{b: cfg.Backend, runs: cfg.Runs, apps: cfg.Apps, envs: cfg.Envs, log: cfg.Logger, now: cfg.Now, zone: cfg.TimeZone,
 		limit: httpkit.NewFailLimiter(qlopen.TokenFailMax, qlopen.TokenFailWindow), mux: http.NewServeMux()}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -81,6 +84,7 @@ func New(cfg Config) *Handler {
 	}
 	h.mux.HandleFunc("GET /open/auth/token", h.token)
 	h.cronRoutes()
+	h.envRoutes()
 	h.mux.HandleFunc("/open/", h.withApp(func(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, "ql3-control does not serve "+r.Method+" "+r.URL.Path+" (ADR 0057 lists what the Open API maps)")
 	}))

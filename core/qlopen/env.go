@@ -1,6 +1,11 @@
 package qlopen
 
-import "github.com/ql3/ql3/core/env"
+import (
+	"strings"
+
+	"github.com/ql3/ql3/core/env"
+	"github.com/ql3/ql3/core/errs"
+)
 
 // Env is QingLong's env row (back/data/env.ts) as the Open API shows it.
 // status 0 is enabled, 1 disabled. Value is present where QingLong
@@ -60,4 +65,38 @@ func EnvOf(e env.Entry, num int64, withValue bool) Env {
 		v.Value = &val
 	}
 	return v
+}
+
+// EnvMatches is QingLong's searchValue on envs: name, value or remarks
+// holds q (lower case), case-insensitively.
+func EnvMatches(e env.Entry, q string) bool {
+	return q == "" || strings.Contains(strings.ToLower(e.Name), q) || strings.Contains(strings.ToLower(e.Value), q) ||
+		strings.Contains(strings.ToLower(e.Remarks), q)
+}
+
+// MaxEnvSearch bounds searchValue on envs, in bytes.
+const MaxEnvSearch = 256
+
+// MoveTarget turns QingLong's drag-and-drop move (the entry at fromIndex
+// of the list goes to toIndex) into ql3's "before" (env.MoveBefore): the
+// entry now at toIndex when moving up, the one after it when moving down
+// ("" → last). stay is true when nothing moves. list is the project's
+// entries in list order; id must be at fromIndex.
+func MoveTarget(list []env.Entry, id string, m Move) (before string, stay bool, err error) {
+	if m.FromIndex == nil || m.ToIndex == nil {
+		return "", false, errs.Invalidf("fromIndex", "fromIndex and toIndex are required")
+	}
+	from, to := *m.FromIndex, *m.ToIndex
+	if from < 0 || from >= len(list) || to < 0 || to >= len(list) || list[from].ID != id {
+		return "", false, errs.Invalidf("fromIndex", "fromIndex/toIndex do not match the current list (fromIndex must be this entry's place)")
+	}
+	switch {
+	case to < from:
+		return list[to].ID, false, nil
+	case to > from && to+1 < len(list):
+		return list[to+1].ID, false, nil
+	case to == from:
+		return "", true, nil
+	}
+	return "", false, nil
 }

@@ -70,14 +70,11 @@ func (s *Server) openEnvViews(ctx context.Context, es []env.Entry, withValues bo
 // line naming the app and the entries).
 func (s *Server) openListEnvs(w http.ResponseWriter, r *http.Request) {
 	q := strings.ToLower(r.URL.Query().Get("searchValue"))
-	if len(q) > 256 {
+	if len(q) > qlopen.MaxEnvSearch {
 		openFail(w, http.StatusBadRequest, "searchValue: at most 256 bytes")
 		return
 	}
-	es, err := s.access.OpenReadEnvs(r.Context(), appOf(r).Name, func(e env.Entry) bool {
-		return q == "" || strings.Contains(strings.ToLower(e.Name), q) || strings.Contains(strings.ToLower(e.Value), q) ||
-			strings.Contains(strings.ToLower(e.Remarks), q)
-	})
+	es, err := s.access.OpenReadEnvs(r.Context(), appOf(r).Name, func(e env.Entry) bool { return qlopen.EnvMatches(e, q) })
 	s.answerEnvs(w, r, es, err, true)
 }
 
@@ -270,10 +267,6 @@ func (s *Server) openMoveEnv(w http.ResponseWriter, r *http.Request) {
 		s.openErr(w, r, err)
 		return
 	}
-	if in.FromIndex == nil || in.ToIndex == nil {
-		openFail(w, http.StatusBadRequest, "fromIndex and toIndex are required")
-		return
-	}
 	ids, err := s.openPathIDs(r, edge.OpenKindEnv)
 	if err != nil {
 		s.openErr(w, r, err)
@@ -284,22 +277,13 @@ func (s *Server) openMoveEnv(w http.ResponseWriter, r *http.Request) {
 		s.openErr(w, r, err)
 		return
 	}
-	from, to := *in.FromIndex, *in.ToIndex
-	if from < 0 || from >= len(all) || to < 0 || to >= len(all) || all[from].ID != ids[0] {
-		openFail(w, http.StatusBadRequest, "fromIndex/toIndex do not match the current list (fromIndex must be this entry's place)")
+	before, stay, err := qlopen.MoveTarget(all, ids[0], in)
+	if err != nil {
+		s.openErr(w, r, err)
 		return
 	}
-	before := ""
-	switch {
-	case to < from:
-		before = all[to].ID
-	case to > from && to+1 < len(all):
-		before = all[to+1].ID
-	case to == from:
-		before = ids[0]
-	}
 	var e env.Entry
-	if before == ids[0] {
+	if stay {
 		e, err = s.envs.GetEnv(r.Context(), ids[0])
 	} else {
 		e, err = s.envs.MoveEnv(r.Context(), ids[0], before)
