@@ -97,7 +97,7 @@ func (m *Main) serve(ctx context.Context) error {
 	apps := openapps.New(pool) // QingLong's Open API (ADR 0057)
 	api := adminapi.New(adminapi.Config{
 		Backend: pub, Logger: m.log, Version: m.Version, UI: panel.UI{},
-		Apps: apps, Open: qlcompat.New(qlcompat.Config{Backend: pub, Runs: runOps, Apps: apps, Envs: envs, Logger: m.log, TimeZone: m.Config.OpenTimeZone}),
+		Apps: apps, Open: qlcompat.New(qlcompat.Config{Backend: pub, Runs: runOps, Apps: apps, Envs: envs, Logger: m.log, TimeZone: m.Config.OpenTimeZone, Version: m.Version}),
 		Ready: func(ctx context.Context) error { return postgres.Readiness(ctx, pool) },
 		Runs:  runOps,
 		Envs:  envs,

@@ -456,3 +456,45 @@ func TestOpenAPIContractEnvsOnTheControlPlane(t *testing.T) {
 		t.Fatalf("after delete: %s", a.Data)
 	}
 }
+
+func TestOpenAPILogsAndSystemOnTheControlPlane(t *testing.T) {
+	f := newFixture(t)
+	f.project("home")
+	id, secret := f.app("home", "watcher", "crons", "logs", "system")
+	tok := f.token(id, secret).Token
+	_, a := f.ql("POST", "/open/crons", tok, `{"name":"京东签到","command":"echo hi","schedule":"0 8 * * *"}`)
+	c := data[qlopen.Cron](t, a)
+	dir := fmt.Sprint(c.ID)
+	// log/index.tsx: the tree, one folder per cron titled with its id.
+	st, a := f.ql("GET", "/open/logs", tok, "")
+	tree := data[[]qlcompat.File](t, a)
+	if st != 200 || len(tree) != 1 || tree[0].Title != dir || tree[0].Type != "directory" {
+		t.Fatalf("tree: %d %s", st, a.Data)
+	}
+	if st, a = f.ql("GET", "/open/logs?path="+dir, tok, ""); st != 200 || string(a.Data) != "[]" {
+		t.Fatalf("one cron before any attempt: %d %s", st, a.Data)
+	}
+	for _, p := range []string{
+		"/open/logs/detail?file=nonsense.log&path=" + dir,
+		"/open/logs/detail?file=0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b_1.log&path=" + dir,
+		"/open/logs/detail?file=x_1.log&path=../etc",
+	} {
+		if st, a = f.ql("GET", p, tok, ""); st != 400 || a.Message == "" {
+			t.Errorf("%s: %d %+v", p, st, a)
+		}
+	}
+	if st, a = f.ql("DELETE", "/open/logs", tok, `{"filename":"x_1.log","path":"`+dir+`","type":"file"}`); st != 400 || !strings.Contains(a.Message, "retention") {
+		t.Fatalf("delete: %d %+v", st, a)
+	}
+	// system.ts GET /: its keys; other items refused one by one.
+	st, a = f.ql("GET", "/open/system", tok, "")
+	sys := data[map[string]any](t, a)
+	for _, k := range []string{"isInitialized", "version", "publishTime", "branch", "changeLog", "changeLogLink"} {
+		if _, found := sys[k]; !found || st != 200 {
+			t.Errorf("system lacks %q: %d %s", k, st, a.Data)
+		}
+	}
+	if st, a = f.ql("PUT", "/open/system/config/timezone", tok, "{}"); st != 404 || !strings.Contains(a.Message, "time zone") {
+		t.Fatalf("refused item: %d %+v", st, a)
+	}
+}

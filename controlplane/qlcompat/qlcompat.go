@@ -11,6 +11,7 @@
 //	PUT    /open/crons/run | /stop | /enable | /disable [ids]
 //	GET    /open/crons/{id}, /open/crons/{id}/log
 //	…      /open/envs                                   the project's env store (envs.go)
+//	…      /open/logs, /open/system                     attempt logs and the system info (logs.go)
 //
 // Everything else under /open/ answers QingLong's 404 shape after the
 // token and scope check.
@@ -54,6 +55,8 @@ type Config struct {
 	// TimeZone is the zone of the triggers a cron makes (QingLong's
 	// schedules carry none); "" means UTC.
 	TimeZone string
+	// Version is what GET /open/system says.
+	Version string
 }
 
 // Handler serves /open/.
@@ -65,13 +68,14 @@ type Handler struct {
 	log   *slog.Logger
 	now   func() time.Time
 	zone  string
+	ver   string
 	limit *httpkit.FailLimiter
 	mux   *http.ServeMux
 }
 
 // New returns the handler.
 func New(cfg Config) *Handler {
-	h := &Handler{b: cfg.Backend, runs: cfg.Runs, apps: cfg.Apps, envs: cfg.Envs, log: cfg.Logger, now: cfg.Now, zone: cfg.TimeZone,
+	h := &Handler{b: cfg.Backend, runs: cfg.Runs, apps: cfg.Apps, envs: cfg.Envs, log: cfg.Logger, now: cfg.Now, zone: cfg.TimeZone, ver: cfg.Version,
 		limit: httpkit.NewFailLimiter(qlopen.TokenFailMax, qlopen.TokenFailWindow), mux: http.NewServeMux()}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -85,6 +89,7 @@ func New(cfg Config) *Handler {
 	h.mux.HandleFunc("GET /open/auth/token", h.token)
 	h.cronRoutes()
 	h.envRoutes()
+	h.logRoutes()
 	h.mux.HandleFunc("/open/", h.withApp(func(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, "ql3-control does not serve "+r.Method+" "+r.URL.Path+" (ADR 0057 lists what the Open API maps)")
 	}))

@@ -129,3 +129,19 @@ func FuzzCheckCronInput(f *testing.F) {
 		}
 	})
 }
+
+func TestSystemRefusal(t *testing.T) {
+	for path, want := range map[string]string{
+		"/open/system/config/timezone": "time zone",
+		"/open/system/config":          "flags",
+		"/open/system/command-run":     "tasks",
+		"/open/system/whatever":        "ADR 0057",
+	} {
+		if got := SystemRefusal("PUT", path); !strings.Contains(got, want) || !strings.Contains(got, path) {
+			t.Errorf("%s: %q", path, got)
+		}
+	}
+	if s := SystemInfo("v1"); !s.IsInitialized || s.Version != "v1" {
+		t.Fatalf("%+v", s)
+	}
+}
