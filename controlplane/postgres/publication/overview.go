@@ -2,6 +2,7 @@ package publication
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -11,18 +12,25 @@ import (
 
 var _ controlplane.Overviews = (*Publisher)(nil)
 
-// Overview implements controlplane.Overviews: six statements, each on an
+// Overview implements controlplane.Overviews: seven statements, each on an
 // index (ADR 0057): the live-task index, runs by status, runs by finish
 // time, the failures of the window, the due-schedule index and the
 // workers' live sessions.
 func (p *Publisher) Overview(ctx context.Context, projectID string) (controlplane.Overview, error) {
+	// The project and the window are written into the statements as
+	// literals (a parsed UUID, an integer): a prepared statement's generic
+	// plan cannot see that "finished in the last 24 h" is a small range
+	// of runs_finished_idx, nor drop "$1 IS NULL OR …", and scans every
+	// run instead.
 	var proj *uuid.UUID
+	and := ""
 	if projectID != "" {
 		id, err := parsePubID("project", projectID)
 		if err != nil {
 			return controlplane.Overview{}, err
 		}
 		proj = &id
+		and = ` AND project_id = '` + id.String() + `'::uuid`
 	}
 	o := controlplane.Overview{Runs: controlplane.OverviewRuns{Active: map[string]int64{}, Last24h: map[string]int64{}},
 		Failures: controlplane.OverviewFailures{Recent: []controlplane.Run{}}, NextFires: []controlplane.NextFire{}}
@@ -30,30 +38,29 @@ func (p *Publisher) Overview(ctx context.Context, projectID string) (controlplan
 		return o, pubReadErr(err)
 	}
 	o.SinceMs = o.NowMs - controlplane.OverviewWindowMs
+	since := strconv.FormatInt(o.SinceMs, 10)
 	if err := p.db.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE enabled) FROM ql3.tasks
 		WHERE deleted_at_ms IS NULL AND ($1::uuid IS NULL OR project_id = $1::uuid)`, proj).Scan(&o.Tasks.Total, &o.Tasks.Enabled); err != nil {
 		return o, pubReadErr(err)
 	}
 	o.Tasks.Disabled = o.Tasks.Total - o.Tasks.Enabled
 	if err := countBy(ctx, p.db, o.Runs.Active, `SELECT status, count(*) FROM ql3.runs
-		WHERE status IN ('created', 'queued', 'dispatching', 'running', 'retry_wait', 'lost')
-		  AND ($1::uuid IS NULL OR project_id = $1::uuid) GROUP BY status`, proj); err != nil {
+		WHERE status IN ('created', 'queued', 'dispatching', 'running', 'retry_wait', 'lost')`+and+` GROUP BY status`); err != nil {
 		return o, err
 	}
 	if err := countBy(ctx, p.db, o.Runs.Last24h, `SELECT status, count(*) FROM ql3.runs
-		WHERE finished_at_ms > $2 AND ($1::uuid IS NULL OR project_id = $1::uuid) GROUP BY status`, proj, o.SinceMs); err != nil {
+		WHERE finished_at_ms > `+since+and+` GROUP BY status`); err != nil {
 		return o, err
 	}
 	// lost runs have no finish time: the window counts them by their last change.
 	if err := p.db.QueryRow(ctx, `SELECT
-		(SELECT count(*) FROM ql3.runs WHERE finished_at_ms > $2 AND status IN ('failed', 'timed_out') AND ($1::uuid IS NULL OR project_id = $1::uuid)) +
-		(SELECT count(*) FROM ql3.runs WHERE status = 'lost' AND updated_at_ms > $2 AND ($1::uuid IS NULL OR project_id = $1::uuid))`,
-		proj, o.SinceMs).Scan(&o.Failures.Count); err != nil {
+		(SELECT count(*) FROM ql3.runs WHERE finished_at_ms > `+since+` AND status IN ('failed', 'timed_out')`+and+`) +
+		(SELECT count(*) FROM ql3.runs WHERE status = 'lost' AND updated_at_ms > `+since+and+`)`).Scan(&o.Failures.Count); err != nil {
 		return o, pubReadErr(err)
 	}
 	rows, err := p.db.Query(ctx, runSelect+`
-		WHERE finished_at_ms > $2 AND status IN ('failed', 'timed_out') AND ($1::uuid IS NULL OR project_id = $1::uuid)
-		ORDER BY finished_at_ms DESC, run_id DESC LIMIT $3`, proj, o.SinceMs, controlplane.OverviewFailureRows)
+		WHERE finished_at_ms > `+since+` AND status IN ('failed', 'timed_out')`+and+`
+		ORDER BY finished_at_ms DESC, run_id DESC LIMIT $1`, controlplane.OverviewFailureRows)
 	if err != nil {
 		return o, pubReadErr(err)
 	}
