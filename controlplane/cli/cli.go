@@ -43,6 +43,9 @@ func Commands() map[string]Command {
 	for name, c := range envCommands() {
 		cmds[name] = c
 	}
+	for name, c := range appCommands() {
+		cmds[name] = c
+	}
 	printers := Printers()
 	for name, c := range cmds {
 		c.Print = printers[name]

@@ -43,6 +43,7 @@ func fakeAdminAPI(t *testing.T, skipped bool) string {
 		now.Status, now.AttemptCount, now.FinishedAtMs = "cancelled", 0, 1767150000000
 	}
 	created := true
+	app := controlplane.OpenApp{ID: "app-1", ProjectID: "proj-1", Name: "phone", ClientID: "abcdefghijkl", Scopes: []string{"envs", "crons"}}
 	envEntry := adminapi.EnvEntry{ID: "env-1", Name: "COOKIE", Enabled: true, Remarks: "first account"}
 	answers := map[string]any{
 		"GET /api/v1/audit": adminapi.List[controlplane.AuditRecord]{Items: []controlplane.AuditRecord{{ID: "a-1", ActorKind: "token",
@@ -82,6 +83,9 @@ func fakeAdminAPI(t *testing.T, skipped bool) string {
 		"POST /api/v1/projects/ops/envs/env-1/disable":          envEntry,
 		"POST /api/v1/projects/ops/envs/import":                 adminapi.ImportEnvResponse{Created: 1, Items: []adminapi.EnvEntry{envEntry}},
 		"POST /api/v1/projects/ops/envs/export":                 adminapi.EnvExport{Format: "json", Entries: []adminapi.EnvExportItem{{Name: "COOKIE", Enabled: true}}},
+		"GET /api/v1/apps":                                      adminapi.List[controlplane.OpenApp]{Items: []controlplane.OpenApp{app}},
+		"POST /api/v1/apps":                                     adminapi.CreatedApp{OpenApp: app, ClientSecret: "s3cr3tS3cr3tS3cr3tS3cr3t"},
+		"DELETE /api/v1/apps/app-1":                             nil,
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		answer, ok := answers[r.Method+" "+r.URL.Path]
@@ -155,6 +159,9 @@ func clientArgs(t *testing.T) map[string][]string {
 		"env disable":               {"--project", "ops", "--id", "env-1"},
 		"env import":                {"--project", "ops", "--file", valueFile},
 		"env export":                {"--project", "ops"},
+		"app list":                  {"--project", "ops"},
+		"app create":                {"--project", "ops", "--name", "phone", "--scopes", "envs,crons"},
+		"app delete":                {"--id", "app-1"},
 	}
 }
 

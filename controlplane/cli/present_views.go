@@ -287,6 +287,9 @@ func Printers() map[string]Printer {
 	for name, p := range envPrinters() {
 		printers[name] = p
 	}
+	for name, p := range appPrinters() {
+		printers[name] = p
+	}
 	return printers
 }
 
