@@ -178,13 +178,6 @@ func TaskCommand(c spec.Command) string {
 	return ""
 }
 
-// Matches reports whether a cron's name or command holds search (lower
-// case), as QingLong's searchValue does.
-func Matches(name string, sp spec.Command, search string) bool {
-	return search == "" || strings.Contains(strings.ToLower(name), search) ||
-		strings.Contains(strings.ToLower(TaskCommand(sp)), search)
-}
-
 // CheckCronInput refuses what a ql3 task cannot express and returns the
 // schedules in order (schedule first); maxTriggers bounds them.
 func CheckCronInput(in CronInput, maxTriggers int) ([]string, error) {

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/qlopen"
@@ -101,12 +100,16 @@ func (s *Server) openCronViews(ctx context.Context, tasks []edge.Task) ([]OpenCr
 	return out, nil
 }
 
-// openListCrons is QingLong's GET /crons: searchValue matches the name or
-// the command (case-insensitively); page (1-based) and size page the
-// matches, oldest task first.
+// openListCrons is QingLong's GET /crons: searchValue matches the name,
+// the command or a label (core/find: ASCII letters case-insensitively);
+// page (1-based) and size page the matches, oldest task first.
 func (s *Server) openListCrons(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	search := strings.ToLower(q.Get("searchValue"))
+	search, err := edge.CheckSearch("searchValue", q.Get("searchValue"))
+	if err != nil {
+		s.openErr(w, r, err)
+		return
+	}
 	if err := qlopen.CheckListQuery(q.Get("filters"), q.Get("sorter"), q.Get("queryString")); err != nil {
 		s.openErr(w, r, err)
 		return
@@ -119,16 +122,14 @@ func (s *Server) openListCrons(w http.ResponseWriter, r *http.Request) {
 	var matches []edge.Task
 	cursor := ""
 	for scanned := 0; scanned < openMaxScan; {
-		p, err := s.store.ListTasks(r.Context(), edge.TaskFilter{Limit: edge.MaxPageSize, Cursor: cursor})
+		// The search runs in the store (name, command, labels; core/find),
+		// as on the control plane.
+		p, err := s.store.ListTasks(r.Context(), edge.TaskFilter{Search: search, Limit: edge.MaxPageSize, Cursor: cursor})
 		if err != nil {
 			s.openErr(w, r, err)
 			return
 		}
-		for _, t := range p.Tasks {
-			if qlopen.Matches(t.Name, t.Spec, search) {
-				matches = append(matches, t)
-			}
-		}
+		matches = append(matches, p.Tasks...)
 		scanned += len(p.Tasks)
 		if cursor = p.NextCursor; cursor == "" {
 			break
