@@ -25,6 +25,9 @@ type Publication interface {
 	SetTaskEnabled(ctx context.Context, in TaskEnabledInput) (Task, error)
 	GetTask(ctx context.Context, id string) (Task, error)
 	ListTasks(ctx context.Context, projectID string, page ListRequest) (ListPage[Task], error)
+	// FindTasks is ListTasks with a search q: a substring of the name, the
+	// command or a label (core/find; "" lists every task).
+	FindTasks(ctx context.Context, projectID, q string, page ListRequest) (ListPage[Task], error)
 
 	PublishTrigger(ctx context.Context, in TriggerInput) (Trigger, error)
 	DeleteTask(ctx context.Context, in DeleteInput) (Task, error)

@@ -170,9 +170,12 @@ type DeleteInput struct {
 
 // Run is one occurrence, as read by the admin API.
 type Run struct {
-	ID                  string           `json:"id"`
-	ProjectID           string           `json:"projectId"`
-	TaskID              string           `json:"taskId"`
+	ID        string `json:"id"`
+	ProjectID string `json:"projectId"`
+	TaskID    string `json:"taskId"`
+	// TaskName is the task's current name, read in the run's own
+	// statement (a primary-key lookup per row, ADR 0057).
+	TaskName            string           `json:"taskName"`
 	TaskRevision        int64            `json:"taskRevision"`
 	ExecutionRevisionID string           `json:"executionRevisionId"`
 	ExecutionDigest     canonjson.Digest `json:"executionDigest"`

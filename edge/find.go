@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/find"
 	"github.com/ql3/ql3/core/names"
 	"github.com/ql3/ql3/core/spec"
 )
@@ -19,10 +19,10 @@ import (
 
 // Limits of labels and searches.
 const (
-	MaxTaskLabels  = 16  // labels per task
-	MaxLabelChars  = 32  // characters per label
-	MaxSearchChars = 128 // characters of a search
-	MaxViews       = 100 // saved views
+	MaxTaskLabels  = 16                  // labels per task
+	MaxLabelChars  = 32                  // characters per label
+	MaxSearchChars = find.MaxSearchChars // characters of a search
+	MaxViews       = 100                 // saved views
 	// OverviewFailures and OverviewFires bound the overview's lists.
 	OverviewFailures = 10
 	OverviewFires    = 10
@@ -59,63 +59,22 @@ func CheckLabels(labels []string) ([]string, error) {
 	return out, nil
 }
 
-// FoldSearch lower-cases ASCII letters only, as SQLite's lower() does, so
-// the search text written by Go and by a migration's SQL agree; other
-// scripts (Chinese among them) have no case to fold.
-func FoldSearch(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= 'A' && r <= 'Z' {
-			return r + ('a' - 'A')
-		}
-		return r
-	}, s)
-}
+// FoldSearch, CommandText, SearchText and CheckSearch are core/find's
+// (one copy for the edge and the control plane, ADR 0057). Migration 0007
+// computes the same search text for tasks stored before it.
+func FoldSearch(s string) string { return find.Fold(s) }
 
-// CommandText is the command a search looks in: the shell command, or the
-// program and its arguments separated by spaces.
-func CommandText(c spec.Command) string {
-	switch {
-	case c.Shell != nil:
-		return c.Shell.Command
-	case c.Argv != nil:
-		if len(c.Argv.Args) == 0 {
-			return c.Argv.File
-		}
-		return c.Argv.File + " " + strings.Join(c.Argv.Args, " ")
-	}
-	return ""
-}
+// CommandText is the command a search looks in (find.CommandText).
+func CommandText(c spec.Command) string { return find.CommandText(c) }
 
-// SearchText is what a task search looks in: name, command and labels,
-// one per line, folded by FoldSearch. Migration 0007 computes the same
-// for tasks stored before it.
+// SearchText is what a task search looks in (find.Text).
 func SearchText(name string, c spec.Command, labels []string) string {
-	s := name + "\n" + CommandText(c)
-	if len(labels) > 0 {
-		s += "\n" + strings.Join(labels, "\n")
-	}
-	return FoldSearch(s)
+	return find.Text(name, c, labels)
 }
 
 // CheckSearch validates a search and returns the form it is matched in
-// (NFC, folded): 1..MaxSearchChars characters, no control characters; an
-// empty or blank search means "no search" ("").
-func CheckSearch(field, q string) (string, error) {
-	q = strings.TrimSpace(q)
-	if q == "" {
-		return "", nil
-	}
-	if !utf8.ValidString(q) {
-		return "", errs.Invalidf(field, "is not valid UTF-8")
-	}
-	if n := utf8.RuneCountInString(q); n > MaxSearchChars {
-		return "", errs.Invalidf(field, "must be at most %d characters, got %d", MaxSearchChars, n)
-	}
-	if strings.IndexFunc(q, unicode.IsControl) >= 0 {
-		return "", errs.Invalidf(field, "must not contain control characters")
-	}
-	return FoldSearch(LookupName(q)), nil
-}
+// (find.CheckSearch).
+func CheckSearch(field, q string) (string, error) { return find.CheckSearch(field, q) }
 
 // View is a saved task filter.
 type View struct {

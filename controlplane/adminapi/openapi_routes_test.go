@@ -78,7 +78,8 @@ func adminRoutes() []openapi.Route {
 		{Method: "POST", Path: "/api/v1/projects/{project}/archive", Summary: "archive (expectedVersion)", Params: project, Request: adminapi.ArchiveProjectRequest{}, RequestOptional: true,
 			Responses: withErrors(openapi.OK("archived", adminapi.ProjectRecord{}), 404, 409, 413)},
 
-		{Method: "GET", Path: "/api/v1/tasks", Summary: "list tasks", Params: append(page, openapi.Query("project", "string", "project id or name")),
+		{Method: "GET", Path: "/api/v1/tasks", Summary: "list tasks", Params: append(page, openapi.Query("project", "string", "project id or name"),
+			openapi.Query("q", "string", "a substring of the name, the command or a label (1..128 characters)")),
 			Responses: withErrors(openapi.OK("a page", adminapi.List[adminapi.Task]{}))},
 		{Method: "POST", Path: "/api/v1/tasks", Summary: "create a task (and its triggers)", Request: adminapi.CreateTaskRequest{},
 			Responses: withErrors(openapi.Created("created", adminapi.Task{}), 409, 413)},
@@ -174,6 +175,18 @@ func adminRoutes() []openapi.Route {
 		{Method: "GET", Path: "/api/v1/audit", Summary: "audit lines, newest first",
 			Params:    append(page, openapi.Query("action", "string", "action"), openapi.Query("subject", "string", "subject id"), openapi.Query("actor", "string", "actor id")),
 			Responses: withErrors(openapi.OK("a page", adminapi.List[controlplane.AuditRecord]{}))},
+
+		{Method: "GET", Path: "/api/v1/overview", Summary: "overview: live tasks, runs by status, failures of the last 24 h, the next fires, workers online",
+			Params:    []openapi.Param{openapi.Query("project", "string", "project id or name")},
+			Responses: withErrors(openapi.OK("the overview", controlplane.Overview{}), 404)},
+		{Method: "GET", Path: "/api/v1/apps", Summary: "QingLong Open API apps (never secrets or digests)",
+			Params:    []openapi.Param{openapi.Query("project", "string", "project id or name")},
+			Responses: withErrors(openapi.OK("every app", adminapi.List[controlplane.OpenApp]{}), 404, 503)},
+		{Method: "POST", Path: "/api/v1/apps", Summary: "create an Open API app of a project: the client secret is in this response only",
+			Request: adminapi.CreateAppRequest{}, Responses: withErrors(openapi.Created("created", adminapi.CreatedApp{}), 409, 413, 503)},
+		{Method: "DELETE", Path: "/api/v1/apps/{app}", Summary: "delete an app (its tokens end with it)",
+			Params:    []openapi.Param{openapi.PathParam("app", "app id")},
+			Responses: withErrors(map[int]openapi.Response{204: {Description: "deleted"}}, 404, 503)},
 	}, append(scriptRoutes(), notifyRoutes()...)...) // openapi_scripts_test.go, openapi_notify_test.go
 }
 

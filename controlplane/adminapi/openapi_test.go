@@ -14,6 +14,7 @@ import (
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/controlplane/postgres/envstore"
+	"github.com/ql3/ql3/controlplane/postgres/openapps"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/controlplane/postgres/runops"
 	"github.com/ql3/ql3/controlplane/postgres/scriptstore"
@@ -37,7 +38,8 @@ func TestOpenAPIDocumentUpToDate(t *testing.T) {
 
 // notAPI are mux patterns outside the JSON API: the panel's static files
 // and the JSON 404 for everything else.
-var notAPI = map[string]bool{"GET /{$}": true, "GET /panel/app.js": true, "GET /panel/app.css": true, "/": true}
+var notAPI = map[string]bool{"GET /{$}": true, "GET /panel/app.js": true, "GET /panel/app.css": true, "/": true,
+	"/open/": true} // QingLong's Open API: its shapes are QingLong's (ADR 0057), held by qlcompat's contract test
 
 // TestOpenAPIRoutesMatchMux walks the patterns the server registered on
 // its ServeMux against the served document, both ways.
@@ -69,6 +71,7 @@ func TestOpenAPIExamples(t *testing.T) {
 		Runs:    runops.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
 		Scripts: scriptstore.New(adminPool),
 		Notify:  notifyPorts(t, db), // openapi_notify_test.go
+		Apps:    openapps.New(adminPool),
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, adminPool, ref)
 		}})))
@@ -116,6 +119,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	task := id("POST", "/api/v1/tasks", `{"project":"ops","name":"backup","spec":{"kind":"qinglong/command@v1","argv":{"file":"/bin/true"},"concurrency":"allow"},"triggers":[{"expression":"@daily","timeZone":"Europe/Berlin"}]}`)
 	f.call("POST", "/api/v1/tasks", `{"project":"ops","name":"x","colour":"red"}`, nil)
 	f.call("GET", "/api/v1/tasks?project=ops&limit=10", nil, nil)
+	f.call("GET", "/api/v1/tasks?project=ops&q=BACK&limit=10", nil, nil)
 	f.call("GET", "/api/v1/tasks/"+task, nil, nil)
 	f.call("PUT", "/api/v1/tasks/"+task, `{"expectedRevision":1,"name":"backup","spec":{"kind":"qinglong/command@v1","shell":{"command":"true"},"concurrency":"allow"}}`, nil)
 	f.call("PUT", "/api/v1/tasks/"+task, `{"expectedRevision":1,"name":"backup","spec":{"kind":"qinglong/command@v1","shell":{"command":"true"}}}`, nil)
@@ -171,6 +175,14 @@ func TestOpenAPIExamples(t *testing.T) {
 	f.call("GET", "/api/v1/projects/nope/envs", nil, nil)
 	f.call("GET", "/api/v1/audit?limit=5", nil, nil)
 	scriptExamples(t, send, f, token)
+	f.call("GET", "/api/v1/overview", nil, nil)
+	f.call("GET", "/api/v1/overview?project=ops", nil, nil)
+	app := id("POST", "/api/v1/apps", `{"project":"ops","name":"bot","scopes":["crons","envs"]}`)
+	f.call("POST", "/api/v1/apps", `{"project":"ops","name":"bot","scopes":["crons"]}`, nil)
+	f.call("POST", "/api/v1/apps", `{"project":"ops","name":"x","scopes":["root"]}`, nil)
+	f.call("GET", "/api/v1/apps?project=ops", nil, nil)
+	f.call("DELETE", "/api/v1/apps/"+app, nil, nil)
+	f.call("DELETE", "/api/v1/apps/"+app, nil, nil)
 	f.call("POST", "/api/v1/projects/"+proj+"/archive", `{"expectedVersion":99}`, nil)
 	f.call("POST", "/api/v1/projects/"+proj+"/archive", "", nil)
 	exerciseNotify(t, f, id) // openapi_notify_test.go

@@ -3,6 +3,7 @@ package adminapi
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/httpkit"
@@ -32,7 +33,8 @@ func (s *Server) panelRoutes(mux httpkit.Mux) {
 // files (they hold no data) and the session endpoints (sign-in checks the
 // token itself).
 func (s *Server) isOpenPath(p string) bool {
-	return p == "/healthz" || p == "/readyz" || p == httpkit.SessionPath || (s.ui != nil && s.ui.Open(p))
+	return p == "/healthz" || p == "/readyz" || p == httpkit.SessionPath || (s.ui != nil && s.ui.Open(p)) ||
+		strings.HasPrefix(p, "/open/") // app tokens, checked by the Open API itself (ADR 0057)
 }
 
 // sessionToken returns the API token of the request's panel session when

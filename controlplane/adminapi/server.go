@@ -13,7 +13,7 @@
 //	POST /api/v1/projects                               create
 //	GET  /api/v1/projects/{project}                     by id or name
 //	POST /api/v1/projects/{project}/archive             archive ({expectedVersion})
-//	GET  /api/v1/tasks                                  list (?project=&limit=&cursor=)
+//	GET  /api/v1/tasks                                  list (?project=&q=&limit=&cursor=; q searches name, command, labels)
 //	POST /api/v1/tasks                                  create (project, name, spec)
 //	GET  /api/v1/tasks/{task}                           one task with its triggers
 //	PUT  /api/v1/tasks/{task}                           update (expectedRevision) → new revision
@@ -35,6 +35,8 @@
 //	POST /api/v1/workers/{worker}/credentials/{credential}/revoke
 //	GET  /api/v1/audit                                  audit lines, newest first (?action=&subject=&actor=&limit=&cursor=)
 //	…    /api/v1/notify/channels|rules|deliveries        notifications (notify.go)
+//	GET  /api/v1/overview                               tasks, runs by status, failures of 24 h, next fires, workers (?project=)
+//	GET|POST /api/v1/apps, DELETE /api/v1/apps/{app}    QingLong Open API apps (apps.go); /open/… their API (ADR 0057)
 //
 // The task, trigger, run and error shapes are the edge API's (edge/httpapi)
 // plus the cluster's own fields (projectId, executionRevisionId, …), so one
@@ -69,6 +71,7 @@ type Backend interface {
 	controlplane.Workers
 	controlplane.Authentication
 	controlplane.AuditLog
+	controlplane.Overviews
 }
 
 // DefaultMaxBodyBytes bounds request bodies: room for a task spec at its
@@ -106,6 +109,10 @@ type Config struct {
 	Scripts controlplane.Scripts
 	// Notify holds the notification ports (notify.go); zero answers 503.
 	Notify NotifyPorts
+	// Apps stores QingLong's Open API apps (/api/v1/apps) and Open serves
+	// /open/ (controlplane/qlcompat, ADR 0057); nil answers them 503.
+	Apps controlplane.OpenApps
+	Open http.Handler
 }
 
 // Server is the admin API handler.
@@ -124,6 +131,8 @@ type Server struct {
 	notify   NotifyPorts
 	handler  http.Handler
 	scripts  controlplane.Scripts
+	apps     controlplane.OpenApps
+	open     http.Handler
 
 	collect   Collector
 	httpStats *metrics.HTTPStats
@@ -133,7 +142,7 @@ type Server struct {
 // New returns the API handler.
 func New(cfg Config) *Server {
 	s := &Server{runs: cfg.Runs, disable: cfg.DisableWorker, b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, now: cfg.Now,
-		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI, envs: cfg.Envs, scripts: cfg.Scripts, notify: cfg.Notify}
+		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI, envs: cfg.Envs, scripts: cfg.Scripts, notify: cfg.Notify, apps: cfg.Apps, open: cfg.Open}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -195,12 +204,14 @@ func (s *Server) routes(mux httpkit.Mux) {
 	mux.HandleFunc("POST /api/v1/workers/{worker}/credentials/{credential}/revoke", s.revokeCredential)
 
 	mux.HandleFunc("GET /api/v1/audit", s.listAudit)
+	mux.HandleFunc("GET /api/v1/overview", s.overview)
 
 	s.lifecycleRoutes(mux)
 	s.envRoutes(mux)
 	s.panelRoutes(mux)
 	s.scriptRoutes(mux)
 	s.notifyRoutes(mux)
+	s.appRoutes(mux) // apps.go: /api/v1/apps and /open/ (ADR 0057)
 
 	// Everything else is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -58,7 +58,8 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		}
 		projectID = p.ID
 	}
-	page, err := s.b.ListTasks(r.Context(), projectID, pr)
+	// ?q= searches name, command and labels (a Chinese substring works).
+	page, err := s.b.FindTasks(r.Context(), projectID, r.URL.Query().Get("q"), pr)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -79,7 +79,8 @@ type Config struct {
 	PullMarginMs int64 `json:"pullMarginMs,omitempty"` // QL3_PULL_MARGIN_MS, --pull-margin-ms: added to the time until the next occurrence (0..10000)
 	PullFloorMs  int64 `json:"pullFloorMs,omitempty"`  // QL3_PULL_FLOOR_MS, --pull-floor-ms: shortest pause an empty pull is told (100..60000)
 
-	DefaultGraceMs int64 `json:"defaultGraceMs,omitempty"` // QL3_DEFAULT_GRACE_MS: misfire grace of triggers published without one
+	DefaultGraceMs int64  `json:"defaultGraceMs,omitempty"` // QL3_DEFAULT_GRACE_MS: misfire grace of triggers published without one
+	OpenTimeZone   string `json:"openTimeZone,omitempty"`   // QL3_OPEN_TIME_ZONE, --open-time-zone: zone of the triggers QingLong's Open API creates (ADR 0057)
 	// The cluster scheduler (ADR 0006).
 	SchedulerBudget  int64 `json:"schedulerBudget,omitempty"`  // QL3_SCHEDULER_BUDGET, --scheduler-budget: claims per round (1..256)
 	SchedulerLeaseMs int64 `json:"schedulerLeaseMs,omitempty"` // QL3_SCHEDULER_LEASE_MS, --scheduler-lease-ms: claim lease (1000..60000)
@@ -154,6 +155,7 @@ func (c *Config) settings() []setting {
 		{flag: "pull-margin-ms", usage: "added to the time until the cluster's next scheduled occurrence when an empty pull is told when to come back: the admission lag a pull should not beat (ms, 0..10000; ADR 0030)", integer: &c.PullMarginMs, scope: forServe},
 		{flag: "pull-floor-ms", usage: "shortest pause an empty pull is told (ms, 100..60000): bounds each idle worker's pull rate when occurrences are dense; raise it for large fleets (ADR 0030)", integer: &c.PullFloorMs, scope: forServe},
 		{flag: "default-grace-ms", usage: "misfire grace of triggers published without one: how late an occurrence may fire before its misfire policy applies (ms, 0..300000; time under a dead replica's claim is not counted, ADR 0002)", integer: &c.DefaultGraceMs, scope: forServe},
+		{flag: "open-time-zone", usage: "IANA time zone of the triggers QingLong's Open API (/open/crons) creates; QingLong's schedules carry none (default UTC; ADR 0057)", str: &c.OpenTimeZone, scope: forServe},
 		{flag: "scheduler-budget", usage: "schedules one scheduler round claims and admits (1..256; raise it for large same-second bursts)", integer: &c.SchedulerBudget, scope: forServe},
 		{flag: "scheduler-lease-ms", usage: "claim lease of the scheduler (ms, 1000..60000)", integer: &c.SchedulerLeaseMs, scope: forServe},
 		{flag: "cancel-grace-ms", usage: "how long past the end of a started lease the sweeper waits before the attempt is lost (ms, 0..300000; the workers' SIGTERM→SIGKILL grace)", integer: &c.CancelGraceMs, scope: forServe},
@@ -246,6 +248,11 @@ func (c Config) validateServe() error {
 	}
 	if c.DefaultGraceMs < 0 || c.DefaultGraceMs > schedule.MaxGraceMs {
 		return errs.Invalidf("default-grace-ms", "must be 0..%d, got %d", schedule.MaxGraceMs, c.DefaultGraceMs)
+	}
+	if c.OpenTimeZone != "" {
+		if _, err := time.LoadLocation(c.OpenTimeZone); err != nil || c.OpenTimeZone == "Local" {
+			return errs.Invalidf("open-time-zone", "%.64q is not an IANA time zone (e.g. Asia/Shanghai)", c.OpenTimeZone)
+		}
 	}
 	if err := c.validateLease(); err != nil {
 		return err

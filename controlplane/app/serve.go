@@ -16,10 +16,12 @@ import (
 	"github.com/ql3/ql3/controlplane/adminapi"
 	"github.com/ql3/ql3/controlplane/coordinator"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/openapps"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/controlplane/postgres/runops"
 	"github.com/ql3/ql3/controlplane/postgres/schedule"
 	"github.com/ql3/ql3/controlplane/postgres/scriptstore"
+	"github.com/ql3/ql3/controlplane/qlcompat"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/panel"
 )
@@ -97,8 +99,10 @@ func (m *Main) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	apps := openapps.New(pool) // QingLong's Open API (ADR 0057)
 	api := adminapi.New(adminapi.Config{
 		Backend: pub, Logger: m.log, Version: m.Version, UI: panel.UI{},
+		Apps: apps, Open: qlcompat.New(qlcompat.Config{Backend: pub, Runs: runOps, Apps: apps, Envs: envs, Logger: m.log, TimeZone: m.Config.OpenTimeZone, Version: m.Version}),
 		Ready:   func(ctx context.Context) error { return postgres.Readiness(ctx, pool) },
 		Runs:    runOps,
 		Envs:    envs,

@@ -49,6 +49,9 @@ func Commands() map[string]Command {
 	for name, c := range notifyCommands() { // notify.go
 		cmds[name] = c
 	}
+	for name, c := range appCommands() {
+		cmds[name] = c
+	}
 	printers := Printers()
 	for name, p := range notifyPrinters() {
 		printers[name] = p

@@ -37,13 +37,14 @@ func fakeAdminAPI(t *testing.T, skipped bool) string {
 		TLSIdentity: "spiffe://ql3/worker/edge-1"},
 		Session: &controlplane.WorkerSession{SessionID: "s-1", Status: "open", Capacity: 4, LiveLeases: 1, AgentVersion: "v9"}}
 	cred := controlplane.WorkerCredential{ID: "cred-1", WorkerID: "wk-1", Status: "active"}
-	finished := adminapi.RunRecord{ID: "run-9", TaskID: "task-1", Status: "failed", Origin: "cron", AttemptCount: 1, MaxAttempts: 1,
+	finished := adminapi.RunRecord{ID: "run-9", TaskID: "task-1", TaskName: "京东签到", Status: "failed", Origin: "cron", AttemptCount: 1, MaxAttempts: 1,
 		ErrorClass: "exit_nonzero", Attempts: []controlplane.Attempt{{Number: 1, Status: "failed", ExitCode: &exit}}}
 	now := adminapi.RunRecord{ID: "run-10", TaskID: "task-1", Status: "queued", Origin: "manual", AttemptCount: 1, MaxAttempts: 1}
 	if skipped {
 		now.Status, now.AttemptCount, now.FinishedAtMs = "cancelled", 0, 1767150000000
 	}
 	created := true
+	app := controlplane.OpenApp{ID: "app-1", ProjectID: "proj-1", Name: "phone", ClientID: "abcdefghijkl", Scopes: []string{"envs", "crons"}}
 	envEntry := adminapi.EnvEntry{ID: "env-1", Name: "COOKIE", Enabled: true, Remarks: "first account"}
 	notifyChannel := notifykit.NotifyChannel{ID: "ch-1", Name: "tg", Kind: "telegram", Enabled: true,
 		Settings: notifykit.PublicSettings{ChatID: "42", SecretsSet: []string{"token"}}}
@@ -104,6 +105,9 @@ func fakeAdminAPI(t *testing.T, skipped bool) string {
 		"DELETE /api/v1/projects/ops/scripts":      nil,
 		"POST /api/v1/projects/ops/scripts/upload": controlplane.ScriptUploadResult{Files: 2, Folders: 1, Bytes: 9},
 		"POST /api/v1/projects/ops/scripts/run":    adminapi.RunView{RunRecord: now, Created: &created},
+		"GET /api/v1/apps":                         adminapi.List[controlplane.OpenApp]{Items: []controlplane.OpenApp{app}},
+		"POST /api/v1/apps":                        adminapi.CreatedApp{OpenApp: app, ClientSecret: "s3cr3tS3cr3tS3cr3tS3cr3t"},
+		"DELETE /api/v1/apps/app-1":                nil,
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		answer, ok := answers[r.Method+" "+r.URL.Path]
@@ -201,6 +205,9 @@ func clientArgs(t *testing.T) map[string][]string {
 		"script rm":                 {"--project", "ops", "--path", "a.js"},
 		"script upload":             {"--project", "ops", "--file", spec},
 		"script run":                {"--project", "ops", "--path", "a.js"},
+		"app list":                  {"--project", "ops"},
+		"app create":                {"--project", "ops", "--name", "phone", "--scopes", "envs,crons"},
+		"app delete":                {"--id", "app-1"},
 	}
 }
 
@@ -311,8 +318,8 @@ func TestClientTextShowsTheFields(t *testing.T) {
 		want []string
 	}{
 		{"worker list", []string{"ID  ", "NAME", "SESSION", "wk-1", "edge-1", "active", "open", "1/4", "v9"}},
-		{"run list", []string{"EXIT", "run-9", "failed", "exit_nonzero", "run-10", "queued", "no_live_session"}},
-		{"run show", []string{"run ", "run-9", "exit ", "3", "attempts:", "exit_nonzero"}},
+		{"run list", []string{"EXIT", "run-9", "京东签到", "failed", "exit_nonzero", "run-10", "queued", "no_live_session"}},
+		{"run show", []string{"run ", "run-9", "京东签到 (task-1)", "exit ", "3", "attempts:", "exit_nonzero"}},
 		{"task get", []string{"task ", "backup", "triggers:", "0 3 * * 7", "Europe/Berlin", "nightly"}},
 		{"trigger delete", []string{"deleted trigger trig-1 of task task-1"}},
 		{"task delete", []string{"deleted task task-1"}},

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"sort"
@@ -146,6 +147,7 @@ type waitView struct {
 type runView struct {
 	ID                  string        `json:"id"`
 	TaskID              string        `json:"taskId"`
+	TaskName            string        `json:"taskName"`
 	TaskRevision        int64         `json:"taskRevision"`
 	Origin              string        `json:"origin"`
 	TriggerID           string        `json:"triggerId"`
@@ -286,6 +288,9 @@ func Printers() map[string]Printer {
 		printers[name] = p
 	}
 	for name, p := range scriptPrinters() { // scriptcmd.go
+		printers[name] = p
+	}
+	for name, p := range appPrinters() {
 		printers[name] = p
 	}
 	return printers
@@ -488,7 +493,7 @@ func printRunList(w io.Writer, _ Args, page listView[runView]) error {
 		case reason == "":
 			reason = r.ErrorClass
 		}
-		t.row(r.ID, r.TaskID, r.Status, r.Origin, fmtTime(r.ScheduledForMs), fmt.Sprintf("%d/%d", r.AttemptCount, r.MaxAttempts),
+		t.row(r.ID, cmp.Or(r.TaskName, r.TaskID), r.Status, r.Origin, fmtTime(r.ScheduledForMs), fmt.Sprintf("%d/%d", r.AttemptCount, r.MaxAttempts),
 			fmtExit(r.exitCode()), reason)
 	}
 	return t.end(w, page.NextCursor)
@@ -497,7 +502,7 @@ func printRunList(w io.Writer, _ Args, page listView[runView]) error {
 func printRun(w io.Writer, _ Args, r runView) error {
 	f := newFields(w)
 	f.add("run", r.ID)
-	f.add("task", fmt.Sprintf("%s (revision %d)", r.TaskID, r.TaskRevision))
+	f.add("task", fmt.Sprintf("%s (revision %d)", named(r.TaskName, r.TaskID), r.TaskRevision))
 	f.add("status", r.Status+fmtBool(r.skipped(), " (skipped: concurrency_forbid)", ""))
 	f.add("origin", r.Origin)
 	f.add("trigger", r.TriggerID)

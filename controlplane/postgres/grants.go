@@ -86,6 +86,11 @@ var tableGrants = []tableGrant{
 	{"notify_outbox", map[string]string{RoleAdmin: "SELECT, INSERT", RoleRuntime: "SELECT, INSERT, UPDATE"}},
 	{"notify_attempts", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT"}},
 	{"notify_coalesce", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE"}},
+	// 0016: QingLong's Open API (ADR 0057): apps, their tokens and the
+	// numeric ids, the admin role's alone.
+	{"open_apps", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
+	{"open_tokens", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
+	{"open_ids", map[string]string{RoleAdmin: "SELECT, INSERT"}},
 }
 
 // grantees are the roles whose privileges InstallGrants owns completely.

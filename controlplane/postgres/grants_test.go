@@ -69,6 +69,10 @@ var wantPrivileges = map[string]map[string]string{
 	"notify_outbox":   {admin: "SI", runtime: "SIU"},
 	"notify_attempts": {admin: "S", runtime: "SI"},
 	"notify_coalesce": {admin: "S", runtime: "SIU"},
+	// Migration 0016 (QingLong's Open API, ADR 0057): admin's job only.
+	"open_apps":   {admin: "SID"},
+	"open_tokens": {admin: "SID"},
+	"open_ids":    {admin: "SI"},
 }
 
 // mustDeny are the denials issue 4 names explicitly; they guard the table
@@ -180,6 +184,10 @@ INSERT INTO ql3.notify_outbox (project_id, idempotency_key, channel_id, kind, ti
 	VALUES ({P}, 'seed-1', {NC}, 'failed', 't', 'c', 'pending', 1, 1, 1);
 INSERT INTO ql3.notify_attempts (outbox_id, n, at_ms, owner) SELECT outbox_id, 1, 1, 'r' FROM ql3.notify_outbox WHERE idempotency_key = 'seed-1';
 INSERT INTO ql3.notify_coalesce (rule_id, task_id, window_start_ms, sent, held) VALUES ('r1', 't1', 1, 1, 0);
+INSERT INTO ql3.open_apps (app_id, project_id, name, client_id, secret_digest, scopes, created_at_ms)
+	VALUES ('00000000-0000-7000-8000-0000000000a1', {P}, 'app1', 'abcdefghijk1', {D}, '{crons}', 1);
+INSERT INTO ql3.open_tokens (token_digest, app_id, created_at_ms, expires_at_ms) VALUES ({D}, '00000000-0000-7000-8000-0000000000a1', 1, 2);
+INSERT INTO ql3.open_ids (project_id, kind, ref) VALUES ({P}, 'task', 'seed');
 `
 
 // tableOps: a valid INSERT of a new row and an UPDATE of exactly one seeded
@@ -303,6 +311,17 @@ var tableOps = map[string]struct{ insert, update string }{
 	"notify_coalesce": {
 		`INSERT INTO ql3.notify_coalesce (rule_id, task_id, window_start_ms, sent, held) VALUES ('r2', 't1', 1, 1, 0)`,
 		`UPDATE ql3.notify_coalesce SET sent = 2 WHERE rule_id = 'r1'`},
+	"open_apps": {
+		`INSERT INTO ql3.open_apps (app_id, project_id, name, client_id, secret_digest, scopes, created_at_ms)
+			VALUES ({N}, {P}, 'app2', 'abcdefghijk2', {D}, '{envs}', 1)`,
+		`UPDATE ql3.open_apps SET name = 'renamed' WHERE name = 'app1'`},
+	"open_tokens": {
+		`INSERT INTO ql3.open_tokens (token_digest, app_id, created_at_ms, expires_at_ms)
+			VALUES ('\xcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcdcd'::bytea, '00000000-0000-7000-8000-0000000000a1', 1, 2)`,
+		`UPDATE ql3.open_tokens SET expires_at_ms = 3 WHERE created_at_ms = 1`},
+	"open_ids": {
+		`INSERT INTO ql3.open_ids (project_id, kind, ref) VALUES ({P}, 'env', 'seed')`,
+		`UPDATE ql3.open_ids SET ref = 'moved' WHERE ref = 'seed'`},
 }
 
 func TestGrantMatrixIsConsistent(t *testing.T) {

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"net/http"
 	"regexp"
@@ -12,6 +11,7 @@ import (
 	"github.com/ql3/ql3/core/access"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/names"
+	"github.com/ql3/ql3/core/qlopen"
 	"github.com/ql3/ql3/core/signin"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/httpkit"
@@ -45,8 +45,8 @@ const PasswordSignInPath = "/api/v1/session/password"
 const (
 	signinPeerMax    = 30
 	signinPeerWindow = 15 * time.Minute
-	openTokenMax     = 10
-	openTokenWindow  = 10 * time.Minute
+	openTokenMax     = qlopen.TokenFailMax
+	openTokenWindow  = qlopen.TokenFailWindow
 	maxAccessBody    = 8 << 10
 	totpIssuer       = "ql3-edge"
 )
@@ -239,19 +239,7 @@ func (s *Server) listApps(w http.ResponseWriter, r *http.Request) {
 	httpkit.WriteJSON(w, http.StatusOK, out)
 }
 
-// alnum is QingLong's client id/secret alphabet.
-const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-
-func randomAlnum(n int) (string, error) {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	for i := range b {
-		b[i] = alnum[int(b[i])%len(alnum)] // 256 % 62: a bias of < 2 %, over 24 characters harmless
-	}
-	return string(b), nil
-}
+func randomAlnum(n int) (string, error) { return qlopen.RandomAlnum(n) }
 
 func (s *Server) createApp(w http.ResponseWriter, r *http.Request) {
 	var req CreateAppRequest
@@ -259,10 +247,7 @@ func (s *Server) createApp(w http.ResponseWriter, r *http.Request) {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	name, err := names.CheckDisplay("name", req.Name)
-	if err == nil && name == "system" {
-		err = errs.Invalidf("name", "system is reserved (QingLong's own app)")
-	}
+	name, err := qlopen.CheckAppName("name", req.Name)
 	if err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return

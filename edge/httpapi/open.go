@@ -12,9 +12,9 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/qlopen"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/httpkit"
 )
@@ -42,28 +42,22 @@ import (
 //	PUT    /open/crons/run | /stop | /enable | /disable [ids]
 //	GET    /open/crons/{id}, /open/crons/{id}/log
 //
-// Everything else under /open/ (scripts, logs, configs, system, …) answers
-// QingLong's 404 shape: ql3-edge does not serve it.
+// /open/scripts, /open/logs and /open/system are ADR 0057's
+// (open_scripts.go, open_logs.go, open_system.go). Everything else under
+// /open/ (configs, dependencies, subscriptions, …) answers QingLong's 404
+// shape: ql3-edge does not serve it.
 
 // OpenTokenTTL is how long an app token lives (QingLong: 30 days).
-const OpenTokenTTL = 30 * 24 * time.Hour
+const OpenTokenTTL = qlopen.TokenTTL
 
 // openMaxBody bounds an Open API body (a create of many env entries).
 const openMaxBody = 1 << 20
 
-// openEnvelope is QingLong's answer shape.
-type openEnvelope struct {
-	Code    int    `json:"code"`
-	Data    any    `json:"data,omitempty"`
-	Message string `json:"message,omitempty"`
-}
-
-// OpenToken is data of a successful GET /open/auth/token.
-type OpenToken struct {
-	Token      string `json:"token"`
-	TokenType  string `json:"token_type"`
-	Expiration int64  `json:"expiration"` // epoch seconds
-}
+// openEnvelope is QingLong's answer shape; OpenToken data of a token.
+type (
+	openEnvelope = qlopen.Envelope
+	OpenToken    = qlopen.Token
+)
 
 func openOK(w http.ResponseWriter, data any) {
 	httpkit.WriteJSON(w, http.StatusOK, openEnvelope{Code: 200, Data: data})
@@ -103,6 +97,9 @@ func (s *Server) openRoutes(mux httpkit.Mux) {
 	mux.HandleFunc("GET /open/auth/token", s.openToken)
 	s.openEnvRoutes(mux)
 	s.openCronRoutes(mux)
+	s.openScriptRoutes(mux) // ADR 0057
+	s.openLogRoutes(mux)
+	s.openSystemRoutes(mux)
 	mux.HandleFunc("/open/", func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := s.openApp(w, r); !ok {
 			return

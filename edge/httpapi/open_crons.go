@@ -6,76 +6,21 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/ql3/ql3/core/errs"
-	"github.com/ql3/ql3/core/run"
-	"github.com/ql3/ql3/core/spec"
+	"github.com/ql3/ql3/core/qlopen"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/httpkit"
 )
 
-// OpenCron is QingLong's cron row (back/data/cron.ts) for a ql3 task
-// (ADR 0048): command is the task's shell command, schedule its oldest
-// trigger's expression and extra_schedules the others. status 0 running,
-// 1 idle, 3 queued; isDisabled mirrors the task's switch. Times of the
-// last run are epoch seconds (last_execution_time, its start) and seconds
-// (last_running_time, its duration), as QingLong keeps them.
-type OpenCron struct {
-	ID                     int64          `json:"id"`
-	Name                   string         `json:"name"`
-	Command                string         `json:"command"`
-	Schedule               string         `json:"schedule"`
-	Timestamp              string         `json:"timestamp"`
-	Saved                  bool           `json:"saved"`
-	Status                 int            `json:"status"`
-	IsSystem               int            `json:"isSystem"`
-	Pid                    *int           `json:"pid"`
-	IsDisabled             int            `json:"isDisabled"`
-	LogPath                string         `json:"log_path"`
-	IsPinned               int            `json:"isPinned"`
-	Labels                 []string       `json:"labels"`
-	LastRunningTime        int64          `json:"last_running_time"`
-	LastExecutionTime      int64          `json:"last_execution_time"`
-	SubID                  *int64         `json:"sub_id"`
-	ExtraSchedules         []OpenSchedule `json:"extra_schedules"`
-	TaskBefore             *string        `json:"task_before"`
-	TaskAfter              *string        `json:"task_after"`
-	LogName                *string        `json:"log_name"`
-	AllowMultipleInstances int            `json:"allow_multiple_instances"`
-	WorkDir                *string        `json:"work_dir"`
-	CreatedAt              string         `json:"createdAt"`
-	UpdatedAt              string         `json:"updatedAt"`
-}
-
-// OpenSchedule is one element of extra_schedules.
-type OpenSchedule struct {
-	Schedule string `json:"schedule"`
-}
-
-// OpenCronInput is the body of POST and PUT /open/crons: QingLong's
-// commonCronSchema (back/validation/schedule.ts) plus id on PUT. Fields
-// ql3 cannot express are refused when set, never dropped (ADR 0048).
-type OpenCronInput struct {
-	ID                     int64          `json:"id,omitempty"`
-	Name                   string         `json:"name"`
-	Command                string         `json:"command"`
-	Schedule               string         `json:"schedule"`
-	Labels                 []string       `json:"labels"`
-	SubID                  *int64         `json:"sub_id"`
-	ExtraSchedules         []OpenSchedule `json:"extra_schedules"`
-	TaskBefore             *string        `json:"task_before"`
-	TaskAfter              *string        `json:"task_after"`
-	LogName                *string        `json:"log_name"`
-	AllowMultipleInstances *int           `json:"allow_multiple_instances"`
-	WorkDir                *string        `json:"work_dir"`
-}
-
-// OpenCronPage is data of GET /open/crons.
-type OpenCronPage struct {
-	Data  []OpenCron `json:"data"`
-	Total int        `json:"total"`
-}
+// The cron row, its input and its page are core/qlopen's (one copy for
+// both binaries, ADR 0057).
+type (
+	OpenCron      = qlopen.Cron
+	OpenSchedule  = qlopen.Schedule
+	OpenCronInput = qlopen.CronInput
+	OpenCronPage  = qlopen.CronPage
+)
 
 // Bounds of GET /open/crons: a page of at most edge.MaxPageSize; without
 // page and size at most openMaxUnpaged matches (QingLong returns all).
@@ -109,11 +54,8 @@ func (s *Server) openCronRoutes(mux httpkit.Mux) {
 	mux.HandleFunc("GET /open/crons/{id}/log", s.withApp(s.openCronLog))
 }
 
-// activeStatuses are the run states QingLong calls running or queued.
-var activeStatuses = []run.RunStatus{run.RunCreated, run.RunQueued, run.RunDispatching, run.RunRunning, run.RunRetryWait}
-
 func (s *Server) stopTask(ctx context.Context, t edge.Task) error {
-	page, err := s.store.ListRuns(ctx, edge.RunFilter{TaskID: t.ID, Statuses: activeStatuses, Limit: edge.MaxPageSize})
+	page, err := s.store.ListRuns(ctx, edge.RunFilter{TaskID: t.ID, Statuses: qlopen.ActiveStatuses, Limit: edge.MaxPageSize})
 	if err != nil {
 		return err
 	}
@@ -123,18 +65,6 @@ func (s *Server) stopTask(ctx context.Context, t edge.Task) error {
 		}
 	}
 	return nil
-}
-
-// taskCommand is what the Open API shows as a task's command: a shell
-// spec's command, an argv spec's words joined by spaces.
-func taskCommand(c spec.Command) string {
-	switch {
-	case c.Shell != nil:
-		return c.Shell.Command
-	case c.Argv != nil:
-		return strings.Join(append([]string{c.Argv.File}, c.Argv.Args...), " ")
-	}
-	return ""
 }
 
 func (s *Server) openCronViews(ctx context.Context, tasks []edge.Task) ([]OpenCron, error) {
@@ -153,21 +83,9 @@ func (s *Server) openCronViews(ctx context.Context, tasks []edge.Task) ([]OpenCr
 			return nil, err
 		}
 		slices.SortStableFunc(trs, func(a, b edge.Trigger) int { return cmp.Compare(a.CreatedAtMs, b.CreatedAtMs) })
-		v := OpenCron{ID: nums[t.ID], Name: t.Name, Command: taskCommand(t.Spec), Status: 1, Labels: []string{},
-			ExtraSchedules: []OpenSchedule{}, Saved: true, Timestamp: qlStamp(t.UpdatedAtMs),
-			CreatedAt: qlTime(t.CreatedAtMs), UpdatedAt: qlTime(t.UpdatedAtMs)}
-		for j, tr := range trs {
-			if j == 0 {
-				v.Schedule = tr.Expression
-			} else {
-				v.ExtraSchedules = append(v.ExtraSchedules, OpenSchedule{Schedule: tr.Expression})
-			}
-		}
-		if !t.Enabled {
-			v.IsDisabled = 1
-		}
-		if t.Spec.Concurrency == spec.ConcurrencyAllow {
-			v.AllowMultipleInstances = 1
+		v := qlopen.TaskView{Num: nums[t.ID], Name: t.Name, Spec: t.Spec, Enabled: t.Enabled, CreatedAtMs: t.CreatedAtMs, UpdatedAtMs: t.UpdatedAtMs}
+		for _, tr := range trs {
+			v.Schedules = append(v.Schedules, tr.Expression)
 		}
 		runs, err := s.store.ListRuns(ctx, edge.RunFilter{TaskID: t.ID, Limit: 1})
 		if err != nil {
@@ -175,58 +93,43 @@ func (s *Server) openCronViews(ctx context.Context, tasks []edge.Task) ([]OpenCr
 		}
 		if len(runs.Runs) > 0 {
 			rn := runs.Runs[0]
-			switch rn.Status {
-			case run.RunRunning, run.RunDispatching:
-				v.Status = 0
-			case run.RunCreated, run.RunQueued, run.RunRetryWait:
-				v.Status = 3
-			}
-			v.LastExecutionTime = rn.CreatedAtMs / 1000
-			if rn.FinishedAtMs != 0 {
-				v.LastRunningTime = (rn.FinishedAtMs - rn.CreatedAtMs) / 1000
-			}
+			v.Last = &qlopen.LastRun{Status: rn.Status, CreatedAtMs: rn.CreatedAtMs, FinishedAtMs: rn.FinishedAtMs}
 		}
-		out[i] = v
+		out[i] = qlopen.CronOf(v)
 	}
 	return out, nil
 }
 
-// openListCrons is QingLong's GET /crons: searchValue matches the name or
-// the command (case-insensitively); page (1-based) and size page the
-// matches, oldest task first.
+// openListCrons is QingLong's GET /crons: searchValue matches the name,
+// the command or a label (core/find: ASCII letters case-insensitively);
+// page (1-based) and size page the matches, oldest task first.
 func (s *Server) openListCrons(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	search := strings.ToLower(q.Get("searchValue"))
-	// QingLong's panel sends filters={} (and a sorter when a column is
-	// sorted); ql3 has neither, so anything else is refused, not ignored.
-	if f := q.Get("filters"); (f != "" && f != "{}") || q.Get("sorter") != "" || q.Get("queryString") != "" {
-		openFail(w, http.StatusBadRequest, "filters, sorter and queryString are not supported by ql3-edge; use searchValue")
+	search, err := edge.CheckSearch("searchValue", q.Get("searchValue"))
+	if err != nil {
+		s.openErr(w, r, err)
 		return
 	}
-	page, size := 0, 0
-	if q.Get("page") != "" || q.Get("size") != "" {
-		var err1, err2 error
-		page, err1 = strconv.Atoi(q.Get("page"))
-		size, err2 = strconv.Atoi(q.Get("size"))
-		if err1 != nil || err2 != nil || page < 1 || size < 1 || size > edge.MaxPageSize {
-			openFail(w, http.StatusBadRequest, "page must be >= 1 and size 1..200, given together")
-			return
-		}
+	if err := qlopen.CheckListQuery(q.Get("filters"), q.Get("sorter"), q.Get("queryString")); err != nil {
+		s.openErr(w, r, err)
+		return
+	}
+	page, size, err := qlopen.Paging(q.Get("page"), q.Get("size"), edge.MaxPageSize)
+	if err != nil {
+		s.openErr(w, r, err)
+		return
 	}
 	var matches []edge.Task
 	cursor := ""
 	for scanned := 0; scanned < openMaxScan; {
-		p, err := s.store.ListTasks(r.Context(), edge.TaskFilter{Limit: edge.MaxPageSize, Cursor: cursor})
+		// The search runs in the store (name, command, labels; core/find),
+		// as on the control plane.
+		p, err := s.store.ListTasks(r.Context(), edge.TaskFilter{Search: search, Limit: edge.MaxPageSize, Cursor: cursor})
 		if err != nil {
 			s.openErr(w, r, err)
 			return
 		}
-		for _, t := range p.Tasks {
-			if search == "" || strings.Contains(strings.ToLower(t.Name), search) ||
-				strings.Contains(strings.ToLower(taskCommand(t.Spec)), search) {
-				matches = append(matches, t)
-			}
-		}
+		matches = append(matches, p.Tasks...)
 		scanned += len(p.Tasks)
 		if cursor = p.NextCursor; cursor == "" {
 			break
@@ -311,49 +214,6 @@ func (s *Server) openEachCron(fn func(context.Context, edge.Task) error) http.Ha
 	}
 }
 
-// checkCronInput refuses what a ql3 task cannot express (ADR 0048) and
-// returns the schedules in order (schedule first).
-func checkCronInput(in OpenCronInput) ([]string, error) {
-	refuse := func(field, why string) error { return errs.Invalidf(field, "ql3 cannot express this: %s", why) }
-	switch {
-	case strings.TrimSpace(in.Command) == "":
-		return nil, errs.Invalidf("command", "is required")
-	case strings.TrimSpace(in.Schedule) == "":
-		return nil, errs.Invalidf("schedule", "is required")
-	case strings.HasPrefix(in.Schedule, "@once") || strings.HasPrefix(in.Schedule, "@boot"):
-		return nil, refuse("schedule", "@once and @boot tasks have no ql3 trigger; use run now")
-	case len(in.Labels) > 0:
-		return nil, refuse("labels", "labels are not part of a ql3-edge task yet")
-	case in.SubID != nil:
-		return nil, refuse("sub_id", "subscriptions are not served by the Open API")
-	case in.TaskBefore != nil && *in.TaskBefore != "", in.TaskAfter != nil && *in.TaskAfter != "":
-		return nil, refuse("task_before", "put the commands into command")
-	case in.LogName != nil && *in.LogName != "":
-		return nil, refuse("log_name", "ql3 keeps each attempt's log itself")
-	case in.WorkDir != nil && *in.WorkDir != "":
-		return nil, refuse("work_dir", "use a cd in command")
-	case in.AllowMultipleInstances != nil && *in.AllowMultipleInstances != 0 && *in.AllowMultipleInstances != 1:
-		return nil, errs.Invalidf("allow_multiple_instances", "must be 0 or 1")
-	case len(in.ExtraSchedules) > edge.MaxTriggersPerTask-1:
-		return nil, errs.Invalidf("extra_schedules", "at most %d", edge.MaxTriggersPerTask-1)
-	}
-	out := []string{strings.TrimSpace(in.Schedule)}
-	for _, e := range in.ExtraSchedules {
-		out = append(out, strings.TrimSpace(e.Schedule))
-	}
-	return out, nil
-}
-
-// cronName is the task name of a cron: its name, or (QingLong allows an
-// empty name) its command cut to the name limit.
-func cronName(in OpenCronInput) string {
-	if n := strings.TrimSpace(in.Name); n != "" {
-		return n
-	}
-	c := []rune(strings.Join(strings.Fields(in.Command), " "))
-	return string(c[:min(len(c), edge.MaxTaskName)])
-}
-
 func (s *Server) openTrigger(expr string) edge.TriggerInput {
 	return edge.TriggerInput{Expression: expr, TimeZone: s.openZone, GraceMs: s.grace, Enabled: true}
 }
@@ -364,7 +224,7 @@ func (s *Server) openCreateCron(w http.ResponseWriter, r *http.Request) {
 		s.openErr(w, r, err)
 		return
 	}
-	scheds, err := checkCronInput(in)
+	scheds, err := qlopen.CheckCronInput(in, edge.MaxTriggersPerTask)
 	if err == nil && in.ID != 0 {
 		err = errs.Invalidf("id", "not allowed when creating")
 	}
@@ -372,11 +232,8 @@ func (s *Server) openCreateCron(w http.ResponseWriter, r *http.Request) {
 		s.openErr(w, r, err)
 		return
 	}
-	sp := spec.Command{Kind: spec.KindCommandV1, Shell: &spec.Shell{Command: in.Command, Shell: spec.ShellBash}}.WithDefaults()
-	if in.AllowMultipleInstances != nil && *in.AllowMultipleInstances == 1 {
-		sp.Concurrency = spec.ConcurrencyAllow
-	}
-	nt := edge.NewTask{Name: cronName(in), Spec: sp, Enabled: true}
+	sp := qlopen.CronSpec(in, nil)
+	nt := edge.NewTask{Name: qlopen.CronName(in), Spec: sp, Enabled: true}
 	for _, e := range scheds {
 		nt.Triggers = append(nt.Triggers, s.openTrigger(e))
 	}
@@ -397,7 +254,7 @@ func (s *Server) openUpdateCron(w http.ResponseWriter, r *http.Request) {
 		s.openErr(w, r, err)
 		return
 	}
-	scheds, err := checkCronInput(in)
+	scheds, err := qlopen.CheckCronInput(in, edge.MaxTriggersPerTask)
 	if err == nil && in.ID == 0 {
 		err = errs.Invalidf("id", "is required")
 	}
@@ -415,16 +272,9 @@ func (s *Server) openUpdateCron(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	sp := t.Spec
-	sp.Argv, sp.Shell = nil, &spec.Shell{Command: in.Command, Shell: spec.ShellBash}
-	if in.AllowMultipleInstances != nil {
-		sp.Concurrency = spec.DefaultConcurrency
-		if *in.AllowMultipleInstances == 1 {
-			sp.Concurrency = spec.ConcurrencyAllow
-		}
-	}
+	sp := qlopen.CronSpec(in, &t.Spec)
 	ctx := r.Context()
-	if t, err = s.store.UpdateTask(ctx, t.ID, t.Revision, edge.TaskUpdate{Name: cronName(in), Spec: sp}); err != nil {
+	if t, err = s.store.UpdateTask(ctx, t.ID, t.Revision, edge.TaskUpdate{Name: qlopen.CronName(in), Spec: sp}); err != nil {
 		s.openErr(w, r, err)
 		return
 	}

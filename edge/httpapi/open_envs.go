@@ -5,52 +5,21 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ql3/ql3/core/env"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/qlopen"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/httpkit"
 )
 
-// OpenEnv is QingLong's env row (back/data/env.ts) as the Open API shows
-// it. status 0 is enabled, 1 disabled. Value is present where QingLong
-// returns it: the list and one entry (audited reads) and the answers to
-// create and update (the app sent the value).
-type OpenEnv struct {
-	ID        int64    `json:"id"`
-	Name      string   `json:"name"`
-	Value     *string  `json:"value,omitempty"`
-	Remarks   string   `json:"remarks"`
-	Status    int      `json:"status"`
-	Position  int64    `json:"position"`
-	IsPinned  int      `json:"isPinned"`
-	Labels    []string `json:"labels"`
-	Timestamp string   `json:"timestamp"`
-	CreatedAt string   `json:"createdAt"`
-	UpdatedAt string   `json:"updatedAt"`
-}
-
-// OpenEnvInput is one element of POST /open/envs and the body of PUT.
-type OpenEnvInput struct {
-	ID      int64    `json:"id,omitempty"`
-	Name    string   `json:"name"`
-	Value   string   `json:"value"`
-	Remarks *string  `json:"remarks"`
-	Labels  []string `json:"labels"`
-}
-
-// OpenMove is the body of PUT /open/envs/{id}/move.
-type OpenMove struct {
-	FromIndex *int `json:"fromIndex"`
-	ToIndex   *int `json:"toIndex"`
-}
-
-// OpenRename is the body of PUT /open/envs/name.
-type OpenRename struct {
-	IDs  []int64 `json:"ids"`
-	Name string  `json:"name"`
-}
+// The env row and the bodies are core/qlopen's (ADR 0057).
+type (
+	OpenEnv      = qlopen.Env
+	OpenEnvInput = qlopen.EnvInput
+	OpenMove     = qlopen.Move
+	OpenRename   = qlopen.Rename
+)
 
 func (s *Server) openEnvRoutes(mux httpkit.Mux) {
 	mux.HandleFunc("GET /open/envs", s.withApp(s.withOpenEnvs(s.openListEnvs)))
@@ -80,14 +49,6 @@ func (s *Server) withOpenEnvs(h http.HandlerFunc) http.HandlerFunc {
 
 func openActor(r *http.Request) string { return "app " + appOf(r).Name }
 
-// qlTime formats ms the way QingLong's rows carry times: createdAt and
-// updatedAt as ISO 8601 (Sequelize), timestamp as JavaScript's
-// Date.toString() in UTC.
-func qlTime(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
-func qlStamp(ms int64) string {
-	return time.UnixMilli(ms).UTC().Format("Mon Jan 02 2006 15:04:05") + " GMT+0000 (Coordinated Universal Time)"
-}
-
 func (s *Server) openEnvViews(ctx context.Context, es []env.Entry, withValues bool) ([]OpenEnv, error) {
 	refs := make([]string, len(es))
 	for i, e := range es {
@@ -99,22 +60,7 @@ func (s *Server) openEnvViews(ctx context.Context, es []env.Entry, withValues bo
 	}
 	out := make([]OpenEnv, len(es))
 	for i, e := range es {
-		v := OpenEnv{ID: nums[e.ID], Name: e.Name, Remarks: e.Remarks, Position: e.Position, Labels: e.Labels,
-			Timestamp: qlStamp(e.UpdatedAtMs), CreatedAt: qlTime(e.CreatedAtMs), UpdatedAt: qlTime(e.UpdatedAtMs)}
-		if !e.Enabled {
-			v.Status = 1
-		}
-		if e.Pinned {
-			v.IsPinned = 1
-		}
-		if v.Labels == nil {
-			v.Labels = []string{}
-		}
-		if withValues {
-			val := e.Value
-			v.Value = &val
-		}
-		out[i] = v
+		out[i] = qlopen.EnvOf(e, nums[e.ID], withValues)
 	}
 	return out, nil
 }
@@ -124,14 +70,11 @@ func (s *Server) openEnvViews(ctx context.Context, es []env.Entry, withValues bo
 // line naming the app and the entries).
 func (s *Server) openListEnvs(w http.ResponseWriter, r *http.Request) {
 	q := strings.ToLower(r.URL.Query().Get("searchValue"))
-	if len(q) > 256 {
+	if len(q) > qlopen.MaxEnvSearch {
 		openFail(w, http.StatusBadRequest, "searchValue: at most 256 bytes")
 		return
 	}
-	es, err := s.access.OpenReadEnvs(r.Context(), appOf(r).Name, func(e env.Entry) bool {
-		return q == "" || strings.Contains(strings.ToLower(e.Name), q) || strings.Contains(strings.ToLower(e.Value), q) ||
-			strings.Contains(strings.ToLower(e.Remarks), q)
-	})
+	es, err := s.access.OpenReadEnvs(r.Context(), appOf(r).Name, func(e env.Entry) bool { return qlopen.EnvMatches(e, q) })
 	s.answerEnvs(w, r, es, err, true)
 }
 
@@ -324,10 +267,6 @@ func (s *Server) openMoveEnv(w http.ResponseWriter, r *http.Request) {
 		s.openErr(w, r, err)
 		return
 	}
-	if in.FromIndex == nil || in.ToIndex == nil {
-		openFail(w, http.StatusBadRequest, "fromIndex and toIndex are required")
-		return
-	}
 	ids, err := s.openPathIDs(r, edge.OpenKindEnv)
 	if err != nil {
 		s.openErr(w, r, err)
@@ -338,22 +277,13 @@ func (s *Server) openMoveEnv(w http.ResponseWriter, r *http.Request) {
 		s.openErr(w, r, err)
 		return
 	}
-	from, to := *in.FromIndex, *in.ToIndex
-	if from < 0 || from >= len(all) || to < 0 || to >= len(all) || all[from].ID != ids[0] {
-		openFail(w, http.StatusBadRequest, "fromIndex/toIndex do not match the current list (fromIndex must be this entry's place)")
+	before, stay, err := qlopen.MoveTarget(all, ids[0], in)
+	if err != nil {
+		s.openErr(w, r, err)
 		return
 	}
-	before := ""
-	switch {
-	case to < from:
-		before = all[to].ID
-	case to > from && to+1 < len(all):
-		before = all[to+1].ID
-	case to == from:
-		before = ids[0]
-	}
 	var e env.Entry
-	if before == ids[0] {
+	if stay {
 		e, err = s.envs.GetEnv(r.Context(), ids[0])
 	} else {
 		e, err = s.envs.MoveEnv(r.Context(), ids[0], before)

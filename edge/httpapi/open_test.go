@@ -214,8 +214,8 @@ func TestOpenAPIAuthShapes(t *testing.T) {
 	}
 	id2, secret2 := f.newApp("all", "envs", "crons", "scripts", "logs", "system")
 	all := f.appToken(id2, secret2)
-	for _, p := range []string{"/open/scripts", "/open/logs", "/open/system"} {
-		if st, a = f.ql("GET", p, all.Token, ""); st != 404 || a.Code != 404 || !strings.Contains(a.Message, "does not serve") {
+	for _, p := range []string{"/open/crons/views", "/open/envs/views", "/open/system/config"} {
+		if st, a = f.ql("PUT", p, all.Token, "{}"); st != 404 || a.Code != 404 || !strings.Contains(a.Message, "does not serve") {
 			t.Fatalf("%s: %d %+v", p, st, a)
 		}
 	}

@@ -24,7 +24,7 @@ func TestGetRoutesRevealNoSecrets(t *testing.T) {
 		"environment":{"SETTING":"`+inline+`"}},"triggers":[{"expression":"@daily"}]}`, http.StatusCreated, &task)
 	var run Run
 	f.decode("POST", "/api/v1/tasks/leaky/runs", "", http.StatusCreated, &run)
-	params := map[string]string{"{task}": "leaky", "{trigger}": task.Triggers[0].ID, "{run}": run.ID, "{n}": "1", "{id}": ids[0], "{kind}": "node"}
+	params := map[string]string{"{task}": "leaky", "{trigger}": task.Triggers[0].ID, "{run}": run.ID, "{n}": "1", "{id}": ids[0], "{kind}": "node", "{file}": "x.js"}
 
 	api := New(Config{})
 	gets := 0

@@ -223,7 +223,7 @@
       const list = await api("GET", "/api/v1/tasks" + q({ limit: "50", cursor: params.get("cursor"), q: params.get("q"), label: params.get("label"), enabled: params.get("enabled") }));
       return { list, tasks: list.items, last: (t) => t.lastRun };
     }
-    const list = await api("GET", "/api/v1/tasks" + q({ limit: "50", cursor: params.get("cursor") }));
+    const list = await api("GET", "/api/v1/tasks" + q({ limit: "50", cursor: params.get("cursor"), q: params.get("q") }));
     const runs = await api("GET", "/api/v1/runs?limit=200");
     const last = {};
     for (const r of runs.items) if (!last[r.taskId]) last[r.taskId] = r;
@@ -235,10 +235,11 @@
     const label = h("input", { type: "text", id: "task-label", name: "label", value: params.get("label") || "", placeholder: t("tasks.label", "Label"), "aria-label": t("tasks.label", "Label"), class: "short" });
     const enabled = h("select", { id: "task-enabled", name: "enabled", "aria-label": t("tasks.enabled", "Enabled") },
       [["", t("common.any", "any")], ["true", t("tasks.onlyEnabled", "enabled")], ["false", t("tasks.onlyDisabled", "disabled")]].map(([v, l]) => h("option", { value: v, text: l, selected: (params.get("enabled") || "") === v })));
+    // The control plane searches name and command (labels are the edge's).
     return h("form", { class: "bar", id: "task-filter", onsubmit: (ev) => {
       ev.preventDefault();
-      location.hash = "#/tasks" + q({ q: box.value.trim(), label: label.value.trim(), enabled: enabled.value });
-    } }, box, label, enabled, h("button", { type: "submit", text: t("common.search", "Search") }));
+      location.hash = "#/tasks" + q({ q: box.value.trim(), label: S.control ? "" : label.value.trim(), enabled: S.control ? "" : enabled.value });
+    } }, box, S.control ? null : label, S.control ? null : enabled, h("button", { type: "submit", text: t("common.search", "Search") }));
   }
   async function taskList(params, g) {
     const { list, tasks, last } = await taskRows(params);
@@ -265,7 +266,7 @@
     });
     const here = { q: params.get("q"), label: params.get("label"), enabled: params.get("enabled") };
     render(g, h("div", { class: "bar" }, h("h1", { text: t("tasks.title", "Tasks") }), h("a", { class: "button", href: "#/tasks/new", id: "new-task", text: t("tasks.new", "New task") })),
-      S.control ? null : taskSearch(params),
+      taskSearch(params),
       S.control || !ext.views ? null : ext.views(params),
       rows.length ? h("table", { class: "cards", id: "tasks" },
         head(t("tasks.task", "Task"), t("tasks.enabled", "Enabled"), t("tasks.schedule", "Schedule"), t("tasks.nextFire", "Next fire"), t("tasks.lastRun", "Last run"), t("common.actions", "Actions")),

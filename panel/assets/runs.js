@@ -12,17 +12,9 @@
   // ---- runs -----------------------------------------------------------------
   // taskPicker is the runs filter's task field: typing searches the tasks
   // on the server (name, command, label; 20 suggestions), so any of
-  // thousands of tasks can be picked. The control plane has no task search
-  // yet: there it offers the first 100 tasks.
+  // thousands of tasks can be picked, on both servers (ADR 0050, 0057).
   async function taskPicker(params) {
     const cur = params.get("task") || "";
-    if (S.control) {
-      const tasks = await api("GET", "/api/v1/tasks?limit=100");
-      const sel = h("select", { name: "task", id: "filter-task" }, h("option", { value: "", text: t("common.any", "any") }),
-        tasks.items.map((x) => h("option", { value: x.id, text: x.name, selected: x.id === cur })));
-      const names = {}; tasks.items.forEach((x) => { names[x.id] = x.name; });
-      return { input: sel, names, value: async () => sel.value };
-    }
     let shown = cur;
     if (cur) { try { shown = (await api("GET", "/api/v1/tasks/" + encodeURIComponent(cur))).name; } catch (e) { if (e.status === 401) throw e; } }
     const list = h("datalist", { id: "task-suggestions" });

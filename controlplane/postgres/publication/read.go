@@ -50,7 +50,8 @@ const runSelect = `SELECT run_id::text, project_id::text, task_id::text, task_re
 	coalesce(cancel_requested_at_ms, 0), coalesce(error_class, ''), coalesce(error_message, ''), created_at_ms,
 	updated_at_ms, coalesce(finished_at_ms, 0),
 	(SELECT a.exit_code FROM ql3.attempts a WHERE a.run_id = ql3.runs.run_id ORDER BY a.attempt DESC LIMIT 1),
-	random_delay_ms
+	random_delay_ms,
+	(SELECT t.name FROM ql3.tasks t WHERE t.task_id = ql3.runs.task_id)
 	FROM ql3.runs`
 
 func scanRun(row pgx.Row) (controlplane.Run, error) {
@@ -59,7 +60,7 @@ func scanRun(row pgx.Row) (controlplane.Run, error) {
 	if err := row.Scan(&r.ID, &r.ProjectID, &r.TaskID, &r.TaskRevision, &r.ExecutionRevisionID, &digest, &r.Origin,
 		&r.TriggerID, &r.TriggerRevision, &r.RerunOf, &r.IdempotencyKey, &r.ScheduledForMs, &r.Priority, &r.Status,
 		&r.Version, &r.AttemptCount, &r.MaxAttempts, &r.NotBeforeMs, &r.CancelRequestedAtMs, &r.ErrorClass,
-		&r.ErrorMessage, &r.CreatedAtMs, &r.UpdatedAtMs, &r.FinishedAtMs, &r.ExitCode, &r.RandomDelayMs); err != nil {
+		&r.ErrorMessage, &r.CreatedAtMs, &r.UpdatedAtMs, &r.FinishedAtMs, &r.ExitCode, &r.RandomDelayMs, &r.TaskName); err != nil {
 		return controlplane.Run{}, err
 	}
 	var err error

@@ -12,6 +12,7 @@ import (
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/find"
 	"github.com/ql3/ql3/core/placement/matcher"
 	"github.com/ql3/ql3/core/scriptpath"
 	"github.com/ql3/ql3/core/spec"
@@ -172,8 +173,8 @@ func createTask(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, name string
 		return controlplane.Task{}, err
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO ql3.tasks
-		(task_id, project_id, name, enabled, head_revision, created_at_ms, updated_at_ms)
-		VALUES ($1, $2, $3, $4, 1, `+dbNowMs+`, `+dbNowMs+`)`, taskID, projectID, name, enabled); err != nil {
+		(task_id, project_id, name, enabled, head_revision, created_at_ms, updated_at_ms, search_text)
+		VALUES ($1, $2, $3, $4, 1, `+dbNowMs+`, `+dbNowMs+`, $5)`, taskID, projectID, name, enabled, find.Text(name, cs.cmd, nil)); err != nil {
 		return controlplane.Task{}, err
 	}
 	if _, err := insertTaskRevision(ctx, tx, projectID, taskID, 1, cs); err != nil {
@@ -215,8 +216,8 @@ func updateTask(ctx context.Context, tx pgx.Tx, taskID uuid.UUID, in controlplan
 		return controlplane.Task{}, err
 	}
 	tag, err := tx.Exec(ctx, `UPDATE ql3.tasks SET name = $2, enabled = $3, head_revision = $4,
-		updated_at_ms = greatest(updated_at_ms, `+dbNowMs+`)
-		WHERE task_id = $1 AND head_revision = $5`, taskID, in.Name, enabled, rev, head)
+		updated_at_ms = greatest(updated_at_ms, `+dbNowMs+`), search_text = $6
+		WHERE task_id = $1 AND head_revision = $5`, taskID, in.Name, enabled, rev, head, find.Text(in.Name, cs.cmd, nil))
 	if err != nil {
 		return controlplane.Task{}, err
 	}
