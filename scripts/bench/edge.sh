@@ -52,7 +52,7 @@ echo "== ql3-edge benchmark ($(date -u +%Y-%m-%dT%H:%M:%SZ), $(go version | awk 
 
 # 1. Stripped binary sizes.
 for arch in amd64 arm64; do
-	(cd "$ROOT/edge" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -ldflags '-s -w' -o "$WORK/ql3-edge-$arch" ./cmd/ql3-edge)
+	(cd "$ROOT/edge" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -trimpath -tags nethttpomithttp2 -ldflags '-s -w' -o "$WORK/ql3-edge-$arch" ./cmd/ql3-edge)
 	size=$(stat -c %s "$WORK/ql3-edge-$arch")
 	printf "binary size linux/%-5s  %6s MiB   (goal <= 16 MiB: %s)\n" "$arch" "$(mib "$size")" "$(verdict "$(mib "$size")" 16 "<=")"
 done
