@@ -14,7 +14,7 @@ package placement
 import (
 	"fmt"
 	"slices"
-	"strings"
+	"sort"
 
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
@@ -195,14 +195,18 @@ func (r Requirements) Normalize() Requirements {
 		r.Preferred = nil
 	} else {
 		r.Preferred = slices.Clone(r.Preferred)
-		slices.SortFunc(r.Preferred, func(a, b Preference) int {
-			if c := strings.Compare(a.Label, b.Label); c != 0 {
-				return c
+		// sort.Slice, not slices.SortFunc: a generic sort is instantiated
+		// per element shape (~25 KB of code each in the mipsle worker,
+		// whose size is capped); sort.Slice's code is shared by every use.
+		p := r.Preferred
+		sort.Slice(p, func(i, j int) bool {
+			if p[i].Label != p[j].Label {
+				return p[i].Label < p[j].Label
 			}
-			if c := strings.Compare(a.Value, b.Value); c != 0 {
-				return c
+			if p[i].Value != p[j].Value {
+				return p[i].Value < p[j].Value
 			}
-			return a.Weight - b.Weight
+			return p[i].Weight < p[j].Weight
 		})
 	}
 	return r
