@@ -28,14 +28,14 @@ import (
 // revision: NULLs for argv and shell tasks; for a script task the tree of
 // its folder, which must hold the file.
 func pinScriptTree(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, cmd spec.Command) (dir, tree any, err error) {
-	if cmd.Script == nil {
+	file, field := scriptFile(cmd)
+	if file == "" {
 		return nil, nil, nil
 	}
-	file := cmd.Script.File
 	var kind string
 	err = tx.QueryRow(ctx, `SELECT kind FROM ql3.script_entries WHERE project_id = $1 AND path = $2`, projectID, file).Scan(&kind)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && kind != "file") {
-		return nil, nil, errs.Invalidf("spec.script.file", "%q is not a file of the project's scripts folder (write it first: PUT /api/v1/projects/{project}/scripts/content)", file)
+		return nil, nil, errs.Invalidf(field, "%q is not a file of the project's scripts folder (write it first: PUT /api/v1/projects/{project}/scripts/content)", file)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -43,9 +43,44 @@ func pinScriptTree(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, cmd spec
 	d := scriptpath.Dir(file)
 	digest, err := SnapshotScriptTree(ctx, tx, projectID, d)
 	if err != nil {
-		return nil, nil, errs.Prefix("spec.script", err)
+		return nil, nil, errs.Prefix(strings.TrimSuffix(field, ".file"), err)
 	}
 	return d, digest[:], nil
+}
+
+// scriptFile is the file of the scripts folder cmd runs, "" for none: a
+// script task's, or the FILE of a shell task's `task FILE [ARGS]` line
+// (scriptpath.ShellTask), which the cluster runs as a script task runs —
+// its tree pinned here, the worker starting the interpreter on it — while
+// the task keeps its spec as written. field names it in errors.
+func scriptFile(cmd spec.Command) (file, field string) {
+	if cmd.Script != nil {
+		return cmd.Script.File, "spec.script.file"
+	}
+	if cmd.Shell != nil {
+		if tc, ok, err := scriptpath.ShellTask(cmd.Shell.Command); ok && err == nil {
+			return tc.File, "spec.shell.command"
+		}
+	}
+	return "", ""
+}
+
+// checkShellTask refuses, at publish, a shell task's `task` line that the
+// edge's helper would refuse at run time (the same message: malformed,
+// conc/desi) or whose file no interpreter runs.
+func checkShellTask(cmd spec.Command) error {
+	if cmd.Shell == nil {
+		return nil
+	}
+	tc, ok, err := scriptpath.ShellTask(cmd.Shell.Command)
+	switch {
+	case !ok:
+		return nil
+	case err != nil:
+		return errs.Prefix("spec.shell", err)
+	}
+	_, err = scriptpath.DefaultInterpretersTable().For("spec.shell.command", tc.File)
+	return err
 }
 
 // SnapshotScriptTree records the tree of dir ("" = the whole folder) of a
@@ -150,9 +185,10 @@ func RepinScriptTasks(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, chang
 			return moved, errs.E(errs.Internal, "", "stored spec of task %s does not compile: %v", t.id, err)
 		}
 		var kind string
-		err = tx.QueryRow(ctx, `SELECT kind FROM ql3.script_entries WHERE project_id = $1 AND path = $2`, projectID, cmd.Script.File).Scan(&kind)
+		file, _ := scriptFile(cmd)
+		err = tx.QueryRow(ctx, `SELECT kind FROM ql3.script_entries WHERE project_id = $1 AND path = $2`, projectID, file).Scan(&kind)
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && kind != "file") {
-			return moved, errs.E(errs.Conflict, "path", "task %q (%s) runs %q: change or delete the task first", t.name, t.id, cmd.Script.File)
+			return moved, errs.E(errs.Conflict, "path", "task %q (%s) runs %q: change or delete the task first", t.name, t.id, file)
 		}
 		if err != nil {
 			return moved, err
