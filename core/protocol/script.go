@@ -33,7 +33,7 @@ const (
 )
 
 // checkScriptTree: a script task's offer names its tree; a shell task's
-// whose command is a `task FILE [ARGS]` line (scriptpath.ShellTask) may (it
+// whose command is a `task FILE [ARGS]` line (scriptpath.RunsAsScript) may (it
 // does when its revision was published with the tree pinned); no other
 // does.
 func checkScriptTree(c spec.Command, tree string) error {
@@ -54,8 +54,8 @@ func isShellTask(c spec.Command) bool {
 	if c.Shell == nil {
 		return false
 	}
-	_, ok, err := scriptpath.ShellTask(c.Shell.Command)
-	return ok && err == nil
+	_, ok := scriptpath.RunsAsScript(c.Shell.Command)
+	return ok
 }
 
 // ScriptTreeRequest asks for a page of the leased Run's tree manifest:

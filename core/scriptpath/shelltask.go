@@ -21,10 +21,21 @@ func ShellTask(cmd string) (tc TaskCommand, ok bool, err error) {
 	return tc, ok, err
 }
 
-// Supported refuses the modes ql3 does not run: conc/desi start one
-// process per account, ql3 one per Run.
+// RunsAsScript reports whether cmd is a task line ShellTask accepts, and
+// reads it, without building refusal messages (the worker and the offer's
+// check use it; publishers and the edge's helper use ShellTask).
+func RunsAsScript(cmd string) (TaskCommand, bool) {
+	tc, ok, err := ParseTaskCommand(cmd)
+	return tc, ok && err == nil && tc.runs()
+}
+
+// runs: ql3 runs every mode but conc/desi, which start one process per
+// account where ql3 starts one per Run.
+func (tc TaskCommand) runs() bool { return tc.Mode != "conc" && tc.Mode != "desi" }
+
+// Supported refuses the modes ql3 does not run (conc/desi), naming them.
 func (tc TaskCommand) Supported() error {
-	if tc.Mode == "conc" || tc.Mode == "desi" {
+	if !tc.runs() {
 		return errs.Invalidf("command", "%s (one run per account of %s) is not supported by ql3: run the script once (task %s) and let it loop over the accounts, or make one task per account",
 			tc.Mode, tc.ModeEnv, tc.File)
 	}

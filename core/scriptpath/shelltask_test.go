@@ -34,6 +34,14 @@ func TestShellTask(t *testing.T) {
 			t.Errorf("ShellTask(%q) = ok %v, %v; want not a task line", cmd, ok, err)
 		}
 	}
+	// RunsAsScript accepts exactly what ShellTask accepts without error.
+	for _, cmd := range []string{"task dir/x.js a 'b c'", "task -m 30 x.py now", "task x.js conc JD_COOKIE", "task x.js desi JD 1", "task ../x.js", "node x.js", "task x.js | tee log", ""} {
+		want, ok, err := ShellTask(cmd)
+		got, runs := RunsAsScript(cmd)
+		if runs != (ok && err == nil) || (runs && !reflect.DeepEqual(got, want)) {
+			t.Errorf("RunsAsScript(%q) = %+v, %v; ShellTask %+v, %v, %v", cmd, got, runs, want, ok, err)
+		}
+	}
 }
 
 func TestSplitInterpreters(t *testing.T) {

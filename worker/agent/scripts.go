@@ -42,18 +42,26 @@ func scriptCall(c spec.Command) (tc scriptpath.TaskCommand, err error) {
 		return scriptpath.TaskCommand{File: c.Script.File, Args: c.Script.Args}, nil
 	}
 	if c.Shell != nil {
-		tc, ok, err := scriptpath.ShellTask(c.Shell.Command)
-		if ok {
-			return tc, err
+		if tc, ok := scriptpath.RunsAsScript(c.Shell.Command); ok {
+			return tc, nil
 		}
 	}
-	return tc, errors.New("no script in the spec")
+	return tc, errors.New("no script")
 }
 
 // prepareScript readies at's script once; ok is false when the tree could
 // not be fetched yet for a reason that may pass (try again later).
 func (a *Agent) prepareScript(ctx context.Context, at *attempt) (ok bool) {
-	if at.offer.ScriptTree == "" || at.script != nil {
+	if at.script != nil {
+		return true
+	}
+	if at.offer.ScriptTree == "" {
+		if c := at.offer.Spec.Shell; c != nil {
+			if tc, ok := scriptpath.RunsAsScript(c.Command); ok {
+				// Published before its file was in the project's folder.
+				at.script = &scriptPrep{err: fmt.Errorf("%s was not in the scripts folder at publish", tc.File)}
+			}
+		}
 		return true
 	}
 	if a.cfg.Scripts == nil {
