@@ -47,6 +47,22 @@ func scriptTasksOnWorkers(t *testing.T, c *cluster) {
 		}
 	}
 
+	// A QingLong shell task `task dir/main.js a b` runs the same script with
+	// its args, as on the edge: its tree pinned at publish, its spec kept as
+	// written.
+	shell := c.createTask("script-shell-task", `{"kind":"qinglong/command@v1","shell":{"command":"task dir/main.js a b"},"concurrency":"allow",`+env+`}`)
+	if got := c.text(`SELECT coalesce(e.canonical_spec::jsonb->'shell'->>'command', '') || ' ' || coalesce(e.script_dir, '') || ' ' || (e.script_tree IS NOT NULL)::text
+		FROM ql3.execution_revisions e JOIN ql3.tasks t ON e.task_id = t.task_id AND e.task_revision = t.head_revision WHERE t.task_id = $1`, shell); got != "task dir/main.js a b dir true" {
+		t.Errorf("shell task line: execution revision %q, want the spec as written with dir's tree pinned", got)
+	}
+	sr := c.runNow(shell)
+	c.waitFinished(sr)
+	if st, log := c.runStatus(sr), c.stdout(sr); st != "succeeded" || log != "js:HELLO-STORE a,b dir/main.js\n" {
+		t.Errorf("shell task line run %s: %s, stdout %q", sr, st, log)
+	}
+
+	c.logWorkerRSS(t, "after script runs")
+
 	// In flight: the Run waits on a gate file while the script is edited.
 	gate := filepath.Join(c.dir, fmt.Sprintf("gate-%d", time.Now().UnixNano()))
 	slow := c.createTask("script-slow", `{"kind":"qinglong/command@v1","script":{"file":"slow/main.sh"},"concurrency":"allow","environment":{"GATE":"`+gate+`"}}`)
@@ -240,4 +256,25 @@ func scriptDownloadKilled(t *testing.T, c *cluster) {
 	c.startWorkerProc(w2)
 	c.waitOnline("w1", "w2")
 	c.noDuplicates(t)
+}
+
+// logWorkerRSS logs (never asserts) each live worker's resident set
+// (VmRSS), node profile, once it is idle again (issue #22's goal: 10 MiB).
+func (c *cluster) logWorkerRSS(t *testing.T, when string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, w := range c.workers {
+		if w.proc == nil || !w.alive() {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", w.cmd.Process.Pid))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(line, "VmRSS:") || strings.HasPrefix(line, "VmHWM:") {
+				t.Logf("worker %s %s (node profile, idle): %s", name, when, strings.Join(strings.Fields(line), " "))
+			}
+		}
+	}
 }

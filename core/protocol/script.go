@@ -32,9 +32,15 @@ const (
 	HeaderScriptBlobSize = "X-Ql3-Blob-Size"
 )
 
-// checkScriptTree: a script task's offer names its tree; no other does.
+// checkScriptTree: a script task's offer names its tree; a shell task's
+// whose command is a `task FILE [ARGS]` line (scriptpath.RunsAsScript) may (it
+// does when its revision was published with the tree pinned); no other
+// does.
 func checkScriptTree(c spec.Command, tree string) error {
-	if c.Script == nil {
+	if tree == "" && isShellTask(c) {
+		return nil
+	}
+	if c.Script == nil && !isShellTask(c) {
 		if tree != "" {
 			return errs.Invalidf("scriptTree", "only a script task's offer names a script tree")
 		}
@@ -42,6 +48,14 @@ func checkScriptTree(c spec.Command, tree string) error {
 	}
 	_, err := parseDigest("scriptTree", tree)
 	return err
+}
+
+func isShellTask(c spec.Command) bool {
+	if c.Shell == nil {
+		return false
+	}
+	_, ok := scriptpath.RunsAsScript(c.Shell.Command)
+	return ok
 }
 
 // ScriptTreeRequest asks for a page of the leased Run's tree manifest:

@@ -37,6 +37,28 @@ func TestScriptOfferNamesItsTree(t *testing.T) {
 	if _, err := o.Encode(); errs.Field(err) != "scriptTree" {
 		t.Errorf("a script offer without a tree: %v", err)
 	}
+	// A shell task's `task FILE ARGS` line may name its tree (both
+	// decoders); a shell line that is not one may not.
+	for line, ok := range map[string]bool{"task dir/x.js a b": true, "task x.js conc JD": false, "echo task x.js": false} {
+		cmd := spec.Command{Kind: spec.KindCommandV1, Shell: &spec.Shell{Command: line}}.WithDefaults()
+		o.Spec, o.ScriptTree = cmd, canonjson.Sum("t", nil).String()
+		o.SpecDigest, _ = cmd.Digest()
+		data, err := o.Encode()
+		if !ok {
+			if errs.Field(err) != "scriptTree" {
+				t.Errorf("%q with a tree: %v", line, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		for name, dec := range map[string]func([]byte) (Offer, error){"fast": decodeOfferFast, "reference": decodeOfferReference} {
+			if got, err := dec(data); err != nil || got.ScriptTree != o.ScriptTree {
+				t.Errorf("%q %s: %q %v", line, name, got.ScriptTree, err)
+			}
+		}
+	}
 }
 
 func TestScriptTreeMessages(t *testing.T) {

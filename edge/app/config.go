@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ql3/ql3/core/canonjson"
@@ -242,13 +241,7 @@ func validZone(name string) bool {
 
 // InterpreterOverrides splits Interpreters ("EXT=PROGRAM,EXT=PROGRAM").
 func (c Config) InterpreterOverrides() []string {
-	var out []string
-	for _, o := range strings.Split(c.Interpreters, ",") {
-		if o = strings.TrimSpace(o); o != "" {
-			out = append(out, o)
-		}
-	}
-	return out
+	return scriptpath.SplitInterpreters(c.Interpreters)
 }
 
 // InterpreterTable is the script interpreter table of this server: the

@@ -111,9 +111,8 @@ func TaskMain(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "task: %v\n", err)
 		return 2
 	}
-	if tc.Mode == "conc" || tc.Mode == "desi" {
-		fmt.Fprintf(stderr, "task: %s (one run per account of %s) is not supported by ql3: run the script once (task %s) and let it loop over the accounts, or make one task per account\n",
-			tc.Mode, tc.ModeEnv, tc.File)
+	if err := tc.Supported(); err != nil {
+		fmt.Fprintf(stderr, "task: %v\n", err)
 		return 2
 	}
 	interps, err := scriptpath.NewInterpreters(overrides)

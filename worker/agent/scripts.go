@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/ql3/ql3/core/protocol"
+	"github.com/ql3/ql3/core/scriptpath"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/worker/client"
 	"github.com/ql3/ql3/worker/scriptcache"
@@ -25,16 +27,41 @@ import (
 
 // scriptPrep is a script task's launch, ready.
 type scriptPrep struct {
-	argv []string
-	dir  string
-	env  map[string]string
-	err  error // a definite failure: the attempt fails at start with it
+	argv    []string
+	dir     string
+	env     map[string]string
+	maxTime time.Duration // a `task -m SECONDS` line's own limit, 0 for none
+	err     error         // a definite failure: the attempt fails at start with it
+}
+
+// scriptCall is the script c runs from its pinned tree: a script task's,
+// or that of a shell task's `task FILE [ARGS]` line (published with its
+// tree pinned, run as a script task is — as the edge's `task` helper does).
+func scriptCall(c spec.Command) (tc scriptpath.TaskCommand, err error) {
+	if c.Script != nil {
+		return scriptpath.TaskCommand{File: c.Script.File, Args: c.Script.Args}, nil
+	}
+	if c.Shell != nil {
+		if tc, ok := scriptpath.RunsAsScript(c.Shell.Command); ok {
+			return tc, nil
+		}
+	}
+	return tc, errors.New("no script")
 }
 
 // prepareScript readies at's script once; ok is false when the tree could
 // not be fetched yet for a reason that may pass (try again later).
 func (a *Agent) prepareScript(ctx context.Context, at *attempt) (ok bool) {
-	if at.offer.ScriptTree == "" || at.script != nil {
+	if at.script != nil {
+		return true
+	}
+	if at.offer.ScriptTree == "" {
+		if c := at.offer.Spec.Shell; c != nil {
+			if tc, ok := scriptpath.RunsAsScript(c.Command); ok {
+				// Published before its file was in the project's folder.
+				at.script = &scriptPrep{err: fmt.Errorf("%s was not in the scripts folder at publish", tc.File)}
+			}
+		}
 		return true
 	}
 	if a.cfg.Scripts == nil {
@@ -58,13 +85,18 @@ func (a *Agent) prepareScript(ctx context.Context, at *attempt) (ok bool) {
 	}
 	a.log.Info("script tree ready", "attempt", at.offer.AttemptID, "tree", at.offer.ScriptTree, "reused", st.Reused,
 		"blobs_fetched", st.BlobsFetched, "bytes_fetched", st.BytesFetched, "refetched", st.Refetched, "resumed_at", st.ResumedAtBytes)
-	sc := at.offer.Spec.Script
+	sc, err := scriptCall(at.offer.Spec)
+	if err != nil {
+		at.script = &scriptPrep{err: err}
+		return true
+	}
 	argv, dir, err := scriptcache.Command(a.cfg.Interpreters, root, sc.File, sc.Args, os.Getenv("PATH"))
 	if err != nil {
 		at.script = &scriptPrep{err: err}
 		return true
 	}
-	at.script = &scriptPrep{argv: argv, dir: dir, env: map[string]string{"QL3_SCRIPT": sc.File, "QL3_SCRIPTS_DIR": root}}
+	at.script = &scriptPrep{argv: argv, dir: dir, env: map[string]string{"QL3_SCRIPT": sc.File, "QL3_SCRIPTS_DIR": root},
+		maxTime: time.Duration(sc.MaxTimeSec) * time.Second}
 	return true
 }
 
@@ -72,12 +104,16 @@ func (a *Agent) prepareScript(ctx context.Context, at *attempt) (ok bool) {
 func (a *Agent) startLaunch(at *attempt, l Launch) (Process, error) {
 	if p := at.script; p != nil {
 		if p.err != nil {
-			fmt.Fprintf(l.Output, "ql3-worker: cannot start %s: %v\n", at.offer.Spec.Script.File, p.err)
+			sc, _ := scriptCall(at.offer.Spec)
+			fmt.Fprintf(l.Output, "ql3-worker: cannot start %s: %v\n", sc.File, p.err)
 			return nil, fmt.Errorf("%w: %v", ErrNeverStarted, p.err)
 		}
 		c := l.Spec
 		c.Script, c.Argv, c.Shell, c.WorkingDirectory = nil, &spec.Argv{File: p.argv[0], Args: p.argv[1:]}, nil, p.dir
 		l.Spec, l.ExtraEnv = c, p.env
+		if p.maxTime > 0 && (l.Timeout <= 0 || p.maxTime < l.Timeout) {
+			l.Timeout = p.maxTime
+		}
 	}
 	return a.run.Start(l)
 }

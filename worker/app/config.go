@@ -15,6 +15,7 @@ import (
 
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/lease"
+	"github.com/ql3/ql3/core/scriptpath"
 	"github.com/ql3/ql3/worker/agent"
 	"github.com/ql3/ql3/worker/client"
 	"github.com/ql3/ql3/worker/journal"
@@ -49,6 +50,10 @@ type Config struct {
 	LogLevel string            `json:"logLevel,omitempty"` // QL3_LOG_LEVEL
 	// LogFormat is text (default) or json: one slog record per line.
 	LogFormat string `json:"logFormat,omitempty"` // QL3_LOG_FORMAT
+	// Interpreters overrides the script interpreter of an extension, as
+	// the edge's: ".py=/opt/py/bin/python3,.ts=tsx" (the repeatable
+	// --interpreter flag).
+	Interpreters string `json:"interpreters,omitempty"` // QL3_INTERPRETERS
 }
 
 // DefaultConfig is the router profile with a state dir under /var/lib.
@@ -84,6 +89,7 @@ func (c *Config) overlay(o Config) {
 		{&c.IngressURL, o.IngressURL}, {&c.ServerName, o.ServerName}, {&c.CredentialFile, o.CredentialFile},
 		{&c.CertFile, o.CertFile}, {&c.KeyFile, o.KeyFile}, {&c.CAFile, o.CAFile},
 		{&c.StateDir, o.StateDir}, {&c.WorkDir, o.WorkDir}, {&c.Profile, o.Profile}, {&c.LogLevel, o.LogLevel}, {&c.LogFormat, o.LogFormat},
+		{&c.Interpreters, o.Interpreters},
 	} {
 		if s.v != "" {
 			*s.dst = s.v
@@ -156,6 +162,9 @@ func (c *Config) ApplyEnv(getenv func(string) string) error {
 			*dst = n
 		}
 	}
+	if v := getenv("QL3_INTERPRETERS"); v != "" {
+		c.Interpreters = v
+	}
 	if v := getenv("QL3_LABELS"); v != "" {
 		labels, err := parseLabels(v)
 		if err != nil {
@@ -209,6 +218,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) (apply func() error) {
 	capacity := fs.String("capacity", "", flagUsage("QL3_CAPACITY"))
 	inbox := fs.String("inbox-max", "", flagUsage("QL3_INBOX_MAX"))
 	labels := fs.String("labels", "", flagUsage("QL3_LABELS"))
+	var interps repeated
+	fs.Var(&interps, "interpreter", flagUsage("QL3_INTERPRETERS"))
 	return func() error {
 		env := map[string]string{}
 		for k, p := range strs {
@@ -218,6 +229,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) (apply func() error) {
 			env[k] = *p
 		}
 		env["QL3_CAPACITY"], env["QL3_INBOX_MAX"], env["QL3_LABELS"] = *capacity, *inbox, *labels
+		env["QL3_INTERPRETERS"] = strings.Join(interps, ",")
 		if err := c.ApplyEnv(func(k string) string { return env[k] }); err != nil {
 			return fmt.Errorf("--%s", strings.TrimPrefix(err.Error(), "QL3_"))
 		}
@@ -309,6 +321,9 @@ func (c Config) Validate() (Settings, error) {
 	if c.LogFormat != "" && c.LogFormat != "text" && c.LogFormat != "json" {
 		return s, fmt.Errorf("logFormat: must be text or json, got %.16q", c.LogFormat)
 	}
+	if a.Interpreters, err = scriptpath.NewInterpreters(scriptpath.SplitInterpreters(c.Interpreters)); err != nil {
+		return s, fmt.Errorf("interpreters: %w", err)
+	}
 	s.Agent, s.InboxMax = a, c.InboxMax
 	s.WorkDir = c.WorkDir
 	if s.WorkDir == "" {
@@ -316,3 +331,9 @@ func (c Config) Validate() (Settings, error) {
 	}
 	return s, nil
 }
+
+// repeated is a flag given once per value (--interpreter .py=P --interpreter .ts=Q).
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, ",") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }

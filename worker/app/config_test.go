@@ -131,3 +131,51 @@ func TestLogFormatJSON(t *testing.T) {
 		t.Errorf("text line: %q", b.String())
 	}
 }
+
+// --interpreter (repeatable), QL3_INTERPRETERS and the config file's
+// interpreters override an extension's interpreter as the edge's do; the
+// flag wins; a malformed one is refused at start naming the field.
+func TestInterpreterOverrides(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "worker.json")
+	if err := os.WriteFile(path, []byte(`{"interpreters":".py=/file/python3"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := base()
+	if err := c.LoadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Validate()
+	if err != nil || s.Agent.Interpreters[".py"][0] != "/file/python3" || s.Agent.Interpreters[".js"][0] != "node" {
+		t.Fatalf("file: %v %v", s.Agent.Interpreters, err)
+	}
+	if err := c.ApplyEnv(func(k string) string {
+		if k == "QL3_INTERPRETERS" {
+			return ".py=/env/python3,.ts=tsx"
+		}
+		return ""
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = c.Validate(); err != nil || s.Agent.Interpreters[".py"][0] != "/env/python3" || len(s.Agent.Interpreters[".ts"]) != 1 {
+		t.Fatalf("env: %v %v", s.Agent.Interpreters, err)
+	}
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	apply := c.RegisterFlags(fs)
+	if err := fs.Parse([]string{"--interpreter", ".py=/opt/py/bin/python3", "--interpreter", ".rb=ruby"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := apply(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = c.Validate(); err != nil || s.Agent.Interpreters[".py"][0] != "/opt/py/bin/python3" || s.Agent.Interpreters[".rb"][0] != "ruby" {
+		t.Fatalf("flags: %v %v", s.Agent.Interpreters, err)
+	}
+	for _, bad := range []string{".py", "py=/x", ".py="} {
+		c := base()
+		c.Interpreters = bad
+		if _, err := c.Validate(); err == nil || !strings.Contains(err.Error(), "interpreters") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}

@@ -35,6 +35,7 @@ var settingHelp = map[string]struct{ usage, def string }{
 	"QL3_CAPACITY":           {"attempts run at once", fmt.Sprintf("router %d, node %d", agent.RouterCapacity, agent.NodeCapacity)},
 	"QL3_INBOX_MAX":          {fmt.Sprintf("accepted offers the journal holds (1..%d)", journal.HardInbox), fmt.Sprint(journal.DefaultInbox)},
 	"QL3_LABELS":             {"placement labels, k=v,k=v", ""},
+	"QL3_INTERPRETERS":       {"EXT=PROGRAM runs scripts of EXT (repeatable; env, config: EXT=P,EXT=P)", ""},
 }
 
 // flagUsage is the flag's usage text: what it does, its default, its

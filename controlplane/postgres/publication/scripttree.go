@@ -28,14 +28,21 @@ import (
 // revision: NULLs for argv and shell tasks; for a script task the tree of
 // its folder, which must hold the file.
 func pinScriptTree(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, cmd spec.Command) (dir, tree any, err error) {
-	if cmd.Script == nil {
+	file, field := scriptFile(cmd)
+	if file == "" {
 		return nil, nil, nil
 	}
-	file := cmd.Script.File
 	var kind string
 	err = tx.QueryRow(ctx, `SELECT kind FROM ql3.script_entries WHERE project_id = $1 AND path = $2`, projectID, file).Scan(&kind)
+	if (errors.Is(err, pgx.ErrNoRows) || (err == nil && kind != "file")) && cmd.Script == nil {
+		// A shell task's task line may name a script not written yet, as
+		// QingLong (and its Open API clients) allow: it is pinned when the
+		// file is written (RepinScriptTasks); until then a worker refuses
+		// to start it, saying so.
+		return nil, nil, nil
+	}
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && kind != "file") {
-		return nil, nil, errs.Invalidf("spec.script.file", "%q is not a file of the project's scripts folder (write it first: PUT /api/v1/projects/{project}/scripts/content)", file)
+		return nil, nil, errs.Invalidf(field, "%q is not a file of the project's scripts folder (write it first: PUT /api/v1/projects/{project}/scripts/content)", file)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -43,9 +50,44 @@ func pinScriptTree(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, cmd spec
 	d := scriptpath.Dir(file)
 	digest, err := SnapshotScriptTree(ctx, tx, projectID, d)
 	if err != nil {
-		return nil, nil, errs.Prefix("spec.script", err)
+		return nil, nil, errs.Prefix(strings.TrimSuffix(field, ".file"), err)
 	}
 	return d, digest[:], nil
+}
+
+// scriptFile is the file of the scripts folder cmd runs, "" for none: a
+// script task's, or the FILE of a shell task's `task FILE [ARGS]` line
+// (scriptpath.ShellTask), which the cluster runs as a script task runs —
+// its tree pinned here, the worker starting the interpreter on it — while
+// the task keeps its spec as written. field names it in errors.
+func scriptFile(cmd spec.Command) (file, field string) {
+	if cmd.Script != nil {
+		return cmd.Script.File, "spec.script.file"
+	}
+	if cmd.Shell != nil {
+		if tc, ok, err := scriptpath.ShellTask(cmd.Shell.Command); ok && err == nil {
+			return tc.File, "spec.shell.command"
+		}
+	}
+	return "", ""
+}
+
+// checkShellTask refuses, at publish, a shell task's `task` line that the
+// edge's helper would refuse at run time (the same message: malformed,
+// conc/desi) or whose file no interpreter runs.
+func checkShellTask(cmd spec.Command) error {
+	if cmd.Shell == nil {
+		return nil
+	}
+	tc, ok, err := scriptpath.ShellTask(cmd.Shell.Command)
+	switch {
+	case !ok:
+		return nil
+	case err != nil:
+		return errs.Prefix("spec.shell", err)
+	}
+	_, err = scriptpath.DefaultInterpretersTable().For("spec.shell.command", tc.File)
+	return err
 }
 
 // SnapshotScriptTree records the tree of dir ("" = the whole folder) of a
@@ -105,9 +147,11 @@ func SnapshotScriptTree(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, dir
 // RepinScriptTasks gives every live script task of the project whose tree
 // covers one of changed (paths of the scripts folder that were written,
 // moved or deleted in tx) a new task revision with the same spec and the
-// tree as it is now, and moves its triggers onto it. A task whose script
-// file is gone is a conflict naming it: a script a task runs is not
-// deleted or moved away under it. It returns how many tasks moved.
+// tree as it is now, and moves its triggers onto it; so it does to a
+// shell task's task line published before its file existed once the file
+// is written. A task whose script file is gone is a conflict naming it: a
+// script a task runs is not deleted or moved away under it. It returns how
+// many tasks moved.
 func RepinScriptTasks(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, changed []string) (int, error) {
 	if len(changed) == 0 {
 		return 0, nil
@@ -115,10 +159,11 @@ func RepinScriptTasks(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, chang
 	rows, err := tx.Query(ctx, `SELECT t.task_id, t.name, t.head_revision, e.canonical_spec, e.script_dir, e.script_tree
 		FROM ql3.tasks t
 		JOIN ql3.execution_revisions e ON e.task_id = t.task_id AND e.task_revision = t.head_revision
-		WHERE t.project_id = $1 AND t.deleted_at_ms IS NULL AND e.script_tree IS NOT NULL
+		WHERE t.project_id = $1 AND t.deleted_at_ms IS NULL AND ((e.script_tree IS NOT NULL
 		  AND EXISTS (SELECT 1 FROM unnest($2::text[]) c(p)
 		              WHERE e.script_dir = '' OR c.p = e.script_dir OR starts_with(c.p, e.script_dir || '/')
-		                 OR starts_with(e.script_dir, c.p || '/'))
+		                 OR starts_with(e.script_dir, c.p || '/')))
+		  OR (e.script_tree IS NULL AND e.canonical_spec::jsonb->'shell'->>'command' ~ '^\s*(ql3-)?task\s'))
 		ORDER BY t.task_id FOR UPDATE OF t`, projectID, changed)
 	if err != nil {
 		return 0, err
@@ -128,7 +173,7 @@ func RepinScriptTasks(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, chang
 		name      string
 		head      int64
 		canonical string
-		dir       string
+		dir       *string
 		tree      []byte
 	}
 	tasks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (pinned, error) {
@@ -150,14 +195,25 @@ func RepinScriptTasks(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, chang
 			return moved, errs.E(errs.Internal, "", "stored spec of task %s does not compile: %v", t.id, err)
 		}
 		var kind string
-		err = tx.QueryRow(ctx, `SELECT kind FROM ql3.script_entries WHERE project_id = $1 AND path = $2`, projectID, cmd.Script.File).Scan(&kind)
+		file, _ := scriptFile(cmd)
+		if t.tree == nil && (file == "" || !coversAny(changed, file)) {
+			continue // an unpinned task line whose file this change did not write
+		}
+		err = tx.QueryRow(ctx, `SELECT kind FROM ql3.script_entries WHERE project_id = $1 AND path = $2`, projectID, file).Scan(&kind)
+		if t.tree == nil && (errors.Is(err, pgx.ErrNoRows) || (err == nil && kind != "file")) {
+			continue
+		}
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && kind != "file") {
-			return moved, errs.E(errs.Conflict, "path", "task %q (%s) runs %q: change or delete the task first", t.name, t.id, cmd.Script.File)
+			return moved, errs.E(errs.Conflict, "path", "task %q (%s) runs %q: change or delete the task first", t.name, t.id, file)
 		}
 		if err != nil {
 			return moved, err
 		}
-		now, err := SnapshotScriptTree(ctx, tx, projectID, t.dir)
+		dir := scriptpath.Dir(file)
+		if t.dir != nil {
+			dir = *t.dir
+		}
+		now, err := SnapshotScriptTree(ctx, tx, projectID, dir)
 		if err != nil {
 			return moved, errs.E(errs.Conflict, "path", "task %q (%s) would run a tree that is not valid: %v", t.name, t.id, err)
 		}
@@ -183,4 +239,14 @@ func RepinScriptTasks(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, chang
 		moved++
 	}
 	return moved, nil
+}
+
+// coversAny: file is one of paths or lies inside one of them.
+func coversAny(paths []string, file string) bool {
+	for _, p := range paths {
+		if p == file || p == "" || strings.HasPrefix(file, p+"/") {
+			return true
+		}
+	}
+	return false
 }

@@ -54,6 +54,12 @@ func compileSpec(cmd spec.Command) (compiledSpec, error) {
 			return compiledSpec{}, err
 		}
 	}
+	// So does a shell task whose command is a `task FILE [ARGS]` line: it
+	// is pinned and run like one; a task line ql3 refuses is refused here
+	// with the edge's message.
+	if err := checkShellTask(norm); err != nil {
+		return compiledSpec{}, err
+	}
 	c := compiledSpec{cmd: norm, canonical: canonical, digest: canonjson.Sum(spec.DigestDomain, canonical)}
 	if norm.Placement != nil {
 		if _, err := matcher.Compile(*norm.Placement); err != nil {
