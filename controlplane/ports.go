@@ -60,6 +60,14 @@ type Authentication interface {
 	AuthenticateAPIToken(ctx context.Context, token string) (APIToken, error)
 }
 
+// APITokens creates, lists and revokes scoped admin API tokens (ADR
+// 0060); scopes are core/access's native scopes, ttlMs 0 means no expiry.
+type APITokens interface {
+	CreateScopedAPIToken(ctx context.Context, name string, scopes []string, ttlMs int64) (APIToken, string, error)
+	ListAPITokens(ctx context.Context) ([]APIToken, error)
+	RevokeAPIToken(ctx context.Context, id string) (APIToken, error)
+}
+
 // AuditLog lists audit lines, newest first.
 type AuditLog interface {
 	ListAudit(ctx context.Context, f AuditFilter) (ListPage[AuditRecord], error)

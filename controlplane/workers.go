@@ -45,4 +45,9 @@ type APIToken struct {
 	CreatedAtMs int64  `json:"createdAtMs"`
 	ExpiresAtMs int64  `json:"expiresAtMs,omitempty"`
 	RevokedAtMs int64  `json:"revokedAtMs,omitempty"`
+	// Scopes are core/access's native scopes (ADR 0060); a token made
+	// before them is admin.
+	Scopes []string `json:"scopes"`
+	// Live: active and not expired when read.
+	Live bool `json:"live"`
 }

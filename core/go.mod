@@ -10,4 +10,9 @@ require (
 
 require golang.org/x/text v0.44.0
 
+require (
+	golang.org/x/crypto v0.59.0
+	golang.org/x/sys v0.50.0 // indirect
+)
+
 replace github.com/ql3/ql3/scripts => ../scripts

@@ -34,6 +34,7 @@ require (
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/wneessen/go-mail v0.8.1 // indirect
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
+	golang.org/x/crypto v0.59.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
 )
 
@@ -59,7 +60,6 @@ replace github.com/ql3/ql3/panel => ../panel
 require (
 	github.com/ql3/ql3/httpkit v0.0.0
 	github.com/ql3/ql3/notifykit v0.0.0
-	golang.org/x/crypto v0.59.0
 )
 
 replace github.com/ql3/ql3/httpkit => ../httpkit

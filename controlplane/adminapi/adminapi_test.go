@@ -49,7 +49,7 @@ func newFixture(t *testing.T, ready func(context.Context) error) fixture {
 	srv := httptest.NewServer(adminapi.New(adminapi.Config{UI: panel.UI{}, Backend: pub, Version: "test", Ready: ready,
 		Logger:  slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Runs:    runops.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
-		Scripts: scriptstore.New(adminPool),
+		Scripts: scriptstore.New(adminPool), Tokens: pub,
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, adminPool, ref)
 		}}))

@@ -187,7 +187,7 @@ func adminRoutes() []openapi.Route {
 		{Method: "DELETE", Path: "/api/v1/apps/{app}", Summary: "delete an app (its tokens end with it)",
 			Params:    []openapi.Param{openapi.PathParam("app", "app id")},
 			Responses: withErrors(map[int]openapi.Response{204: {Description: "deleted"}}, 404, 503)},
-	}, append(scriptRoutes(), notifyRoutes()...)...) // openapi_scripts_test.go, openapi_notify_test.go
+	}, append(append(scriptRoutes(), notifyRoutes()...), append(tokenRoutes(), userRoutes()...)...)...) // openapi_scripts_test.go, openapi_notify_test.go, openapi_access_test.go
 }
 
 func adminGenerator() *openapi.Generator {

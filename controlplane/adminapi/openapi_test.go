@@ -7,12 +7,15 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ql3/ql3/controlplane/adminapi"
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/accounts"
 	"github.com/ql3/ql3/controlplane/postgres/envstore"
 	"github.com/ql3/ql3/controlplane/postgres/openapps"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
@@ -71,7 +74,8 @@ func TestOpenAPIExamples(t *testing.T) {
 		Runs:    runops.NewRunOps(db.Pool(t, postgres.RoleRuntime)),
 		Scripts: scriptstore.New(adminPool),
 		Notify:  notifyPorts(t, db), // openapi_notify_test.go
-		Apps:    openapps.New(adminPool),
+		Apps:    openapps.New(adminPool), Tokens: pub,
+		Accounts: accounts.New(adminPool),
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, adminPool, ref)
 		}})))
@@ -183,6 +187,12 @@ func TestOpenAPIExamples(t *testing.T) {
 	f.call("GET", "/api/v1/apps?project=ops", nil, nil)
 	f.call("DELETE", "/api/v1/apps/"+app, nil, nil)
 	f.call("DELETE", "/api/v1/apps/"+app, nil, nil)
+	tok := id("POST", "/api/v1/tokens", `{"name":"ci","scopes":["runs","read-only"],"expiresAtMs":`+strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)+`}`)
+	f.call("POST", "/api/v1/tokens", `{"name":"ci","scopes":["root"]}`, nil)
+	f.call("GET", "/api/v1/tokens", nil, nil)
+	f.call("DELETE", "/api/v1/tokens/"+tok, nil, nil)
+	f.call("DELETE", "/api/v1/tokens/nope", nil, nil)
+	accountExamples(t, f, send) // openapi_access_test.go
 	f.call("POST", "/api/v1/projects/"+proj+"/archive", `{"expectedVersion":99}`, nil)
 	f.call("POST", "/api/v1/projects/"+proj+"/archive", "", nil)
 	exerciseNotify(t, f, id) // openapi_notify_test.go

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/ql3/ql3/controlplane/accessapi"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/httpkit"
 )
@@ -33,7 +34,7 @@ func (s *Server) panelRoutes(mux httpkit.Mux) {
 // files (they hold no data) and the session endpoints (sign-in checks the
 // token itself).
 func (s *Server) isOpenPath(p string) bool {
-	return p == "/healthz" || p == "/readyz" || p == httpkit.SessionPath || (s.ui != nil && s.ui.Open(p)) ||
+	return p == "/healthz" || p == "/readyz" || p == httpkit.SessionPath || p == accessapi.PasswordSignInPath || (s.ui != nil && s.ui.Open(p)) ||
 		strings.HasPrefix(p, "/open/") // app tokens, checked by the Open API itself (ADR 0057)
 }
 

@@ -56,6 +56,7 @@ import (
 	"time"
 
 	"github.com/ql3/ql3/controlplane"
+	"github.com/ql3/ql3/controlplane/accessapi"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/metrics"
 	"github.com/ql3/ql3/core/spec"
@@ -113,6 +114,13 @@ type Config struct {
 	// /open/ (controlplane/qlcompat, ADR 0057); nil answers them 503.
 	Apps controlplane.OpenApps
 	Open http.Handler
+	// Tokens creates, lists and revokes scoped API tokens (accessapi, ADR
+	// 0060); nil answers /api/v1/tokens 503.
+	Tokens controlplane.APITokens
+	// Accounts stores accounts and the sign-in log (accessapi, ADR
+	// 0060); nil answers /api/v1/users, /api/v1/signins and the password
+	// sign-in 503.
+	Accounts controlplane.Accounts
 }
 
 // Server is the admin API handler.
@@ -133,6 +141,7 @@ type Server struct {
 	scripts  controlplane.Scripts
 	apps     controlplane.OpenApps
 	open     http.Handler
+	access   *accessapi.API
 
 	collect   Collector
 	httpStats *metrics.HTTPStats
@@ -156,6 +165,7 @@ func New(cfg Config) *Server {
 	if s.sessions == nil {
 		s.sessions = httpkit.NewSessions(0, 0, s.now)
 	}
+	s.access = accessapi.New(accessapi.Config{Tokens: cfg.Tokens, Accounts: cfg.Accounts, Sessions: s.sessions, Now: s.now, Logger: s.log})
 	mux := http.NewServeMux()
 	rec := &httpkit.PatternRecorder{Mux: mux}
 	s.routes(rec)
@@ -211,7 +221,8 @@ func (s *Server) routes(mux httpkit.Mux) {
 	s.panelRoutes(mux)
 	s.scriptRoutes(mux)
 	s.notifyRoutes(mux)
-	s.appRoutes(mux) // apps.go: /api/v1/apps and /open/ (ADR 0057)
+	s.appRoutes(mux)     // apps.go: /api/v1/apps and /open/ (ADR 0057)
+	s.access.Routes(mux) // accessapi: scoped tokens, accounts, password sign-in (ADR 0060)
 
 	// Everything else is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -298,6 +309,10 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 				return
 			}
 			tokenID = tok.ID
+			if err := accessapi.Authorize(tok, r); err != nil {
+				s.fail(rec, r, err)
+				return
+			}
 			// Every mutation made for this request writes its audit line
 			// as this token (id only) from this peer.
 			ctx := controlplane.WithActor(r.Context(), controlplane.Actor{Kind: "admin", ID: tok.ID, RemoteAddr: r.RemoteAddr})
@@ -311,6 +326,9 @@ func (s *Server) authenticate(r *http.Request) (controlplane.APIToken, error) {
 	if tok, ok, err := s.sessionToken(r); err != nil {
 		return controlplane.APIToken{}, err
 	} else if ok {
+		if acct, ok, err := s.access.AccountSession(r.Context(), tok); ok {
+			return acct, err
+		}
 		return s.b.AuthenticateAPIToken(r.Context(), tok)
 	}
 	h := r.Header.Get("Authorization")

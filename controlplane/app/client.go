@@ -16,6 +16,7 @@ type cmdArgs struct {
 	ttl      time.Duration // token create
 	pki      pkiArgs       // pki commands (pki.go)
 	envKey   envKeyArgs    // env key commands (envkeys.go)
+	access   accessArgs    // token scopes and user commands (access.go)
 }
 
 // ErrRunSkipped is what `run now` returns when the task's concurrency

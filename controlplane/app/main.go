@@ -106,7 +106,7 @@ func commands() map[string]command {
 	for name, c := range pkiCommands() {
 		cmds[name] = c // no shared settings: no database, no server
 	}
-	for name, c := range tokenCommands() {
+	for name, c := range accessCommands() { // token and user commands (access.go)
 		if c.scope == 0 {
 			c.scope = forDatabase
 		}

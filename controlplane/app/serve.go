@@ -16,6 +16,7 @@ import (
 	"github.com/ql3/ql3/controlplane/adminapi"
 	"github.com/ql3/ql3/controlplane/coordinator"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/accounts"
 	"github.com/ql3/ql3/controlplane/postgres/openapps"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/controlplane/postgres/runops"
@@ -101,7 +102,7 @@ func (m *Main) serve(ctx context.Context) error {
 	}
 	apps := openapps.New(pool) // QingLong's Open API (ADR 0057)
 	api := adminapi.New(adminapi.Config{
-		Backend: pub, Logger: m.log, Version: m.Version, UI: panel.UI{},
+		Backend: pub, Logger: m.log, Version: m.Version, UI: panel.UI{}, Tokens: pub, Accounts: accounts.New(pool),
 		Apps: apps, Open: qlcompat.New(qlcompat.Config{Backend: pub, Runs: runOps, Apps: apps, Envs: envs, Logger: m.log, TimeZone: m.Config.OpenTimeZone, Version: m.Version}),
 		Ready:   func(ctx context.Context) error { return postgres.Readiness(ctx, pool) },
 		Runs:    runOps,
@@ -238,6 +239,7 @@ func tokenCommands() map[string]command {
 			flags: func(fs *flag.FlagSet, a *cmdArgs) {
 				fs.StringVar(&a.name, "name", "", "what the token is for (required)")
 				fs.DurationVar(&a.ttl, "ttl", 0, "lifetime, e.g. 720h (0: until revoked)")
+				tokenScopeFlags(fs, a)
 			},
 			run: (*Main).tokenCreate,
 		},
@@ -268,7 +270,11 @@ func (m *Main) tokenCreate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tok, text, err := publication.NewPublisher(pool, publication.PublisherOptions{}).CreateAPIToken(cliActor(ctx), m.args.name, m.args.ttl.Milliseconds())
+	scopes, ttl, err := m.args.access.tokenScopes(m.args.ttl, time.Now())
+	if err != nil {
+		return err
+	}
+	tok, text, err := publication.NewPublisher(pool, publication.PublisherOptions{}).CreateScopedAPIToken(cliActor(ctx), m.args.name, scopes, ttl.Milliseconds())
 	if err != nil {
 		return err
 	}

@@ -91,6 +91,9 @@ var tableGrants = []tableGrant{
 	{"open_apps", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
 	{"open_tokens", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
 	{"open_ids", map[string]string{RoleAdmin: "SELECT, INSERT"}},
+	// 0017: accounts and their sign-in log (ADR 0060), the admin role's alone.
+	{"accounts", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE"}},
+	{"signins", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
 }
 
 // grantees are the roles whose privileges InstallGrants owns completely.

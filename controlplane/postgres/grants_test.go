@@ -73,6 +73,10 @@ var wantPrivileges = map[string]map[string]string{
 	"open_apps":   {admin: "SID"},
 	"open_tokens": {admin: "SID"},
 	"open_ids":    {admin: "SI"},
+	// Migration 0017 (accounts, ADR 0060): admin's job only; a sign-in
+	// line is never rewritten.
+	"accounts": {admin: "SIUD"},
+	"signins":  {admin: "SID"},
 }
 
 // mustDeny are the denials issue 4 names explicitly; they guard the table
@@ -188,6 +192,8 @@ INSERT INTO ql3.open_apps (app_id, project_id, name, client_id, secret_digest, s
 	VALUES ('00000000-0000-7000-8000-0000000000a1', {P}, 'app1', 'abcdefghijk1', {D}, '{crons}', 1);
 INSERT INTO ql3.open_tokens (token_digest, app_id, created_at_ms, expires_at_ms) VALUES ({D}, '00000000-0000-7000-8000-0000000000a1', 1, 2);
 INSERT INTO ql3.open_ids (project_id, kind, ref) VALUES ({P}, 'task', 'seed');
+INSERT INTO ql3.accounts (username, password_hash, created_at_ms) VALUES ('alice', '$argon2id$x', 1);
+INSERT INTO ql3.signins (at_ms, username, outcome, remote) VALUES (1, 'alice', 'ok', '127.0.0.1');
 `
 
 // tableOps: a valid INSERT of a new row and an UPDATE of exactly one seeded
@@ -322,6 +328,12 @@ var tableOps = map[string]struct{ insert, update string }{
 	"open_ids": {
 		`INSERT INTO ql3.open_ids (project_id, kind, ref) VALUES ({P}, 'env', 'seed')`,
 		`UPDATE ql3.open_ids SET ref = 'moved' WHERE ref = 'seed'`},
+	"accounts": {
+		`INSERT INTO ql3.accounts (username, password_hash, created_at_ms) VALUES ('bob', '$argon2id$y', 1)`,
+		`UPDATE ql3.accounts SET failures = 1 WHERE username = 'alice'`},
+	"signins": {
+		`INSERT INTO ql3.signins (at_ms, username, outcome, remote) VALUES (2, 'bob', 'bad_password', '127.0.0.1')`,
+		`UPDATE ql3.signins SET at_ms = 3 WHERE username = 'alice'`},
 }
 
 func TestGrantMatrixIsConsistent(t *testing.T) {

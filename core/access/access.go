@@ -85,8 +85,11 @@ func parse(field string, in []string, known func(string) bool, list string) ([]S
 
 // Needed is the scope a native API request needs (method, URL path). The
 // second result is false for paths only Admin may use (tokens, apps,
-// accounts, the audit log, the env key).
+// accounts, the audit log, the env key). The control plane's project
+// folders (/api/v1/projects/{project}/envs…, …/scripts…) need what the
+// edge's /api/v1/envs… and /api/v1/scripts… need.
 func Needed(method, path string) (Scope, bool) {
+	path = projectFolder(path)
 	safe := method == "GET" || method == "HEAD"
 	switch {
 	case path == "/api/v1/audit" || strings.HasPrefix(path, "/api/v1/tokens") ||
@@ -104,6 +107,20 @@ func Needed(method, path string) (Scope, bool) {
 		return Runs, true
 	}
 	return Admin, false
+}
+
+// projectFolder rewrites /api/v1/projects/{project}/envs… and …/scripts…
+// to the edge's /api/v1/envs… and /api/v1/scripts…; other paths stay.
+func projectFolder(path string) string {
+	rest, ok := strings.CutPrefix(path, "/api/v1/projects/")
+	if !ok {
+		return path
+	}
+	_, sub, ok := strings.Cut(rest, "/")
+	if ok && (sub == "envs" || strings.HasPrefix(sub, "envs/") || sub == "scripts" || strings.HasPrefix(sub, "scripts/")) {
+		return "/api/v1/" + sub
+	}
+	return path
 }
 
 // Allows reports whether a token holding have may make the request.

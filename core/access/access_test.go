@@ -28,6 +28,19 @@ func TestAllows(t *testing.T) {
 		{[]Scope{Admin}, "POST", "/api/v1/tokens", true},
 		{[]Scope{Admin}, "POST", "/api/v1/envs/rotate-key", true},
 		{nil, "GET", "/api/v1/tasks", false},
+		// The control plane's project folders.
+		{[]Scope{Envs}, "POST", "/api/v1/projects/ops/envs/e1/reveal", true},
+		{[]Scope{Envs}, "GET", "/api/v1/projects/ops/envs", true},
+		{[]Scope{ReadOnly}, "GET", "/api/v1/projects/ops/envs", false},
+		{[]Scope{ReadOnly}, "GET", "/api/v1/projects/ops", true},
+		{[]Scope{Envs}, "POST", "/api/v1/projects/ops/archive", false},
+		{[]Scope{Scripts}, "PUT", "/api/v1/projects/ops/scripts/content", true},
+		{[]Scope{Scripts}, "GET", "/api/v1/projects/ops/envs", false},
+		{[]Scope{ReadOnly}, "POST", "/api/v1/workers", false},
+		{[]Scope{ReadOnly}, "GET", "/api/v1/users", false},
+		{[]Scope{ReadOnly}, "GET", "/api/v1/signins", false},
+		{[]Scope{ReadOnly}, "GET", "/api/v1/apps", false},
+		{[]Scope{ReadOnly}, "GET", "/api/v1/projects/ops/envsx", true},
 	}
 	for _, c := range cases {
 		if got := Allows(c.have, c.method, c.path); got != c.want {

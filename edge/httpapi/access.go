@@ -3,7 +3,6 @@ package httpapi
 import (
 	"crypto/sha256"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -50,8 +49,6 @@ const (
 	maxAccessBody    = 8 << 10
 	totpIssuer       = "ql3-edge"
 )
-
-var usernameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$`)
 
 func (s *Server) initAccess() {
 	s.openLimit = newFailLimiter(openTokenMax, openTokenWindow)

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/password"
 	"github.com/ql3/ql3/core/totp"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/httpkit"
@@ -96,10 +97,10 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request) {
 
 // hash runs the password hash with the sign-in semaphore held: argon2id
 // takes 19 MiB each, two at a time at most.
-func (s *Server) hash(password string) (string, error) {
+func (s *Server) hash(pw string) (string, error) {
 	s.signinMu <- struct{}{}
 	defer func() { <-s.signinMu }()
-	return HashPassword(password)
+	return password.Hash(pw)
 }
 
 func (s *Server) createUser(w http.ResponseWriter, r *http.Request) {
@@ -108,8 +109,8 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	if !usernameRE.MatchString(req.Username) {
-		httpkit.Fail(w, r, s.log, errs.Invalidf("username", "1..64 of A-Z a-z 0-9 . _ @ -, starting with a letter or digit"))
+	if err := password.CheckUsername(req.Username); err != nil {
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	h, err := s.hash(req.Password)
@@ -227,7 +228,7 @@ func (s *Server) listSignIns(w http.ResponseWriter, r *http.Request) {
 
 // A fixed hash verified for unknown usernames, so their answer takes as
 // long as a wrong password's.
-var dummyHash = sync.OnceValue(func() string { h, _ := HashPassword("not a password of anyone"); return h })
+var dummyHash = sync.OnceValue(func() string { h, _ := password.Hash("not a password of anyone"); return h })
 
 var errWrongPassword = errs.E(errs.Unauthorized, "password", "wrong username or password")
 
@@ -267,7 +268,7 @@ func (s *Server) checkSignIn(r *http.Request, req PasswordSignIn, peer string) e
 	ev := edge.SignInEvent{AtMs: now.UnixMilli(), Username: req.Username, Remote: peer}
 	u, err := s.access.GetUser(ctx, req.Username)
 	if errs.Code(err) == errs.NotFound {
-		VerifyPassword(dummyHash(), req.Password)
+		password.Verify(dummyHash(), req.Password)
 		s.signinLimit.Fail(peer, now)
 		ev.Outcome = edge.SignInUnknownUser
 		return errors.Join(errWrongPassword, s.record(r, ev, u, 0))
@@ -279,7 +280,7 @@ func (s *Server) checkSignIn(r *http.Request, req PasswordSignIn, peer string) e
 		ev.Outcome = edge.SignInLocked
 		return errors.Join(errs.E(errs.Forbidden, "username", "%s", lockPolicy.Message(u.Lock)), s.record(r, ev, u, 0))
 	}
-	if !VerifyPassword(u.PasswordHash, req.Password) {
+	if !password.Verify(u.PasswordHash, req.Password) {
 		return s.failSignIn(r, ev, u, edge.SignInBadPassword, errWrongPassword)
 	}
 	var counter uint64

@@ -1,6 +1,6 @@
-// ql3 panel: the Access page (ql3-edge; ADR 0048, 0049): accounts with
-// their second factor, scoped API tokens, QingLong Open API apps and the
-// sign-in log. Served after app.js in the same response and plugged in
+// ql3 panel: the Access page (ADR 0048, 0049, 0060): accounts with their
+// second factor, scoped API tokens, QingLong Open API apps (the edge's:
+// the control plane's are per project) and the sign-in log. Served after app.js in the same response and plugged in
 // through window.ql3Panel. Secrets (a new token, an app's client secret)
 // are shown once, right after they were made, and never again.
 "use strict";
@@ -63,12 +63,13 @@
     h("p", { text: t("access.shownOnce", "Copy it now: it is shown this once.") }), h("code", { class: "mono", text }));
 
   async function show(p, params, g, fresh) {
+    const control = P.S && P.S.control;
     const [users, tokens, apps, signins] = await Promise.all([
-      api("GET", "/api/v1/users"), api("GET", "/api/v1/tokens"), api("GET", "/api/v1/apps"), api("GET", "/api/v1/signins?limit=50")]);
+      api("GET", "/api/v1/users"), api("GET", "/api/v1/tokens"), control ? null : api("GET", "/api/v1/apps"), api("GET", "/api/v1/signins?limit=50")]);
     const err = h("div", { class: "formerr", role: "alert", id: "access-err" });
     render(g,
       h("h1", { text: t("access.title", "Access") }), err, fresh || null,
-      usersSection(users.items, err), tokensSection(tokens.items, err, g), appsSection(apps.items, err, g),
+      usersSection(users.items, err), tokensSection(tokens.items, err, g), control ? null : appsSection(apps.items, err, g),
       h("h2", { text: t("access.signins", "Sign-in log") }),
       table("signins", [t("access.at", "At"), t("access.username", "Username"), t("access.outcome", "Outcome"), t("access.from", "From")],
         signins.items.map((s) => h("tr", { "data-outcome": s.outcome },
@@ -173,6 +174,6 @@
         h("button", { type: "submit", class: "primary", id: "app-create", text: t("access.create", "Create") })));
   }
 
-  // Accounts, tokens and apps are the edge's (the control plane has its own tokens).
-  P.register("access", (S) => !S.control, show);
+  // Both servers: accounts, tokens and the sign-in log (ADR 0060).
+  P.register("access", () => true, show);
 })();

@@ -155,10 +155,10 @@
     h("label", { for: "token", text: t("signin.token", "Admin token") }), tok, err,
     h("p", { class: "muted", text: t("signin.note", "The token is exchanged for a session cookie the page cannot read; it is not stored in the browser.") }),
     h("button", { class: "primary", type: "submit", id: "signin-submit", text: t("signin.submit", "Sign in") }));
-    render(S.gen, form, S.control ? null : passwordSignIn());
+    render(S.gen, form, passwordSignIn());
     tok.focus();
   }
-  // passwordSignIn is the account form (ql3-edge, ADR 0049): username and
+  // passwordSignIn is the account form (ADR 0049, 0060): username and
   // password, then the one-time code when the server asks for it (401 on
   // field "code"). A lock's message says until when.
   function passwordSignIn() {
