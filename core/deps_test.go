@@ -22,7 +22,7 @@ var bannedLinked = []string{"net", "net/http", "os/exec", "database/sql", "githu
 // pull in the scheduling libraries (DESIGN.md §1 "link granularity").
 var workerLinked = []string{"errs", "canonjson", "spec", "placement", "fence", "lease", "protocol", "run", "env", "mask"}
 
-var workerBanned = []string{"github.com/robfig/cron/v3", "github.com/Masterminds/semver/v3", "golang.org/x/text/"}
+var workerBanned = []string{"github.com/robfig/cron/v3", "github.com/Masterminds/semver/v3", "golang.org/x/text/", "golang.org/x/crypto/"}
 
 func TestCoreImportsNoIO(t *testing.T) {
 	imports := deptest.Imports(t, ".", "./...")
@@ -35,7 +35,7 @@ func TestCoreImportsNoIO(t *testing.T) {
 		}
 		for _, imp := range imps {
 			if strings.Contains(imp, ".") && !allowedThirdParty(imp) {
-				t.Errorf("%s imports %s: core may only use the standard library, robfig/cron, semver and x/text", pkg, imp)
+				t.Errorf("%s imports %s: core may only use the standard library, robfig/cron, semver, x/text and x/crypto/argon2", pkg, imp)
 			}
 		}
 	}
@@ -46,7 +46,11 @@ func allowedThirdParty(imp string) bool {
 		imp == "github.com/robfig/cron/v3" || imp == "github.com/Masterminds/semver/v3" ||
 		// names normalises user-visible names to NFC (one name, one form);
 		// x/text's norm tables are the standard implementation of UAX #15.
-		strings.HasPrefix(imp, "golang.org/x/text/")
+		strings.HasPrefix(imp, "golang.org/x/text/") ||
+		// password hashes with argon2id (RFC 9106), a pure function; x/crypto
+		// holds the standard implementation (ADR 0049, 0060).
+		strings.HasPrefix(imp, "golang.org/x/crypto/argon2") || strings.HasPrefix(imp, "golang.org/x/crypto/blake2b") ||
+		strings.HasPrefix(imp, "golang.org/x/sys/cpu")
 }
 
 func TestCoreLinksNoNetworkOrDatabase(t *testing.T) {
