@@ -79,6 +79,7 @@ func (a *Agent) startLaunch(at *attempt, l Launch) (Process, error) {
 		c.Script, c.Argv, c.Shell, c.WorkingDirectory = nil, &spec.Argv{File: p.argv[0], Args: p.argv[1:]}, nil, p.dir
 		l.Spec, l.ExtraEnv = c, p.env
 	}
+	l.ExtraEnv = a.notifyEnv(at, l.ExtraEnv)
 	return a.run.Start(l)
 }
 
