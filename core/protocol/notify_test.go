@@ -65,16 +65,20 @@ func TestNotifySendRefusals(t *testing.T) {
 		field string
 		code  string
 	}{
-		"title too long":   {func(q *NotifySendRequest) { q.Message = jsonMessage(t, strings.Repeat("x", channel.MaxTitleBytes+1), "") }, "title", errs.TooLarge},
-		"content too long": {func(q *NotifySendRequest) { q.Message = jsonMessage(t, "t", strings.Repeat("x", channel.MaxContentBytes+1)) }, "content", errs.TooLarge},
-		"empty message":    {func(q *NotifySendRequest) { q.Message = `{"title":"","content":""}` }, "title", errs.Invalid},
-		"unknown field":    {func(q *NotifySendRequest) { q.Message = `{"title":"t","extra":1}` }, "body", errs.Invalid},
-		"not an object":    {func(q *NotifySendRequest) { q.Message = `["t"]` }, "body", errs.Invalid},
-		"two objects":      {func(q *NotifySendRequest) { q.Message = `{"title":"t"}{"title":"u"}` }, "body", errs.Invalid},
-		"body too large":   {func(q *NotifySendRequest) { q.Message = strings.Repeat(" ", MaxNotifyBodyBytes+1) }, "body", errs.TooLarge},
-		"seq zero":         {func(q *NotifySendRequest) { q.Seq = 0 }, "seq", errs.Invalid},
-		"seq too large":    {func(q *NotifySendRequest) { q.Seq = MaxNotifySeq + 1 }, "seq", errs.Invalid},
-		"no lease":         {func(q *NotifySendRequest) { q.LeaseRef = LeaseRef{} }, "sessionId", errs.Invalid},
+		"title too long": {func(q *NotifySendRequest) {
+			q.Message = jsonMessage(t, strings.Repeat("x", channel.MaxTitleBytes+1), "")
+		}, "title", errs.TooLarge},
+		"content too long": {func(q *NotifySendRequest) {
+			q.Message = jsonMessage(t, "t", strings.Repeat("x", channel.MaxContentBytes+1))
+		}, "content", errs.TooLarge},
+		"empty message":  {func(q *NotifySendRequest) { q.Message = `{"title":"","content":""}` }, "title", errs.Invalid},
+		"unknown field":  {func(q *NotifySendRequest) { q.Message = `{"title":"t","extra":1}` }, "body", errs.Invalid},
+		"not an object":  {func(q *NotifySendRequest) { q.Message = `["t"]` }, "body", errs.Invalid},
+		"two objects":    {func(q *NotifySendRequest) { q.Message = `{"title":"t"}{"title":"u"}` }, "body", errs.Invalid},
+		"body too large": {func(q *NotifySendRequest) { q.Message = strings.Repeat(" ", MaxNotifyBodyBytes+1) }, "body", errs.TooLarge},
+		"seq zero":       {func(q *NotifySendRequest) { q.Seq = 0 }, "seq", errs.Invalid},
+		"seq too large":  {func(q *NotifySendRequest) { q.Seq = MaxNotifySeq + 1 }, "seq", errs.Invalid},
+		"no lease":       {func(q *NotifySendRequest) { q.LeaseRef = LeaseRef{} }, "sessionId", errs.Invalid},
 	} {
 		t.Run(name, func(t *testing.T) {
 			q := notifyRequest()

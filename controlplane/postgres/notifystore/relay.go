@@ -109,6 +109,10 @@ func (r *Relay) LeaseNotify(ctx context.Context, p controlplane.Principal, q pro
 		queued = len(rows)
 		return nil
 	})
+	var coded *errs.Error
+	if errors.As(err, &coded) { // a refusal from inside the transaction
+		return 0, err
+	}
 	if err != nil {
 		return 0, postgres.Translate(err)
 	}
