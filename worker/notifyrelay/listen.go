@@ -25,7 +25,10 @@ func Listen(c Poster) (*Relay, error) {
 		sa, err = syscall.Getsockname(fd)
 	}
 	in, ok := sa.(*syscall.SockaddrInet4)
-	if err != nil || !ok {
+	if err == nil && !ok {
+		err = syscall.EAFNOSUPPORT
+	}
+	if err != nil {
 		_ = syscall.Close(fd) // -1 when socket failed: EBADF, nothing to close
 		return nil, os.NewSyscallError("listen on 127.0.0.1", err)
 	}

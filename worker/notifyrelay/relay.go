@@ -123,6 +123,22 @@ func (r *Relay) handle(br *bufio.Reader) (int, string) {
 			auth = strings.TrimPrefix(value, "Bearer ")
 		}
 	}
+	switch {
+	case length < 0:
+		return 400, badHead
+	case length > protocol.MaxNotifyBodyBytes:
+		// Read (up to 1 MiB of) it first, so the client sees the answer
+		// rather than a reset while it still writes.
+		_, _ = io.CopyN(io.Discard, br, min(int64(length), 1<<20))
+		return 413, tooLarge
+	}
+	// The body is read before the token is checked (at most 96 KiB from a
+	// local process): an answer sent with unread bytes behind it would
+	// reach the client as a reset.
+	body := make([]byte, length)
+	if _, err := io.ReadFull(br, body); err != nil {
+		return 400, badHead
+	}
 	var ref *protocol.LeaseRef
 	seq := 0
 	r.mu.Lock()
@@ -133,17 +149,8 @@ func (r *Relay) handle(br *bufio.Reader) (int, string) {
 		}
 	}
 	r.mu.Unlock()
-	switch {
-	case ref == nil:
+	if ref == nil {
 		return 401, noToken
-	case length < 0:
-		return 400, badHead
-	case length > protocol.MaxNotifyBodyBytes:
-		return 413, tooLarge
-	}
-	body := make([]byte, length)
-	if _, err := io.ReadFull(br, body); err != nil {
-		return 400, badHead
 	}
 	// A protocol.NotifySendRequest, written out by hand (not Encode): the
 	// worker's binary has no room for the validation and type the control
