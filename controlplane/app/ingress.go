@@ -11,10 +11,12 @@ import (
 	"github.com/ql3/ql3/controlplane/ingress"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/controlplane/postgres/dispatch"
+	"github.com/ql3/ql3/controlplane/postgres/notifystore"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/controlplane/postgres/pullpace"
 	"github.com/ql3/ql3/controlplane/postgres/scriptstore"
 	"github.com/ql3/ql3/controlplane/postgres/session"
+	"github.com/ql3/ql3/notifykit"
 )
 
 // ingressParts is what the worker ingress runs on: its listener, its own
@@ -87,6 +89,9 @@ func (m *Main) startIngress(ctx context.Context, pub *publication.Publisher) err
 		Auth: ingress.NewPrincipalCache(auth, time.Duration(m.Config.IngressAuthCacheMs)*time.Millisecond, time.Now), Logger: m.log.With("component", "ingress"),
 		MaxInFlight: int(m.Config.IngressInFlight), Leases: leases, Pacer: pacer,
 		Scripts: scriptstore.NewFetch(dpool),
+	}
+	if m.Config.SecretKeyFile != "" { // notifications on: remote scripts' sendNotify (notify.go)
+		cfg.Notify = notifystore.NewRelay(dpool, notifykit.Policy{}, nil, m.kickNotify)
 	}
 	srv, err := ingress.New(cfg)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 // notifyParts is the replica's notification deliverer (ADR 0053).
 type notifyParts struct {
 	stop func()
+	kick func() // wakes the deliverer (a remote script's sendNotify was queued)
 }
 
 // startNotify loads the secret key file, opens the notify data key and
@@ -59,6 +60,7 @@ func (m *Main) startNotify(ctx context.Context) (adminapi.NotifyPorts, error) {
 	wg.Go(func() { _ = d.Run(rctx) })
 	m.mu.Lock()
 	m.notify.stop = func() { cancel(); wg.Wait() }
+	m.notify.kick = d.Kick
 	m.mu.Unlock()
 	m.log.Info("notification deliverer started", "owner", owner)
 	return adminapi.NotifyPorts{Config: notifystore.NewConfig(admin, c), Tester: d}, nil
@@ -73,6 +75,16 @@ func (m *Main) stopNotify() {
 	m.mu.Unlock()
 	if stop != nil {
 		stop()
+	}
+}
+
+// kickNotify wakes this replica's deliverer, when it runs.
+func (m *Main) kickNotify() {
+	m.mu.Lock()
+	kick := m.notify.kick
+	m.mu.Unlock()
+	if kick != nil {
+		kick()
 	}
 }
 

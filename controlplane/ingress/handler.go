@@ -31,6 +31,7 @@ var routes = map[string]int64{
 	protocol.PathLeaseBatch:        protocol.MaxLeaseBatchBytes,
 	protocol.PathScriptTree:        protocol.DefaultBodyBytes,
 	protocol.PathScriptBlob:        protocol.DefaultBodyBytes,
+	protocol.PathNotifySend:        protocol.MaxNotifySendBytes,
 }
 
 // ServeHTTP: stale trust generation → route → in-flight slot → failure
@@ -153,6 +154,11 @@ func (s *Server) dispatch(ctx context.Context, w http.ResponseWriter, r *http.Re
 		out, err = s.scriptTree(ctx, p, body)
 	case protocol.PathScriptBlob:
 		if err = s.scriptBlob(ctx, w, p, body); err == nil {
+			return
+		}
+	case protocol.PathNotifySend:
+		var ok bool
+		if out, ok = s.notifySend(ctx, w, r, p, body); !ok {
 			return
 		}
 	case protocol.PathLeaseAck:

@@ -74,6 +74,7 @@ type envOptions struct {
 	authCacheTTL   time.Duration // > 0: the authenticator behind a PrincipalCache on e.clock
 	idleRetry      time.Duration // the real dispatcher's idle pause (0: its default)
 	pace           bool          // a pullpace.PullPacer on a runtime pool, on e.clock (e.pacer)
+	notify         controlplane.ScriptNotify
 }
 
 // manualClock is a clock tests move by hand.
@@ -168,7 +169,7 @@ func newEnv(t testing.TB, opts envOptions) *env {
 	e.srv, err = ingress.New(ingress.Config{TLS: e.files, Sessions: sessions, Leases: leases, Pacer: pacer, Auth: auth, Audit: workerAuth,
 		Logger:         slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		RequestTimeout: opts.requestTimeout, ReloadInterval: -1, ReloadTicks: opts.reloadTicks,
-		HandshakeTimeout: opts.handshake, MaxInFlight: opts.maxInFlight})
+		HandshakeTimeout: opts.handshake, MaxInFlight: opts.maxInFlight, Notify: opts.notify})
 	if err != nil {
 		t.Fatal(err)
 	}

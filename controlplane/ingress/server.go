@@ -43,9 +43,12 @@ type Config struct {
 	// Scripts serves a leased Run's script tree (ADR 0052); nil: those
 	// routes answer 503.
 	Scripts controlplane.ScriptFetch
-	Auth    controlplane.Authenticator // required
-	Audit   controlplane.Auditor       // required
-	Logger  *slog.Logger
+	// Notify queues a remote script's sendNotify (ADR 0053); nil: that
+	// route answers 503.
+	Notify controlplane.ScriptNotify
+	Auth   controlplane.Authenticator // required
+	Audit  controlplane.Auditor       // required
+	Logger *slog.Logger
 
 	MaxInFlight      int           // 0: DefaultMaxInFlight
 	HandshakeTimeout time.Duration // 0: DefaultHandshakeTimeout

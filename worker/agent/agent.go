@@ -41,6 +41,9 @@ type Deps struct {
 	// CredentialID reads the id of the credential the next request will
 	// present (heartbeats report it so the authority can observe rotation).
 	CredentialID func() (string, error)
+	// Notify hands attempts sendNotify's loopback URL and token
+	// (worker/notifyrelay); nil: scripts' sendNotify only prints.
+	Notify NotifyRelay
 }
 
 // Agent is one worker process's loop.
@@ -52,6 +55,7 @@ type Agent struct {
 	credID     func() (string, error)
 	log        *slog.Logger
 	capsDigest canonjson.Digest
+	notify     NotifyRelay // notify.go
 
 	sess             *session
 	sessFailures     int
@@ -124,6 +128,7 @@ func New(cfg Config, d Deps) (*Agent, error) {
 		drainCh:  make(chan struct{}),
 	}
 	a.fence = newFencer(cfg.Clock, a.poke)
+	a.notify = d.Notify
 	return a, nil
 }
 
@@ -279,6 +284,9 @@ func (a *Agent) removeAttempt(id string) {
 		at.sp.close()
 	} else if ok {
 		_ = os.Remove(a.j.SpoolPath(id) + tailSuffix) // a tail ring a crash left behind
+	}
+	if at, ok := a.attempts[id]; ok {
+		at.releaseNotify(a.notify)
 	}
 	delete(a.attempts, id)
 	a.fence.remove(id)

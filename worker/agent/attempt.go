@@ -33,6 +33,7 @@ type attempt struct {
 	failures     int
 	notBefore    time.Time
 	script       *scriptPrep // a script task's launch, once ready (scripts.go)
+	notifyToken  string      // its sendNotify token (notify.go)
 }
 
 func (at *attempt) ofSession(s *session) bool {

@@ -115,6 +115,7 @@ func (a *Agent) startLaunch(at *attempt, l Launch) (Process, error) {
 			l.Timeout = p.maxTime
 		}
 	}
+	l.ExtraEnv = a.notifyEnv(at, l.ExtraEnv)
 	return a.run.Start(l)
 }
 

@@ -161,13 +161,15 @@ func run(version string, cfg Config, set Settings, log *slog.Logger) error {
 	set.Agent.AgentVersion = agentVersion(version)
 	set.Agent.Logger = log
 	set.Agent.Clock = clock.Real{}
-	a, err := agent.New(set.Agent, agent.Deps{
+	deps := agent.Deps{
 		Journal: j, Client: c, Runner: agent.ExecRunner{E: exe},
 		CredentialID: func() (string, error) {
 			cr, err := ident.Credential()
 			return cr.ID, err
 		},
-	})
+	}
+	deps.Notify = startNotifyRelay(c, log) // notify.go
+	a, err := agent.New(set.Agent, deps)
 	if err != nil {
 		return err
 	}
