@@ -1,5 +1,3 @@
-//go:build !mips && !mipsle
-
 package app
 
 import (
