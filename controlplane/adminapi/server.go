@@ -72,6 +72,7 @@ type Backend interface {
 	controlplane.Authentication
 	controlplane.AuditLog
 	controlplane.Overviews
+	controlplane.TaskFinding
 }
 
 // DefaultMaxBodyBytes bounds request bodies: room for a task spec at its
@@ -205,6 +206,9 @@ func (s *Server) routes(mux httpkit.Mux) {
 
 	mux.HandleFunc("GET /api/v1/audit", s.listAudit)
 	mux.HandleFunc("GET /api/v1/overview", s.overview)
+	mux.HandleFunc("GET /api/v1/views", s.listViews)
+	mux.HandleFunc("POST /api/v1/views", s.createView)
+	mux.HandleFunc("DELETE /api/v1/views/{view}", s.deleteView)
 
 	s.lifecycleRoutes(mux)
 	s.envRoutes(mux)

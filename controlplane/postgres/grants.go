@@ -91,6 +91,8 @@ var tableGrants = []tableGrant{
 	{"open_apps", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
 	{"open_tokens", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
 	{"open_ids", map[string]string{RoleAdmin: "SELECT, INSERT"}},
+	{"task_labels", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
+	{"task_views", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
 }
 
 // grantees are the roles whose privileges InstallGrants owns completely.

@@ -73,6 +73,9 @@ var wantPrivileges = map[string]map[string]string{
 	"open_apps":   {admin: "SID"},
 	"open_tokens": {admin: "SID"},
 	"open_ids":    {admin: "SI"},
+	// Migration 0018 (task labels and saved views, ADR 0057): admin's job only.
+	"task_labels": {admin: "SID"},
+	"task_views":  {admin: "SID"},
 }
 
 // mustDeny are the denials issue 4 names explicitly; they guard the table
@@ -188,6 +191,8 @@ INSERT INTO ql3.open_apps (app_id, project_id, name, client_id, secret_digest, s
 	VALUES ('00000000-0000-7000-8000-0000000000a1', {P}, 'app1', 'abcdefghijk1', {D}, '{crons}', 1);
 INSERT INTO ql3.open_tokens (token_digest, app_id, created_at_ms, expires_at_ms) VALUES ({D}, '00000000-0000-7000-8000-0000000000a1', 1, 2);
 INSERT INTO ql3.open_ids (project_id, kind, ref) VALUES ({P}, 'task', 'seed');
+INSERT INTO ql3.task_labels (label, task_id, project_id) VALUES ('l1', {T}, {P});
+INSERT INTO ql3.task_views (view_id, project_id, name, created_at_ms) VALUES ('00000000-0000-7000-8000-0000000000b1', {P}, 'v1', 1);
 `
 
 // tableOps: a valid INSERT of a new row and an UPDATE of exactly one seeded
@@ -322,6 +327,12 @@ var tableOps = map[string]struct{ insert, update string }{
 	"open_ids": {
 		`INSERT INTO ql3.open_ids (project_id, kind, ref) VALUES ({P}, 'env', 'seed')`,
 		`UPDATE ql3.open_ids SET ref = 'moved' WHERE ref = 'seed'`},
+	"task_labels": {
+		`INSERT INTO ql3.task_labels (label, task_id, project_id) VALUES ('l2', {T}, {P})`,
+		`UPDATE ql3.task_labels SET label = 'l3' WHERE label = 'l1'`},
+	"task_views": {
+		`INSERT INTO ql3.task_views (view_id, project_id, name, created_at_ms) VALUES ({N}, {P}, 'v2', 1)`,
+		`UPDATE ql3.task_views SET name = 'v3' WHERE name = 'v1'`},
 }
 
 func TestGrantMatrixIsConsistent(t *testing.T) {
