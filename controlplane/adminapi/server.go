@@ -36,6 +36,7 @@
 //	GET  /api/v1/audit                                  audit lines, newest first (?action=&subject=&actor=&limit=&cursor=)
 //	…    /api/v1/notify/channels|rules|deliveries        notifications (notify.go)
 //	GET  /api/v1/overview                               tasks, runs by status, failures of 24 h, next fires, workers (?project=)
+//	GET|POST /api/v1/views, DELETE /api/v1/views/{view} a project's saved task filters (taskfind.go)
 //	GET|POST /api/v1/apps, DELETE /api/v1/apps/{app}    QingLong Open API apps (apps.go); /open/… their API (ADR 0057)
 //
 // The task, trigger, run and error shapes are the edge API's (edge/httpapi)
