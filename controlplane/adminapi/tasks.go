@@ -6,6 +6,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/find"
 	"github.com/ql3/ql3/core/schedule"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/httpkit"
@@ -55,6 +56,10 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := s.resolveProject(r.Context(), "project", req.Project)
+	if err == nil {
+		// Checked before the task is made: labels are set after it.
+		_, err = find.CheckLabels(req.Labels)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -121,6 +126,9 @@ func (s *Server) updateTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cmd, err := decodeSpec(req.Spec)
+	if err == nil && req.Labels != nil {
+		_, err = find.CheckLabels(*req.Labels) // before the new revision
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
