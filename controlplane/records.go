@@ -77,6 +77,8 @@ type Task struct {
 	Spec                spec.Command     `json:"spec"`
 	CreatedAtMs         int64            `json:"createdAtMs"`
 	UpdatedAtMs         int64            `json:"updatedAtMs"`
+	// Labels (core/find.CheckLabels) are not part of the revision.
+	Labels []string `json:"labels,omitempty"`
 	// Triggers are the triggers created with the task (TaskInput.Triggers);
 	// empty otherwise (list them with ListTriggers).
 	Triggers []Trigger `json:"triggers,omitempty"`

@@ -2,27 +2,20 @@ package edge
 
 import (
 	"context"
-	"errors"
-	"slices"
-	"strconv"
-	"strings"
-	"unicode/utf8"
 
-	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/find"
-	"github.com/ql3/ql3/core/names"
 	"github.com/ql3/ql3/core/spec"
 )
 
 // Findable at scale (ADR 0050): labels on tasks, the search text a task
 // search looks in, saved task filters ("views") and the overview.
 
-// Limits of labels and searches.
+// Limits of labels and searches (core/find's).
 const (
-	MaxTaskLabels  = 16                  // labels per task
-	MaxLabelChars  = 32                  // characters per label
+	MaxTaskLabels  = find.MaxTaskLabels  // labels per task
+	MaxLabelChars  = find.MaxLabelChars  // characters per label
 	MaxSearchChars = find.MaxSearchChars // characters of a search
-	MaxViews       = 100                 // saved views
+	MaxViews       = find.MaxViews       // saved views
 	// OverviewFailures and OverviewFires bound the overview's lists.
 	OverviewFailures = 10
 	OverviewFires    = 10
@@ -30,34 +23,9 @@ const (
 	OverviewWindowMs = 24 * 60 * 60 * 1000
 )
 
-// CheckLabels validates a task's labels and returns them normalized (NFC)
-// in the given order: at most MaxTaskLabels, each a readable name
-// (names.CheckDisplay) of 1..MaxLabelChars characters without a comma
-// (the panel and the CLI write labels comma-separated), no duplicates.
-func CheckLabels(labels []string) ([]string, error) {
-	if len(labels) > MaxTaskLabels {
-		return nil, errs.Invalidf("labels", "a task has at most %d labels, got %d", MaxTaskLabels, len(labels))
-	}
-	out := make([]string, 0, len(labels))
-	for i, l := range labels {
-		field := "labels[" + strconv.Itoa(i) + "]"
-		n, err := names.CheckDisplay(field, strings.TrimSpace(l))
-		if err != nil {
-			return nil, err
-		}
-		if c := utf8.RuneCountInString(n); c > MaxLabelChars {
-			return nil, errs.Invalidf(field, "must be 1..%d characters, got %d", MaxLabelChars, c)
-		}
-		if strings.Contains(n, ",") {
-			return nil, errs.Invalidf(field, "must not contain a comma")
-		}
-		if slices.Contains(out, n) {
-			return nil, errs.Invalidf(field, "label %q appears twice", n)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
+// CheckLabels validates a task's labels (find.CheckLabels: one copy for
+// both binaries).
+func CheckLabels(labels []string) ([]string, error) { return find.CheckLabels(labels) }
 
 // FoldSearch, CommandText, SearchText and CheckSearch are core/find's
 // (one copy for the edge and the control plane, ADR 0057). Migration 0007
@@ -84,39 +52,12 @@ type View struct {
 	CreatedAtMs int64
 }
 
-// ViewFilter is what a view selects: the task list's search, label and
-// enabled filters ("" for each: no filter).
-type ViewFilter struct {
-	Search  string
-	Label   string
-	Enabled string // "", "true" or "false"
-}
+// ViewFilter is what a view selects (find.ViewFilter).
+type ViewFilter = find.ViewFilter
 
-// CheckView validates a view to save and returns it normalized.
-func CheckView(name string, f ViewFilter) (string, ViewFilter, error) {
-	n, err := names.CheckDisplay("name", name)
-	if err != nil {
-		return "", ViewFilter{}, err
-	}
-	if _, err := CheckSearch("filter.search", f.Search); err != nil {
-		return "", ViewFilter{}, err
-	}
-	f.Search = strings.TrimSpace(f.Search)
-	if f.Label != "" {
-		ls, err := CheckLabels([]string{f.Label})
-		var e *errs.Error
-		if errors.As(err, &e) {
-			return "", ViewFilter{}, errs.Invalidf("filter.label", "%s", e.Message)
-		}
-		f.Label = ls[0]
-	}
-	switch f.Enabled {
-	case "", "true", "false":
-	default:
-		return "", ViewFilter{}, errs.Invalidf("filter.enabled", `must be "", "true" or "false", got %.16q`, f.Enabled)
-	}
-	return n, f, nil
-}
+// CheckView validates a view to save and returns it normalized
+// (find.CheckView).
+func CheckView(name string, f ViewFilter) (string, ViewFilter, error) { return find.CheckView(name, f) }
 
 // Overview is the state of the edge at a glance.
 type Overview struct {

@@ -79,14 +79,15 @@ func adminRoutes() []openapi.Route {
 			Responses: withErrors(openapi.OK("archived", adminapi.ProjectRecord{}), 404, 409, 413)},
 
 		{Method: "GET", Path: "/api/v1/tasks", Summary: "list tasks", Params: append(page, openapi.Query("project", "string", "project id or name"),
-			openapi.Query("q", "string", "a substring of the name, the command or a label (1..128 characters)")),
-			Responses: withErrors(openapi.OK("a page", adminapi.List[adminapi.Task]{}))},
+			openapi.Query("q", "string", "a substring of the name, the command or a label (1..128 characters)"),
+			openapi.Query("label", "string", "exactly this label"), openapi.Query("enabled", "boolean", "only enabled (true) or disabled (false) tasks")),
+			Responses: withErrors(openapi.OK("a page and the number of tasks the filter selects", adminapi.TaskList{}))},
 		{Method: "POST", Path: "/api/v1/tasks", Summary: "create a task (and its triggers)", Request: adminapi.CreateTaskRequest{},
 			Responses: withErrors(openapi.Created("created", adminapi.Task{}), 409, 413)},
 		{Method: "GET", Path: "/api/v1/tasks/{task}", Summary: "one task with its triggers", Params: task, Responses: withErrors(openapi.OK("task", adminapi.Task{}), 404)},
 		{Method: "PUT", Path: "/api/v1/tasks/{task}", Summary: "update (expectedRevision): a new revision", Params: task, Request: adminapi.UpdateTaskRequest{},
 			Responses: withErrors(openapi.OK("updated", adminapi.Task{}), 404, 409, 413)},
-		{Method: "PATCH", Path: "/api/v1/tasks/{task}", Summary: "enable or disable", Params: task, Request: adminapi.PatchTaskRequest{},
+		{Method: "PATCH", Path: "/api/v1/tasks/{task}", Summary: "enable or disable, or replace the labels", Params: task, Request: adminapi.PatchTaskRequest{},
 			Responses: withErrors(openapi.OK("updated", adminapi.Task{}), 404, 409, 413)},
 		{Method: "POST", Path: "/api/v1/tasks/{task}/enable", Summary: "enable", Params: task, Request: adminapi.EnableRequest{}, RequestOptional: true,
 			Responses: withErrors(openapi.OK("enabled", adminapi.Task{}), 404, 409, 413)},
@@ -187,7 +188,7 @@ func adminRoutes() []openapi.Route {
 		{Method: "DELETE", Path: "/api/v1/apps/{app}", Summary: "delete an app (its tokens end with it)",
 			Params:    []openapi.Param{openapi.PathParam("app", "app id")},
 			Responses: withErrors(map[int]openapi.Response{204: {Description: "deleted"}}, 404, 503)},
-	}, append(append(scriptRoutes(), notifyRoutes()...), append(tokenRoutes(), userRoutes()...)...)...) // openapi_scripts_test.go, openapi_notify_test.go, openapi_access_test.go
+	}, append(append(append(scriptRoutes(), notifyRoutes()...), append(tokenRoutes(), userRoutes()...)...), viewRoutes()...)...) // openapi_scripts_test.go, openapi_notify_test.go, openapi_access_test.go, openapi_views_test.go
 }
 
 func adminGenerator() *openapi.Generator {

@@ -181,6 +181,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	scriptExamples(t, send, f, token)
 	f.call("GET", "/api/v1/overview", nil, nil)
 	f.call("GET", "/api/v1/overview?project=ops", nil, nil)
+	exerciseViews(f, id) // openapi_views_test.go
 	app := id("POST", "/api/v1/apps", `{"project":"ops","name":"bot","scopes":["crons","envs"]}`)
 	f.call("POST", "/api/v1/apps", `{"project":"ops","name":"bot","scopes":["crons"]}`, nil)
 	f.call("POST", "/api/v1/apps", `{"project":"ops","name":"x","scopes":["root"]}`, nil)

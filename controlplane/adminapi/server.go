@@ -36,6 +36,7 @@
 //	GET  /api/v1/audit                                  audit lines, newest first (?action=&subject=&actor=&limit=&cursor=)
 //	…    /api/v1/notify/channels|rules|deliveries        notifications (notify.go)
 //	GET  /api/v1/overview                               tasks, runs by status, failures of 24 h, next fires, workers (?project=)
+//	GET|POST /api/v1/views, DELETE /api/v1/views/{view} a project's saved task filters (taskfind.go)
 //	GET|POST /api/v1/apps, DELETE /api/v1/apps/{app}    QingLong Open API apps (apps.go); /open/… their API (ADR 0057)
 //
 // The task, trigger, run and error shapes are the edge API's (edge/httpapi)
@@ -73,6 +74,7 @@ type Backend interface {
 	controlplane.Authentication
 	controlplane.AuditLog
 	controlplane.Overviews
+	controlplane.TaskFinding
 }
 
 // DefaultMaxBodyBytes bounds request bodies: room for a task spec at its
@@ -215,6 +217,9 @@ func (s *Server) routes(mux httpkit.Mux) {
 
 	mux.HandleFunc("GET /api/v1/audit", s.listAudit)
 	mux.HandleFunc("GET /api/v1/overview", s.overview)
+	mux.HandleFunc("GET /api/v1/views", s.listViews)
+	mux.HandleFunc("POST /api/v1/views", s.createView)
+	mux.HandleFunc("DELETE /api/v1/views/{view}", s.deleteView)
 
 	s.lifecycleRoutes(mux)
 	s.envRoutes(mux)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/find"
 	"github.com/ql3/ql3/core/schedule"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/httpkit"
@@ -43,34 +44,6 @@ func (s *Server) resolveProject(ctx context.Context, field, ref string) (control
 	return p, err
 }
 
-func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
-	pr, err := pageRequest(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	projectID := ""
-	if ref := r.URL.Query().Get("project"); ref != "" {
-		p, err := s.resolveProject(r.Context(), "project", ref)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		projectID = p.ID
-	}
-	// ?q= searches name, command and labels (a Chinese substring works).
-	page, err := s.b.FindTasks(r.Context(), projectID, r.URL.Query().Get("q"), pr)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	out := List[Task]{Items: make([]Task, 0, len(page.Items)), NextCursor: page.NextCursor}
-	for _, t := range page.Items {
-		out.Items = append(out.Items, Task{TaskRecord: TaskRecord(t)})
-	}
-	httpkit.WriteJSON(w, http.StatusOK, out)
-}
-
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	var req CreateTaskRequest
 	if err := s.decodeBody(w, r, &req); err != nil {
@@ -83,6 +56,10 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := s.resolveProject(r.Context(), "project", req.Project)
+	if err == nil {
+		// Checked before the task is made: labels are set after it.
+		_, err = find.CheckLabels(req.Labels)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -92,6 +69,11 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 		in.Triggers = append(in.Triggers, triggerInput(tr))
 	}
 	t, err := s.b.PublishTask(r.Context(), in)
+	if err == nil && len(req.Labels) > 0 {
+		triggers := t.Triggers
+		t, err = s.b.SetTaskLabels(r.Context(), t.ID, req.Labels)
+		t.Triggers = triggers
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -144,6 +126,9 @@ func (s *Server) updateTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cmd, err := decodeSpec(req.Spec)
+	if err == nil && req.Labels != nil {
+		_, err = find.CheckLabels(*req.Labels) // before the new revision
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -155,6 +140,9 @@ func (s *Server) updateTask(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err = s.b.PublishTask(r.Context(), controlplane.TaskInput{MutationID: req.MutationID, TaskID: t.ID,
 		ExpectedRevision: req.ExpectedRevision, Name: req.Name, Enabled: req.Enabled, Spec: cmd})
+	if err == nil && req.Labels != nil {
+		t, err = s.b.SetTaskLabels(r.Context(), t.ID, *req.Labels)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -168,11 +156,14 @@ func (s *Server) patchTask(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if req.Enabled == nil {
-		s.fail(w, r, errs.Invalidf("enabled", "required"))
-		return
+	switch {
+	case req.Enabled == nil && req.Labels == nil:
+		s.fail(w, r, errs.Invalidf("enabled", "required (or labels)"))
+	case req.Labels != nil:
+		s.applyLabels(w, r, req.MutationID, *req.Labels, req.Enabled)
+	default:
+		s.applyEnabled(w, r, req.MutationID, *req.Enabled)
 	}
-	s.applyEnabled(w, r, req.MutationID, *req.Enabled)
 }
 
 func (s *Server) setEnabled(enabled bool) http.HandlerFunc {

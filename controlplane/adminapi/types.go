@@ -35,6 +35,9 @@ type CreateTaskRequest struct {
 	// Triggers are created with the task, in its transaction (as on the
 	// edge); at most 16. Their mutationId must be empty.
 	Triggers []TriggerRequest `json:"triggers,omitempty"`
+	// Labels (at most 16, 1..32 characters, no comma) are set after the
+	// task is created; they are not part of its revision.
+	Labels []string `json:"labels,omitempty"`
 }
 
 // UpdateTaskRequest is the body of PUT /api/v1/tasks/{task}: a full
@@ -47,12 +50,15 @@ type UpdateTaskRequest struct {
 	Name             string          `json:"name"`
 	Enabled          *bool           `json:"enabled,omitempty"` // default: unchanged
 	Spec             json.RawMessage `json:"spec"`
+	// Labels, when present, replace the task's labels.
+	Labels *[]string `json:"labels,omitempty"`
 }
 
 // PatchTaskRequest is the body of PATCH /api/v1/tasks/{task}.
 type PatchTaskRequest struct {
-	MutationID string `json:"mutationId,omitempty"`
-	Enabled    *bool  `json:"enabled"`
+	MutationID string    `json:"mutationId,omitempty"`
+	Enabled    *bool     `json:"enabled"`
+	Labels     *[]string `json:"labels,omitempty"` // replace the labels
 }
 
 // EnableRequest is the optional body of POST .../enable and .../disable.

@@ -101,13 +101,14 @@ func (m *Main) serve(ctx context.Context) error {
 		return err
 	}
 	apps := openapps.New(pool) // QingLong's Open API (ADR 0057)
+	scriptStore := scriptstore.New(pool)
 	api := adminapi.New(adminapi.Config{
 		Backend: pub, Logger: m.log, Version: m.Version, UI: panel.UI{}, Tokens: pub, Accounts: accounts.New(pool),
-		Apps: apps, Open: qlcompat.New(qlcompat.Config{Backend: pub, Runs: runOps, Apps: apps, Envs: envs, Logger: m.log, TimeZone: m.Config.OpenTimeZone, Version: m.Version}),
+		Apps: apps, Open: qlcompat.New(qlcompat.Config{Backend: pub, Runs: runOps, Apps: apps, Envs: envs, Scripts: scriptStore, Logger: m.log, TimeZone: m.Config.OpenTimeZone, Version: m.Version}),
 		Ready:   func(ctx context.Context) error { return postgres.Readiness(ctx, pool) },
 		Runs:    runOps,
 		Envs:    envs,
-		Scripts: scriptstore.New(pool),
+		Scripts: scriptStore,
 		Notify:  notifyPorts,
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, pool, ref)

@@ -26,6 +26,7 @@ type Args struct {
 	specFile, expression, timeZone, misfire     string
 	tlsIdentity, mutationID                     string
 	action, subject, cursor                     string
+	search, label                               string // task list filters
 	limit                                       int
 	graceMs                                     int64
 	graceSet                                    bool
@@ -100,7 +101,11 @@ func clientCommands() map[string]Command {
 
 		"task list": {Summary: "list tasks", Flags: func(fs *flag.FlagSet, a *Args) {
 			fs.StringVar(&a.project, "project", "", "only this project (id or name)")
-		}, Run: get("/api/v1/tasks", func(a Args) url.Values { return url.Values{"project": {a.project}} })},
+			fs.StringVar(&a.search, "search", "", "a substring of the name, the command or a label")
+			fs.StringVar(&a.label, "label", "", "only tasks with this label")
+		}, Run: get("/api/v1/tasks", func(a Args) url.Values {
+			return url.Values{"project": {a.project}, "q": {a.search}, "label": {a.label}}
+		})},
 		"task get": {Summary: "show a task with its triggers", Flags: idFlag("task id"), Run: getPath("/api/v1/tasks/")},
 		"task create": {Summary: "create a task", Flags: func(fs *flag.FlagSet, a *Args) {
 			fs.StringVar(&a.project, "project", "", "project id or name (required)")

@@ -94,6 +94,9 @@ var tableGrants = []tableGrant{
 	// 0017: accounts and their sign-in log (ADR 0060), the admin role's alone.
 	{"accounts", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE"}},
 	{"signins", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
+	// 0018: task labels and saved views (ADR 0057), the admin role's alone.
+	{"task_labels", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
+	{"task_views", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
 }
 
 // grantees are the roles whose privileges InstallGrants owns completely.

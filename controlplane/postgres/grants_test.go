@@ -77,6 +77,9 @@ var wantPrivileges = map[string]map[string]string{
 	// line is never rewritten.
 	"accounts": {admin: "SIUD"},
 	"signins":  {admin: "SID"},
+	// Migration 0018 (task labels and saved views, ADR 0057): admin's job only.
+	"task_labels": {admin: "SID"},
+	"task_views":  {admin: "SID"},
 }
 
 // mustDeny are the denials issue 4 names explicitly; they guard the table
@@ -194,6 +197,8 @@ INSERT INTO ql3.open_tokens (token_digest, app_id, created_at_ms, expires_at_ms)
 INSERT INTO ql3.open_ids (project_id, kind, ref) VALUES ({P}, 'task', 'seed');
 INSERT INTO ql3.accounts (username, password_hash, created_at_ms) VALUES ('alice', '$argon2id$x', 1);
 INSERT INTO ql3.signins (at_ms, username, outcome, remote) VALUES (1, 'alice', 'ok', '127.0.0.1');
+INSERT INTO ql3.task_labels (label, task_id, project_id) VALUES ('l1', {T}, {P});
+INSERT INTO ql3.task_views (view_id, project_id, name, created_at_ms) VALUES ('00000000-0000-7000-8000-0000000000b1', {P}, 'v1', 1);
 `
 
 // tableOps: a valid INSERT of a new row and an UPDATE of exactly one seeded
@@ -334,6 +339,12 @@ var tableOps = map[string]struct{ insert, update string }{
 	"signins": {
 		`INSERT INTO ql3.signins (at_ms, username, outcome, remote) VALUES (2, 'bob', 'bad_password', '127.0.0.1')`,
 		`UPDATE ql3.signins SET at_ms = 3 WHERE username = 'alice'`},
+	"task_labels": {
+		`INSERT INTO ql3.task_labels (label, task_id, project_id) VALUES ('l2', {T}, {P})`,
+		`UPDATE ql3.task_labels SET label = 'l3' WHERE label = 'l1'`},
+	"task_views": {
+		`INSERT INTO ql3.task_views (view_id, project_id, name, created_at_ms) VALUES ({N}, {P}, 'v2', 1)`,
+		`UPDATE ql3.task_views SET name = 'v3' WHERE name = 'v1'`},
 }
 
 func TestGrantMatrixIsConsistent(t *testing.T) {

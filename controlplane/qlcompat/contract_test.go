@@ -20,6 +20,7 @@ import (
 	"github.com/ql3/ql3/controlplane/postgres/openapps"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/controlplane/postgres/runops"
+	"github.com/ql3/ql3/controlplane/postgres/scriptstore"
 	"github.com/ql3/ql3/controlplane/qlcompat"
 	"github.com/ql3/ql3/core/envseal"
 	"github.com/ql3/ql3/core/qlopen"
@@ -92,7 +93,7 @@ func newFixture(t *testing.T) *fixture {
 	if err := envs.UnlockEnv(context.Background(), kek, "/test/env.key"); err != nil {
 		t.Fatal(err)
 	}
-	open := qlcompat.New(qlcompat.Config{Backend: pub, Runs: runs, Apps: apps, Envs: envs, Now: clk.Now, TimeZone: "Asia/Shanghai"})
+	open := qlcompat.New(qlcompat.Config{Backend: pub, Runs: runs, Apps: apps, Envs: envs, Scripts: scriptstore.New(adminPool), Now: clk.Now, TimeZone: "Asia/Shanghai"})
 	srv := httptest.NewServer(adminapi.New(adminapi.Config{Backend: pub, Runs: runs, Apps: apps, Open: open, Envs: envs}))
 	t.Cleanup(srv.Close)
 	return &fixture{t: t, url: srv.URL, admin: token, clock: clk}

@@ -11,6 +11,7 @@
 //	PUT    /open/crons/run | /stop | /enable | /disable [ids]
 //	GET    /open/crons/{id}, /open/crons/{id}/log
 //	…      /open/envs                                   the project's env store (envs.go)
+//	…      /open/scripts                                the project's scripts folder (scripts.go)
 //	…      /open/logs, /open/system                     attempt logs and the system info (logs.go)
 //
 // Everything else under /open/ answers QingLong's 404 shape after the
@@ -50,6 +51,7 @@ type Config struct {
 	Runs    controlplane.RunOperations // nil: run, stop and log answer 503
 	Apps    controlplane.OpenApps      // nil: every route answers 503
 	Envs    controlplane.EnvStore      // nil: /open/envs answers 503
+	Scripts controlplane.Scripts       // nil: /open/scripts answers 503
 	Logger  *slog.Logger
 	Now     func() time.Time // nil: time.Now
 	// TimeZone is the zone of the triggers a cron makes (QingLong's
@@ -61,21 +63,22 @@ type Config struct {
 
 // Handler serves /open/.
 type Handler struct {
-	b     Backend
-	runs  controlplane.RunOperations
-	apps  controlplane.OpenApps
-	envs  controlplane.EnvStore
-	log   *slog.Logger
-	now   func() time.Time
-	zone  string
-	ver   string
-	limit *httpkit.FailLimiter
-	mux   *http.ServeMux
+	b       Backend
+	runs    controlplane.RunOperations
+	apps    controlplane.OpenApps
+	envs    controlplane.EnvStore
+	scripts controlplane.Scripts
+	log     *slog.Logger
+	now     func() time.Time
+	zone    string
+	ver     string
+	limit   *httpkit.FailLimiter
+	mux     *http.ServeMux
 }
 
 // New returns the handler.
 func New(cfg Config) *Handler {
-	h := &Handler{b: cfg.Backend, runs: cfg.Runs, apps: cfg.Apps, envs: cfg.Envs, log: cfg.Logger, now: cfg.Now, zone: cfg.TimeZone, ver: cfg.Version,
+	h := &Handler{b: cfg.Backend, runs: cfg.Runs, apps: cfg.Apps, envs: cfg.Envs, scripts: cfg.Scripts, log: cfg.Logger, now: cfg.Now, zone: cfg.TimeZone, ver: cfg.Version,
 		limit: httpkit.NewFailLimiter(qlopen.TokenFailMax, qlopen.TokenFailWindow), mux: http.NewServeMux()}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -90,6 +93,7 @@ func New(cfg Config) *Handler {
 	h.cronRoutes()
 	h.envRoutes()
 	h.logRoutes()
+	h.scriptRoutes()
 	h.mux.HandleFunc("/open/", h.withApp(func(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, "ql3-control does not serve "+r.Method+" "+r.URL.Path+" (ADR 0057 lists what the Open API maps)")
 	}))

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/qlopen"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/httpkit"
 )
@@ -184,7 +185,7 @@ func (s *Server) openReadLog(w http.ResponseWriter, r *http.Request, dir, file s
 }
 
 func (s *Server) openDownloadLog(w http.ResponseWriter, r *http.Request) {
-	var in openScriptRef
+	var in qlopen.ScriptRef
 	if err := decodeOpen(w, r, &in); err != nil {
 		s.openErr(w, r, err)
 		return

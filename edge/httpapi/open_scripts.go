@@ -1,15 +1,13 @@
 package httpapi
 
 import (
-	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"path"
 	"strconv"
-	"strings"
 
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/qlopen"
 	"github.com/ql3/ql3/core/scriptpath"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/scripts"
@@ -33,41 +31,8 @@ import (
 //
 // Every change writes an audit line with actor "app <name>".
 
-// OpenFile is QingLong's IFile (back/config/util.ts): key is the path
-// from the folder's root, parent the folder's path, createTime epoch ms
-// (ql3 reports the modification time: the birth time is not portable).
-type OpenFile struct {
-	Title      string     `json:"title"`
-	Key        string     `json:"key"`
-	Type       string     `json:"type"` // directory or file
-	Parent     string     `json:"parent"`
-	CreateTime int64      `json:"createTime"`
-	Size       *int64     `json:"size,omitempty"`
-	Children   []OpenFile `json:"children,omitempty"`
-}
-
-// openScriptSkip is QingLong's blacklist of the scripts tree.
-var openScriptSkip = map[string]bool{"node_modules": true, ".git": true, ".pnpm": true,
-	"pnpm-lock.yaml": true, "yarn.lock": true, "package-lock.json": true}
-
-// openScriptMaxBody bounds a script write through the Open API.
-const openScriptMaxBody = 16 << 20
-
-type openScriptWrite struct {
-	Filename       string  `json:"filename"`
-	Path           string  `json:"path"`
-	Content        *string `json:"content"`
-	OriginFilename string  `json:"originFilename"`
-	Directory      string  `json:"directory"`
-	File           string  `json:"file"`
-}
-
-type openScriptRef struct {
-	Filename    string `json:"filename"`
-	Path        string `json:"path"`
-	Type        string `json:"type,omitempty"`
-	NewFilename string `json:"newFilename,omitempty"`
-}
+// OpenFile is QingLong's IFile (core/qlopen).
+type OpenFile = qlopen.File
 
 func (s *Server) openScriptRoutes(mux httpkit.Mux) {
 	mux.HandleFunc("GET /open/scripts", s.withOpenScripts(s.openListScripts))
@@ -83,7 +48,7 @@ func (s *Server) openScriptRoutes(mux httpkit.Mux) {
 	mux.HandleFunc("PUT /open/scripts/rename", s.withOpenScripts(s.openRenameScript))
 	mux.HandleFunc("POST /open/scripts/download", s.withOpenScripts(s.openDownloadScript))
 	refuse := func(w http.ResponseWriter, r *http.Request) {
-		openFail(w, http.StatusBadRequest, "ql3 runs scripts only as tasks: create a cron with command `task <file>` (POST /open/crons) and run it (PUT /open/crons/run)")
+		openFail(w, http.StatusBadRequest, qlopen.ScriptRunRefused)
 	}
 	mux.HandleFunc("PUT /open/scripts/run", s.withOpenScripts(refuse))
 	mux.HandleFunc("PUT /open/scripts/stop", s.withOpenScripts(refuse))
@@ -98,20 +63,6 @@ func (s *Server) withOpenScripts(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	})
-}
-
-// openScriptPath joins QingLong's (path, filename) into a folder path.
-// QingLong accepts an absolute path inside its scripts folder; ql3's
-// paths are relative to the folder, so a leading slash is refused by the
-// folder's own check, as is "..".
-func openScriptPath(dir, name string) (string, error) {
-	if name == "" {
-		return "", errs.Invalidf("filename", "is required")
-	}
-	if dir == "" {
-		return name, nil
-	}
-	return strings.TrimSuffix(dir, "/") + "/" + name, nil
 }
 
 func (s *Server) openAudit(r *http.Request, action, target, detail string) {
@@ -146,42 +97,20 @@ func (s *Server) openListScripts(w http.ResponseWriter, r *http.Request) {
 	openOK(w, out)
 }
 
-// openScriptLevel lists dir as QingLong's readDirs (deep, children
-// filled) or readDir (one level, folders with empty children) does,
-// folders first, then by name; budget bounds the entries of one answer.
+// openScriptLevel lists dir as QingLong does (qlopen.ScriptTree).
 func (s *Server) openScriptLevel(dir string, deep bool, budget *int) ([]OpenFile, error) {
-	entries, err := s.scripts.List(dir)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]OpenFile, 0, len(entries))
-	for _, e := range entries {
-		if openScriptSkip[e.Name] {
-			continue
+	return qlopen.ScriptTree(func(dir string) ([]qlopen.ScriptEntry, error) {
+		entries, err := s.scripts.List(dir)
+		out := make([]qlopen.ScriptEntry, len(entries))
+		for i, e := range entries {
+			out[i] = qlopen.ScriptEntry{Name: e.Name, Dir: e.Kind == scripts.KindDir, Size: e.Size, MtimeMs: e.MtimeMs}
 		}
-		if *budget--; *budget < 0 {
-			return nil, errs.TooLargef("path", "the tree holds more than %d entries; list one folder with ?path=", scriptpath.MaxEntries)
-		}
-		key := path.Join(dir, e.Name)
-		f := OpenFile{Title: e.Name, Key: key, Parent: dir, CreateTime: e.MtimeMs}
-		if e.Kind == scripts.KindDir {
-			f.Type, f.Children = "directory", []OpenFile{}
-			if deep {
-				if f.Children, err = s.openScriptLevel(key, true, budget); err != nil {
-					return nil, err
-				}
-			}
-		} else {
-			size := e.Size
-			f.Type, f.Size = "file", &size
-		}
-		out = append(out, f)
-	}
-	return out, nil
+		return out, err
+	}, dir, deep, budget)
 }
 
 func (s *Server) openReadScript(w http.ResponseWriter, r *http.Request, file string) {
-	p, err := openScriptPath(r.URL.Query().Get("path"), file)
+	p, err := qlopen.ScriptPath(r.URL.Query().Get("path"), file)
 	if err != nil {
 		s.openErr(w, r, errs.Prefix("file", err))
 		return
@@ -209,53 +138,18 @@ func (s *Server) writeAnyScript(p string, data []byte) (string, bool, error) {
 // decodeScriptWrite reads POST /open/scripts as JSON or as the
 // multipart form QingLong's panel sends (editNameModal.tsx); a file part
 // named "file" is the upload.
-func decodeScriptWrite(w http.ResponseWriter, r *http.Request) (openScriptWrite, []byte, error) {
-	var in openScriptWrite
+func decodeScriptWrite(w http.ResponseWriter, r *http.Request) (qlopen.ScriptWrite, []byte, error) {
+	var in qlopen.ScriptWrite
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "multipart/form-data" {
 		return in, nil, decodeOpen(w, r, &in)
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, openScriptMaxBody)
+	r.Body = http.MaxBytesReader(w, r.Body, qlopen.ScriptMaxBody)
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return in, nil, errs.Invalidf("", "body: %v", err)
 	}
-	var upload []byte
-	for parts := 0; ; parts++ {
-		part, err := mr.NextPart()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil || parts >= 16 {
-			return in, nil, errs.Invalidf("", "body: a multipart form of at most 16 parts and %d bytes expected", openScriptMaxBody)
-		}
-		val, err := io.ReadAll(part)
-		if err != nil {
-			return in, nil, errs.TooLargef("", "body is over %d bytes", openScriptMaxBody)
-		}
-		switch part.FormName() {
-		case "filename":
-			in.Filename = string(val)
-		case "path":
-			in.Path = string(val)
-		case "content":
-			c := string(val)
-			in.Content = &c
-		case "originFilename":
-			in.OriginFilename = string(val)
-		case "directory":
-			in.Directory = string(val)
-		case "file":
-			if part.FileName() != "" {
-				upload = val
-			} else {
-				in.File = string(val)
-			}
-		default:
-			return in, nil, errs.Invalidf(part.FormName(), "is not a field of this form")
-		}
-	}
-	return in, upload, nil
+	return qlopen.DecodeScriptForm(mr)
 }
 
 // openCreateScript is QingLong's POST /scripts: an upload, a folder
@@ -270,7 +164,7 @@ func (s *Server) openCreateScript(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if in.Directory != "" {
-		p, _ := openScriptPath(in.Path, in.Directory)
+		p, _ := qlopen.ScriptPath(in.Path, in.Directory)
 		err := s.scripts.Mkdir(p)
 		if errs.Code(err) == errs.Conflict {
 			if e, serr := s.scripts.Stat(p); serr == nil && e.Kind == scripts.KindDir {
@@ -286,7 +180,7 @@ func (s *Server) openCreateScript(w http.ResponseWriter, r *http.Request) {
 		openOK(w, nil)
 		return
 	}
-	p, err := openScriptPath(in.Path, in.Filename)
+	p, err := qlopen.ScriptPath(in.Path, in.Filename)
 	if err != nil {
 		s.openErr(w, r, err)
 		return
@@ -306,7 +200,7 @@ func (s *Server) openCreateScript(w http.ResponseWriter, r *http.Request) {
 	}
 	s.openAudit(r, action, p, "sha256 "+etag)
 	if in.OriginFilename != "" && in.OriginFilename != in.Filename {
-		old, _ := openScriptPath(in.Path, in.OriginFilename)
+		old, _ := qlopen.ScriptPath(in.Path, in.OriginFilename)
 		if err := s.scripts.Delete(old, false); err != nil && errs.Code(err) != errs.NotFound {
 			s.openErr(w, r, errs.Prefix("originFilename", err))
 			return
@@ -317,16 +211,12 @@ func (s *Server) openCreateScript(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) openSaveScript(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Filename string  `json:"filename"`
-		Path     string  `json:"path"`
-		Content  *string `json:"content"`
-	}
+	var in qlopen.ScriptSave
 	if err := decodeOpen(w, r, &in); err != nil {
 		s.openErr(w, r, err)
 		return
 	}
-	p, err := openScriptPath(in.Path, in.Filename)
+	p, err := qlopen.ScriptPath(in.Path, in.Filename)
 	if err == nil && in.Content == nil {
 		err = errs.Invalidf("content", "is required")
 	}
@@ -350,12 +240,12 @@ func (s *Server) openSaveScript(w http.ResponseWriter, r *http.Request) {
 // openDeleteScript removes a file or (QingLong's rmPath) a folder with
 // everything in it.
 func (s *Server) openDeleteScript(w http.ResponseWriter, r *http.Request) {
-	var in openScriptRef
+	var in qlopen.ScriptRef
 	if err := decodeOpen(w, r, &in); err != nil {
 		s.openErr(w, r, err)
 		return
 	}
-	p, err := openScriptPath(in.Path, in.Filename)
+	p, err := qlopen.ScriptPath(in.Path, in.Filename)
 	if err == nil && in.NewFilename != "" {
 		err = errs.Invalidf("newFilename", "is not a field of this body")
 	}
@@ -372,12 +262,12 @@ func (s *Server) openDeleteScript(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) openRenameScript(w http.ResponseWriter, r *http.Request) {
-	var in openScriptRef
+	var in qlopen.ScriptRef
 	if err := decodeOpen(w, r, &in); err != nil {
 		s.openErr(w, r, err)
 		return
 	}
-	from, err := openScriptPath(in.Path, in.Filename)
+	from, err := qlopen.ScriptPath(in.Path, in.Filename)
 	if err == nil && in.NewFilename == "" {
 		err = errs.Invalidf("newFilename", "is required")
 	}
@@ -385,7 +275,7 @@ func (s *Server) openRenameScript(w http.ResponseWriter, r *http.Request) {
 		s.openErr(w, r, err)
 		return
 	}
-	to, _ := openScriptPath(in.Path, in.NewFilename)
+	to, _ := qlopen.ScriptPath(in.Path, in.NewFilename)
 	if err := s.scripts.Move(from, to); err != nil {
 		s.openErr(w, r, err)
 		return
@@ -396,12 +286,12 @@ func (s *Server) openRenameScript(w http.ResponseWriter, r *http.Request) {
 
 // openDownloadScript answers the file itself (QingLong's res.download).
 func (s *Server) openDownloadScript(w http.ResponseWriter, r *http.Request) {
-	var in openScriptRef
+	var in qlopen.ScriptRef
 	if err := decodeOpen(w, r, &in); err != nil {
 		s.openErr(w, r, err)
 		return
 	}
-	p, err := openScriptPath(in.Path, in.Filename)
+	p, err := qlopen.ScriptPath(in.Path, in.Filename)
 	if err != nil {
 		s.openErr(w, r, err)
 		return

@@ -218,12 +218,15 @@
   // edge answers it in one request (triggers and the last run ride along,
   // a query per page); the control plane's list has neither yet, so there
   // each task is read on its own and the last runs come from one page.
+  // Both filter by search, label and enabled and answer the total; the
+  // control plane also by project (?project=, which its views carry).
   async function taskRows(params) {
+    const filter = { limit: "50", cursor: params.get("cursor"), q: params.get("q"), label: params.get("label"), enabled: params.get("enabled") };
     if (!S.control) {
-      const list = await api("GET", "/api/v1/tasks" + q({ limit: "50", cursor: params.get("cursor"), q: params.get("q"), label: params.get("label"), enabled: params.get("enabled") }));
+      const list = await api("GET", "/api/v1/tasks" + q(filter));
       return { list, tasks: list.items, last: (t) => t.lastRun };
     }
-    const list = await api("GET", "/api/v1/tasks" + q({ limit: "50", cursor: params.get("cursor"), q: params.get("q") }));
+    const list = await api("GET", "/api/v1/tasks" + q(Object.assign(filter, { project: params.get("project") })));
     const runs = await api("GET", "/api/v1/runs?limit=200");
     const last = {};
     for (const r of runs.items) if (!last[r.taskId]) last[r.taskId] = r;
@@ -235,11 +238,11 @@
     const label = h("input", { type: "text", id: "task-label", name: "label", value: params.get("label") || "", placeholder: t("tasks.label", "Label"), "aria-label": t("tasks.label", "Label"), class: "short" });
     const enabled = h("select", { id: "task-enabled", name: "enabled", "aria-label": t("tasks.enabled", "Enabled") },
       [["", t("common.any", "any")], ["true", t("tasks.onlyEnabled", "enabled")], ["false", t("tasks.onlyDisabled", "disabled")]].map(([v, l]) => h("option", { value: v, text: l, selected: (params.get("enabled") || "") === v })));
-    // The control plane searches name and command (labels are the edge's).
+    // On the control plane the filter keeps the project a view chose.
     return h("form", { class: "bar", id: "task-filter", onsubmit: (ev) => {
       ev.preventDefault();
-      location.hash = "#/tasks" + q({ q: box.value.trim(), label: S.control ? "" : label.value.trim(), enabled: S.control ? "" : enabled.value });
-    } }, box, S.control ? null : label, S.control ? null : enabled, h("button", { type: "submit", text: t("common.search", "Search") }));
+      location.hash = "#/tasks" + q({ q: box.value.trim(), label: label.value.trim(), enabled: enabled.value, project: S.control ? params.get("project") : "" });
+    } }, box, label, enabled, h("button", { type: "submit", text: t("common.search", "Search") }));
   }
   async function taskList(params, g) {
     const { list, tasks, last } = await taskRows(params);
@@ -250,7 +253,7 @@
       const lr = last(x);
       return h("tr", { "data-task": x.name },
         td(t("tasks.task", "Task"), h("a", { href: "#/tasks/" + encodeURIComponent(x.id) + "/edit", text: x.name }), h("div", { class: "muted mono", text: command(x.spec) }),
-          (x.labels || []).length ? h("div", { class: "labels" }, x.labels.map((l) => h("a", { class: "label", href: "#/tasks" + q({ label: l }), text: l }))) : null),
+          (x.labels || []).length ? h("div", { class: "labels" }, x.labels.map((l) => h("a", { class: "label", href: "#/tasks" + q({ label: l, project: S.control ? params.get("project") : "" }), text: l }))) : null),
         td(t("tasks.enabled", "Enabled"), yesNo(x.enabled)),
         td(t("tasks.schedule", "Schedule"), trig.length ? trig.map((y) => h("div", {}, h("code", { text: y.expression }), " ", h("span", { class: "muted", text: y.timeZone + (y.enabled ? "" : " " + t("tasks.triggerOff", "(off)")) }))) : h("span", { class: "muted", text: t("tasks.manualOnly", "manual only") })),
         td(t("tasks.nextFire", "Next fire"), next ? when(next.nextFireAtMs, next.timeZone) : "—"),
@@ -264,14 +267,14 @@
             await api("DELETE", "/api/v1/tasks/" + x.id); route();
           }, text: t("common.delete", "Delete") }))));
     });
-    const here = { q: params.get("q"), label: params.get("label"), enabled: params.get("enabled") };
+    const here = { q: params.get("q"), label: params.get("label"), enabled: params.get("enabled"), project: params.get("project") };
     render(g, h("div", { class: "bar" }, h("h1", { text: t("tasks.title", "Tasks") }), h("a", { class: "button", href: "#/tasks/new", id: "new-task", text: t("tasks.new", "New task") })),
       taskSearch(params),
-      S.control || !ext.views ? null : ext.views(params),
+      ext.views ? ext.views(params) : null,
       rows.length ? h("table", { class: "cards", id: "tasks" },
         head(t("tasks.task", "Task"), t("tasks.enabled", "Enabled"), t("tasks.schedule", "Schedule"), t("tasks.nextFire", "Next fire"), t("tasks.lastRun", "Last run"), t("common.actions", "Actions")),
         h("tbody", {}, rows)) : h("p", { id: "no-tasks", text: filtered ? t("tasks.noMatch", "No task matches.") : t("tasks.none", "No tasks yet.") }),
-      S.control || list.total === undefined ? null : h("p", { class: "muted", id: "task-total", text: t("tasks.total", "{n} task(s)", { n: list.total }) }),
+      list.total === undefined ? null : h("p", { class: "muted", id: "task-total", text: t("tasks.total", "{n} task(s)", { n: list.total }) }),
       h("div", { class: "bar" }, params.get("cursor") ? h("a", { class: "button", href: "#/tasks" + q(here), text: t("common.firstPage", "First page") }) : null,
         list.nextCursor ? h("a", { class: "button", id: "more-tasks", href: "#/tasks" + q(Object.assign({}, here, { cursor: list.nextCursor })), text: t("tasks.more", "More tasks") }) : null));
   }
@@ -331,8 +334,7 @@
       firstProject = ps.items.length ? ps.items[0].name : "";
     }
     const project = S.control && !tk ? I({ value: firstProject, autocomplete: "off" }) : null;
-    // Labels are the edge's (the control plane's task has none yet).
-    const labels = S.control ? null : I({ value: tk ? (tk.labels || []).join(", ") : "", autocomplete: "off" });
+    const labels = I({ value: tk ? (tk.labels || []).join(", ") : "", autocomplete: "off" });
     const kind = h("select", {}, h("option", { value: "shell", text: t("form.kindShell", "shell command"), selected: mode === "shell" }), h("option", { value: "argv", text: t("form.kindArgv", "program and arguments (argv)"), selected: mode === "argv" }));
     const cmd = h("textarea", { rows: 3, spellcheck: "false" }); cmd.value = sp.shell ? sp.shell.command : "";
     const shell = h("select", {}, ["/bin/sh", "/bin/bash"].map((x) => h("option", { value: x, text: x, selected: sp.shell && sp.shell.shell === x })));

@@ -54,7 +54,9 @@
   }
 
   // views is the task list's bar of saved filters (QingLong's views): one
-  // link each, a delete button, and "save" for the filter on screen.
+  // link each, a delete button, and "save" for the filter on screen. On
+  // the control plane views belong to a project: the one on screen
+  // (?project=), else the first.
   function views(params) {
     const bar = h("div", { class: "bar views", id: "views" });
     const cur = { q: params.get("q") || "", label: params.get("label") || "", enabled: params.get("enabled") || "" };
@@ -63,15 +65,26 @@
       P.route();
     };
     (async () => {
-      const vs = await api("GET", "/api/v1/views");
+      let project = "";
+      if (P.S && P.S.control) {
+        project = params.get("project") || "";
+        if (!project) {
+          const ps = await api("GET", "/api/v1/projects?limit=1");
+          if (!ps.items.length) return;
+          project = ps.items[0].name;
+        }
+      }
+      const vs = await api("GET", "/api/v1/views" + q({ project }));
       const items = vs.items.map((v) => h("span", { class: "view", "data-view": v.name },
-        h("a", { class: "button", href: "#/tasks" + q({ q: v.filter.q, label: v.filter.label, enabled: v.filter.enabled }), text: v.name }),
+        h("a", { class: "button", href: "#/tasks" + q({ q: v.filter.q, label: v.filter.label, enabled: v.filter.enabled, project: params.get("project") }), text: v.name }),
         h("button", { type: "button", class: "danger delete-view", "aria-label": fill(t("views.delete", "Delete view {name}"), { name: v.name }), text: "×",
           onclick: act(async () => { if (confirm(fill(t("views.delete", "Delete view {name}"), { name: v.name }) + "?")) await api("DELETE", "/api/v1/views/" + encodeURIComponent(v.id)); }) })));
       const save = cur.q || cur.label || cur.enabled ? h("button", { type: "button", id: "save-view", text: t("views.save", "Save as view"),
         onclick: act(async () => {
           const name = prompt(t("views.name", "Name of the view"));
-          if (name) await api("POST", "/api/v1/views", { name, filter: { q: cur.q, label: cur.label, enabled: cur.enabled } });
+          const body = { name, filter: { q: cur.q, label: cur.label, enabled: cur.enabled } };
+          if (project) body.project = project;
+          if (name) await api("POST", "/api/v1/views", body);
         }) }) : null;
       bar.replaceChildren(...[items.length ? h("span", { class: "muted", text: t("views.title", "Views:") }) : null, ...items, save].filter(Boolean));
     })().catch((e) => { if (e.status !== 401) bar.textContent = e.message; });

@@ -193,8 +193,9 @@ func updateTask(ctx context.Context, tx pgx.Tx, taskID uuid.UUID, in controlplan
 	var projectID uuid.UUID
 	var head int64
 	var enabled bool
-	err := tx.QueryRow(ctx, `SELECT project_id, head_revision, enabled FROM ql3.tasks WHERE task_id = $1 AND deleted_at_ms IS NULL FOR UPDATE`, taskID).
-		Scan(&projectID, &head, &enabled)
+	var labels []string
+	err := tx.QueryRow(ctx, `SELECT project_id, head_revision, enabled, labels FROM ql3.tasks WHERE task_id = $1 AND deleted_at_ms IS NULL FOR UPDATE`, taskID).
+		Scan(&projectID, &head, &enabled, &labels)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return controlplane.Task{}, errs.NotFoundf("no task %s", taskID)
 	}
@@ -223,7 +224,7 @@ func updateTask(ctx context.Context, tx pgx.Tx, taskID uuid.UUID, in controlplan
 	}
 	tag, err := tx.Exec(ctx, `UPDATE ql3.tasks SET name = $2, enabled = $3, head_revision = $4,
 		updated_at_ms = greatest(updated_at_ms, `+dbNowMs+`), search_text = $6
-		WHERE task_id = $1 AND head_revision = $5`, taskID, in.Name, enabled, rev, head, find.Text(in.Name, cs.cmd, nil))
+		WHERE task_id = $1 AND head_revision = $5`, taskID, in.Name, enabled, rev, head, find.Text(in.Name, cs.cmd, labels))
 	if err != nil {
 		return controlplane.Task{}, err
 	}
@@ -334,7 +335,7 @@ func insertExecutionRevision(ctx context.Context, tx pgx.Tx, projectID, taskID u
 }
 
 const taskSelect = `SELECT t.task_id::text, t.project_id::text, t.name, t.enabled, t.head_revision,
-	e.digest, e.execution_revision_id::text, e.canonical_spec, t.created_at_ms, t.updated_at_ms, coalesce(t.deleted_at_ms, 0)
+	e.digest, e.execution_revision_id::text, e.canonical_spec, t.created_at_ms, t.updated_at_ms, coalesce(t.deleted_at_ms, 0), t.labels
 	FROM ql3.tasks t
 	JOIN ql3.execution_revisions e ON e.task_id = t.task_id AND e.task_revision = t.head_revision`
 
@@ -343,8 +344,11 @@ func scanTask(row pgx.Row) (controlplane.Task, error) {
 	var digest []byte
 	var canonical string
 	if err := row.Scan(&t.ID, &t.ProjectID, &t.Name, &t.Enabled, &t.Revision, &digest, &t.ExecutionRevisionID,
-		&canonical, &t.CreatedAtMs, &t.UpdatedAtMs, &t.DeletedAtMs); err != nil {
+		&canonical, &t.CreatedAtMs, &t.UpdatedAtMs, &t.DeletedAtMs, &t.Labels); err != nil {
 		return controlplane.Task{}, err
+	}
+	if len(t.Labels) == 0 {
+		t.Labels = nil
 	}
 	var err error
 	if t.Digest, err = fmtDigest(digest); err != nil {
