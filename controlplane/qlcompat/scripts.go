@@ -11,6 +11,7 @@ import (
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/qlopen"
 	"github.com/ql3/ql3/core/scriptpath"
+	"github.com/ql3/ql3/httpkit"
 )
 
 // QingLong's /open/scripts on the project's scripts folder (ADR 0052,
@@ -119,7 +120,7 @@ func (h *Handler) createScript(w http.ResponseWriter, r *http.Request) {
 			h.fault(w, r, errs.Invalidf("", "body: %v", merr))
 			return
 		}
-		in, upload, err = qlopen.DecodeScriptForm(mr)
+		in, upload, err = qlopen.DecodeScriptForm(httpkit.MultipartParts(mr))
 	} else {
 		err = decode(w, r, &in)
 	}

@@ -3,7 +3,6 @@ package qlopen
 import (
 	"errors"
 	"io"
-	"mime/multipart"
 	"path"
 	"strings"
 
@@ -122,14 +121,23 @@ func ScriptTree(list func(dir string) ([]ScriptEntry, error), dir string, deep b
 	return out, nil
 }
 
+// FormPart is one part of a multipart form as mime/multipart's Part reads
+// it (httpkit.MultipartParts adapts a reader): core links no MIME or
+// network code, so the form arrives as this interface.
+type FormPart = interface {
+	FormName() string
+	FileName() string
+	Read(p []byte) (int, error)
+}
+
 // DecodeScriptForm reads POST /open/scripts sent as the multipart form
 // QingLong's panel sends (editNameModal.tsx): at most 16 parts; a file
 // part named "file" is the upload. The caller bounds the body.
-func DecodeScriptForm(mr *multipart.Reader) (ScriptWrite, []byte, error) {
+func DecodeScriptForm(next func() (FormPart, error)) (ScriptWrite, []byte, error) {
 	var in ScriptWrite
 	var upload []byte
 	for parts := 0; ; parts++ {
-		part, err := mr.NextPart()
+		part, err := next()
 		if errors.Is(err, io.EOF) {
 			break
 		}

@@ -73,16 +73,16 @@ func form(t testing.TB, fields map[string]string, file []byte) (string, []byte) 
 
 func TestDecodeScriptForm(t *testing.T) {
 	boundary, body := form(t, map[string]string{"filename": "a.js", "path": "jd", "content": "x", "originFilename": "old.js"}, nil)
-	in, up, err := DecodeScriptForm(multipart.NewReader(bytes.NewReader(body), boundary))
+	in, up, err := DecodeScriptForm(partsOf(multipart.NewReader(bytes.NewReader(body), boundary)))
 	if err != nil || in.Filename != "a.js" || in.Path != "jd" || in.Content == nil || *in.Content != "x" || in.OriginFilename != "old.js" || up != nil {
 		t.Fatalf("fields: %+v %q %v", in, up, err)
 	}
 	boundary, body = form(t, map[string]string{"filename": "up.js"}, []byte("uploaded"))
-	if _, up, err = DecodeScriptForm(multipart.NewReader(bytes.NewReader(body), boundary)); err != nil || string(up) != "uploaded" {
+	if _, up, err = DecodeScriptForm(partsOf(multipart.NewReader(bytes.NewReader(body), boundary))); err != nil || string(up) != "uploaded" {
 		t.Fatalf("upload: %q %v", up, err)
 	}
 	boundary, body = form(t, map[string]string{"mode": "0777"}, nil)
-	if _, _, err = DecodeScriptForm(multipart.NewReader(bytes.NewReader(body), boundary)); errs.Code(err) != errs.Invalid || !strings.Contains(err.Error(), "mode") {
+	if _, _, err = DecodeScriptForm(partsOf(multipart.NewReader(bytes.NewReader(body), boundary))); errs.Code(err) != errs.Invalid || !strings.Contains(err.Error(), "mode") {
 		t.Fatalf("unknown field: %v", err)
 	}
 	var b bytes.Buffer
@@ -91,7 +91,7 @@ func TestDecodeScriptForm(t *testing.T) {
 		_ = mw.WriteField("path", "jd")
 	}
 	_ = mw.Close()
-	if _, _, err = DecodeScriptForm(multipart.NewReader(&b, mw.Boundary())); errs.Code(err) != errs.Invalid || !strings.Contains(err.Error(), "16 parts") {
+	if _, _, err = DecodeScriptForm(partsOf(multipart.NewReader(&b, mw.Boundary()))); errs.Code(err) != errs.Invalid || !strings.Contains(err.Error(), "16 parts") {
 		t.Fatalf("17 parts: %v", err)
 	}
 }
@@ -106,10 +106,21 @@ func FuzzDecodeScriptForm(f *testing.F) {
 		}
 		// Any input is a form or a coded client error, never a panic or
 		// an internal error.
-		if _, _, err := DecodeScriptForm(multipart.NewReader(bytes.NewReader(body), boundary)); err != nil {
+		if _, _, err := DecodeScriptForm(partsOf(multipart.NewReader(bytes.NewReader(body), boundary))); err != nil {
 			if c := errs.Code(err); c != errs.Invalid && c != errs.TooLarge {
 				t.Fatalf("error coded %s: %v", c, err)
 			}
 		}
 	})
+}
+
+// partsOf adapts a multipart reader as httpkit.MultipartParts does.
+func partsOf(mr *multipart.Reader) func() (FormPart, error) {
+	return func() (FormPart, error) {
+		p, err := mr.NextPart()
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
 }

@@ -149,7 +149,7 @@ func decodeScriptWrite(w http.ResponseWriter, r *http.Request) (qlopen.ScriptWri
 	if err != nil {
 		return in, nil, errs.Invalidf("", "body: %v", err)
 	}
-	return qlopen.DecodeScriptForm(mr)
+	return qlopen.DecodeScriptForm(httpkit.MultipartParts(mr))
 }
 
 // openCreateScript is QingLong's POST /scripts: an upload, a folder
