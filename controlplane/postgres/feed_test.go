@@ -51,7 +51,12 @@ func (f *feedFixture) event(t *testing.T) string {
 // wake-up, polling every 10 ms, for at most 30 s.
 func read(t *testing.T, feed *postgres.Feed, cursor controlplane.FeedPosition, n int) []controlplane.FeedEvent {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// The feed shows only transactions below the cluster-wide snapshot
+	// xmin, and the package's parallel tests share one server: their
+	// CREATE DATABASE clones (a copy and a checkpoint in one transaction)
+	// hold the horizon back for seconds each on a loaded machine. The
+	// budget is for that wait, not for the feed (alone it answers in ms).
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
