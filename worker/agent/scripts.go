@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -76,7 +77,13 @@ func (a *Agent) prepareScript(ctx context.Context, at *attempt) (ok bool) {
 	f := leaseFetcher{a: a, ref: at.offer.Lease(at.e.LeaseToken)}
 	root, st, err := a.cfg.Scripts.Ensure(ctx, at.offer.ScriptTree, f)
 	if err != nil {
-		if client.IsUnknown(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		// Passing conditions are tried again under the lease: an unknown
+		// outcome, a busy or throttling ingress (429/503: a restarted
+		// worker resuming a large tree meets the in-flight limit), a
+		// certificate not valid yet, the deadline. Only a definite refusal
+		// of the fetch itself ends the attempt.
+		if st := client.StatusOf(err); client.IsUnknown(err) || st == http.StatusTooManyRequests || st == http.StatusServiceUnavailable ||
+			client.NotYetValid(err) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			a.log.Warn("script tree not fetched yet; trying again", "attempt", at.offer.AttemptID, "err", err)
 			return false
 		}
