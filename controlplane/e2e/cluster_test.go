@@ -270,6 +270,13 @@ func partitionedWorker(t *testing.T, c *cluster) {
 	}
 	c.startWorkerProc(w2)
 	c.waitOnline("w2")
+	// Attempt 1's processes, by pid: attempt 2 runs the same command line,
+	// so once it spawns on w2 the marker alone no longer tells them apart
+	// (its process can exist a moment before its start is recorded).
+	attempt1 := processesMatching("sleep " + marker)
+	if len(attempt1) == 0 {
+		t.Fatalf("attempt 1's process is not running")
+	}
 	if err := cp.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +291,12 @@ func partitionedWorker(t *testing.T, c *cluster) {
 	var fencedAt time.Time
 	deadline := time.Now().Add(120 * time.Second)
 	for {
-		alive := len(processesMatching("sleep "+marker)) > 0
+		alive := false
+		for _, pid := range attempt1 {
+			if processAlive(pid, "sleep "+marker) {
+				alive = true
+			}
+		}
 		if !alive && fencedAt.IsZero() {
 			fencedAt = time.Now()
 			t.Logf("w1 stopped attempt 1's group on its own while cut off")

@@ -512,6 +512,13 @@ func (c *cluster) runStatus(run string) string {
 }
 
 // processesMatching lists the pids whose command line contains marker.
+// processAlive reports whether pid still runs a command line holding
+// marker (a reused pid running something else is not it).
+func processAlive(pid int, marker string) bool {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	return err == nil && bytes.Contains(data, []byte(marker))
+}
+
 func processesMatching(marker string) []int {
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
