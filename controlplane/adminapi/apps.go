@@ -53,14 +53,10 @@ func (s *Server) withApps(h http.HandlerFunc) http.HandlerFunc {
 }
 
 func (s *Server) listApps(w http.ResponseWriter, r *http.Request) {
-	projectID := ""
-	if ref := r.URL.Query().Get("project"); ref != "" {
-		p, err := s.resolveProject(r.Context(), "project", ref)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		projectID = p.ID
+	projectID, err := s.queryProjectID(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
 	apps, err := s.apps.ListOpenApps(r.Context(), projectID)
 	if err != nil {
