@@ -16,14 +16,23 @@ import (
 // large an offer (the spec rides in it) is the only such answer, so the
 // worker sent its pull, the authority committed the claim, and the answer
 // never arrives.
+//
+// With stallBytes set it instead stops relaying (holds the connection open,
+// forwards nothing more) once one connection has carried that many bytes
+// from the server — only a script blob is that large — until resume is
+// closed: a transfer caught half-way, however fast the machine.
 type dropProxy struct {
-	ln       net.Listener
-	target   string
-	minBytes int
-	armed    atomic.Bool
-	fired    chan struct{}
-	once     sync.Once
-	wg       sync.WaitGroup
+	ln         net.Listener
+	target     string
+	minBytes   int
+	armed      atomic.Bool
+	fired      chan struct{}
+	once       sync.Once
+	stallBytes int
+	stalled    chan struct{}
+	resume     chan struct{}
+	stallOnce  sync.Once
+	wg         sync.WaitGroup
 }
 
 func startDropProxy(t *testing.T, target string, minBytes int) *dropProxy {
@@ -32,11 +41,30 @@ func startDropProxy(t *testing.T, target string, minBytes int) *dropProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &dropProxy{ln: ln, target: target, minBytes: minBytes, fired: make(chan struct{})}
+	p := &dropProxy{ln: ln, target: target, minBytes: minBytes, fired: make(chan struct{}),
+		stalled: make(chan struct{}), resume: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(func() { _ = ln.Close(); p.wg.Wait() })
 	return p
+}
+
+// startStallProxy relays like startDropProxy but, armed, stalls the first
+// connection that carries stallBytes from the server (see dropProxy).
+func startStallProxy(t *testing.T, target string, stallBytes int) *dropProxy {
+	p := startDropProxy(t, target, 1<<62)
+	p.stallBytes = stallBytes
+	return p
+}
+
+// stallHere blocks a relay that has carried relayed bytes until resume,
+// once, when the proxy is armed for a stall.
+func (p *dropProxy) stallHere(relayed int) {
+	if p.stallBytes == 0 || relayed < p.stallBytes || !p.armed.CompareAndSwap(true, false) {
+		return
+	}
+	p.stallOnce.Do(func() { close(p.stalled) })
+	<-p.resume
 }
 
 func (p *dropProxy) addr() string { return p.ln.Addr().String() }
@@ -58,9 +86,12 @@ func (p *dropProxy) accept() {
 			defer c.Close()
 			defer s.Close()
 			buf := make([]byte, 64<<10)
+			relayed := 0
 			for {
 				n, err := s.Read(buf)
 				if n > 0 {
+					relayed += n
+					p.stallHere(relayed)
 					if n >= p.minBytes && p.armed.CompareAndSwap(true, false) {
 						p.once.Do(func() { close(p.fired) })
 						return // the answer is lost with the connection

@@ -197,18 +197,26 @@ func (c *cluster) reusedTrees() int {
 }
 
 // scriptDownloadKilled: a worker killed while it downloads a script tree
-// (64 MiB, so the transfer takes a while) never runs anything of it; after
-// its restart the Run is offered again and the transfer resumes from the
-// bytes already on disk; the script sees exactly the pinned content. The
-// other worker is stopped meanwhile, so the killed one takes the Run again.
+// never runs anything of it; after its restart the Run is offered again and
+// the transfer resumes from the bytes already on disk; the script sees
+// exactly the pinned content. The worker reaches its ingress through a
+// proxy that stalls the blob transfer half-way until the kill, so the kill
+// lands mid-transfer however fast the machine (a plain race between the
+// test's poll and a 64 MiB loopback transfer once let the tree complete
+// and the script start before the kill). w1 and w2 are stopped meanwhile.
 func scriptDownloadKilled(t *testing.T, c *cluster) {
 	c.mu.Lock()
-	w1, w2 := c.workers["w1"], c.workers["w2"]
+	w1, w2, cp := c.workers["w1"], c.workers["w2"], c.controls[0]
 	c.mu.Unlock()
 	if c.scalar(`SELECT count(*) FROM ql3.projects WHERE name = 'e2e'`) == 0 {
 		c.mustCLI("project", "create", "--name", "e2e")
 	}
-	w2.stop(t, syscall.SIGTERM, 40*time.Second)
+	proxy := startStallProxy(t, cp.ingress, 6<<20)
+	ws := c.addWorker("w-stall", &control{admin: cp.admin, ingress: proxy.addr()})
+	c.waitOnline("w-stall")
+	for _, w := range []*worker{w1, w2} {
+		w.stop(t, syscall.SIGTERM, 40*time.Second)
+	}
 	var all []byte
 	for i := range 4 {
 		part := bytes.Repeat([]byte{byte('a' + i)}, 16<<20)
@@ -223,9 +231,15 @@ func scriptDownloadKilled(t *testing.T, c *cluster) {
 	sum := sha256.Sum256(all)
 	want := hex.EncodeToString(sum[:])[:16] + "\n"
 	task := c.createTask("script-big", `{"kind":"qinglong/command@v1","script":{"file":"big/main.sh"},"concurrency":"allow","timeoutMs":120000}`)
+	proxy.armed.Store(true)
 	run := c.runNow(task)
-	blobs := filepath.Join(w1.stateDir, "scripts", "blobs")
-	c.eventually(60*time.Second, "a partial blob on w1", func() bool {
+	select {
+	case <-proxy.stalled:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the proxy never saw a blob-sized transfer to stall")
+	}
+	blobs := filepath.Join(ws.stateDir, "scripts", "blobs")
+	c.eventually(30*time.Second, "a partial blob on w-stall", func() bool {
 		parts, _ := filepath.Glob(filepath.Join(blobs, "*.part"))
 		for _, p := range parts {
 			if fi, err := os.Stat(p); err == nil && fi.Size() > 0 {
@@ -234,16 +248,17 @@ func scriptDownloadKilled(t *testing.T, c *cluster) {
 		}
 		return false
 	})
-	w1.stop(t, syscall.SIGKILL, 10*time.Second)
+	ws.stop(t, syscall.SIGKILL, 10*time.Second)
+	close(proxy.resume)
 	if n := c.scalar(`SELECT count(*) FROM ql3.attempts WHERE run_id = $1 AND started_at_ms IS NOT NULL`, run); n != 0 {
 		t.Errorf("an attempt started before the tree was complete")
 	}
-	c.startWorkerProc(w1)
+	c.startWorkerProc(ws)
 	c.waitFinished(run)
 	if st, log := c.runStatus(run), c.stdout(run); st != "succeeded" || log != want {
 		t.Errorf("after the restart: %s, stdout %q; want %q", st, log, want)
 	}
-	data, _ := os.ReadFile(filepath.Join(c.dir, "w1.log"))
+	data, _ := os.ReadFile(filepath.Join(c.dir, "w-stall.log"))
 	resumed := false
 	for _, line := range strings.Split(string(data), "\n") {
 		if strings.Contains(line, "script tree ready") && strings.Contains(line, "reused=false") && !strings.Contains(line, "resumed_at=0") {
@@ -251,9 +266,12 @@ func scriptDownloadKilled(t *testing.T, c *cluster) {
 		}
 	}
 	if !resumed {
-		t.Errorf("w1's log shows no resumed transfer")
+		t.Errorf("w-stall's log shows no resumed transfer")
 	}
-	c.startWorkerProc(w2)
+	ws.stop(t, syscall.SIGTERM, 40*time.Second)
+	for _, w := range []*worker{w1, w2} {
+		c.startWorkerProc(w)
+	}
 	c.waitOnline("w1", "w2")
 	c.noDuplicates(t)
 }
