@@ -225,7 +225,9 @@ var (
 
 func reset(ctx context.Context, su *pgx.Conn, triggers int) error {
 	for _, stmt := range []string{
-		`TRUNCATE ql3.run_events, ql3.run_log_chunks, ql3.run_log_streams, ql3.run_leases, ql3.attempts, ql3.runs`,
+		// CASCADE: every table that hangs off Runs and Attempts (attempt
+		// envs, and whatever a later migration adds) is emptied with them.
+		`TRUNCATE ql3.run_events, ql3.run_log_chunks, ql3.run_log_streams, ql3.run_leases, ql3.attempts, ql3.runs CASCADE`,
 		fmt.Sprintf(`UPDATE ql3.trigger_revisions r SET enabled = x.rn <= %d
 			FROM (SELECT trigger_id, row_number() OVER (ORDER BY trigger_id) AS rn FROM ql3.trigger_revisions) x
 			WHERE x.trigger_id = r.trigger_id`, triggers),
