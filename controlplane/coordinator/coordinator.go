@@ -1,8 +1,8 @@
 // Package coordinator is the cluster scheduler (issue 5, ADR 0006): every
 // control-plane replica runs one Coordinator over the same PostgreSQL
 // database. There is no leader. A round claims up to Budget due or
-// uninitialised schedule rows with a short row lease (one statement,
-// committed at once), decides each one outside the database with
+// uninitialised schedule rows (a round continuing a backlog: up to Page,
+// ADR 0066) with a short row lease (one statement, committed at once), decides each one outside the database with
 // core/schedule.Decide at the claim-acquired database time, and admits the
 // decisions in SERIALIZABLE transactions that re-check the whole claim fence,
 // the revisions and digests, write the queued Run, its claimed Attempt and
