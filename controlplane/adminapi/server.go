@@ -90,6 +90,7 @@ type Config struct {
 	// Ready reports whether the process can serve (database reachable,
 	// schema exactly the binary's); nil means always ready.
 	Ready func(ctx context.Context) error
+	Queue func(ctx context.Context) *controlplane.QueueHealth // /readyz's overload detail (ADR 0066); nil: left out
 	// Now is the clock for access-log durations; nil means time.Now.
 	Now func() time.Time
 	// Runs is the runtime-role port for cancel, run-now, logs and wait
@@ -134,6 +135,7 @@ type Server struct {
 	version  string
 	maxBody  int
 	ready    func(ctx context.Context) error
+	queue    func(ctx context.Context) *controlplane.QueueHealth
 	now      func() time.Time
 	sessions *httpkit.Sessions
 	ui       httpkit.UI
@@ -152,7 +154,7 @@ type Server struct {
 
 // New returns the API handler.
 func New(cfg Config) *Server {
-	s := &Server{runs: cfg.Runs, disable: cfg.DisableWorker, b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, now: cfg.Now,
+	s := &Server{runs: cfg.Runs, disable: cfg.DisableWorker, b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, queue: cfg.Queue, now: cfg.Now,
 		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI, envs: cfg.Envs, scripts: cfg.Scripts, notify: cfg.Notify, apps: cfg.Apps, open: cfg.Open}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -237,9 +239,10 @@ func (s *Server) routes(mux httpkit.Mux) {
 
 // Health is the body of /healthz and /readyz.
 type Health struct {
-	Status  string `json:"status"` // ok | unavailable
-	Version string `json:"version,omitempty"`
-	Error   string `json:"error,omitempty"`
+	Status  string                    `json:"status"` // ok | unavailable
+	Version string                    `json:"version,omitempty"`
+	Error   string                    `json:"error,omitempty"`
+	Queue   *controlplane.QueueHealth `json:"queue,omitempty"` // overload detail (ADR 0066); ready stays true
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
@@ -263,7 +266,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	httpkit.WriteJSON(w, http.StatusOK, Health{Status: "ok", Version: s.version})
+	h := Health{Status: "ok", Version: s.version}
+	if s.queue != nil {
+		h.Queue = s.queue(r.Context())
+	}
+	httpkit.WriteJSON(w, http.StatusOK, h)
 }
 
 type tokenKey struct{}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane/coordinator"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/queuestat"
 	"github.com/ql3/ql3/core/metrics"
 )
 
@@ -33,6 +34,10 @@ func metricsCollector(pool *pgxpool.Pool, coord func() *coordinator.Coordinator,
 		if err != nil {
 			return err
 		}
+		queue, err := queuestat.New(pool).ReadQueue(ctx)
+		if err != nil {
+			return err
+		}
 		atRisk := 0.0
 		if repl.FailoverRisk() != "" {
 			atRisk = 1
@@ -50,6 +55,7 @@ func metricsCollector(pool *pgxpool.Pool, coord func() *coordinator.Coordinator,
 		}
 		w.Gauge("ql3_run_queue_depth", "queued Runs waiting for a worker (cluster-wide)", nil, float64(g.ActiveRuns["queued"]))
 		w.Gauge("ql3_run_queue_oldest_age_seconds", "how long the oldest queued Run has waited (0 when none waits)", nil, float64(g.OldestQueuedAgeMs)/1000)
+		writeQueue(w, queue) // queue_metrics.go (ADR 0066)
 		w.Family("ql3_worker_sessions", "gauge", "live worker sessions (lease not expired) by status")
 		for _, s := range sessionStatuses {
 			w.Sample("ql3_worker_sessions", []metrics.Label{{Name: "status", Value: s}}, float64(g.Sessions[s]))

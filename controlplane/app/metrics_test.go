@@ -122,6 +122,30 @@ func TestMetricsScrapeAndTextLogs(t *testing.T) {
 	if !strings.Contains(body, "ql3_run_queue_oldest_age_seconds ") || strings.Contains(body, "ql3_run_queue_oldest_age_seconds 0\n") {
 		t.Errorf("oldest queued age missing or zero with two queued Runs:\n%s", body)
 	}
+	// The queue per project and priority and the overload verdict (ADR
+	// 0066): two queued Runs of one project at priority 0, not overloaded;
+	// /readyz carries the same verdict and stays ready.
+	for _, want := range []string{`,priority="0"} 2`, "ql3_run_queue_overloaded 0\n", "ql3_run_queue_overload_threshold_seconds 30\n",
+		"ql3_run_queue_groups_truncated 0\n"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, body)
+		}
+	}
+	if !strings.Contains(body, `ql3_run_queue_group_depth{project="`) || !strings.Contains(body, `ql3_run_queue_group_oldest_age_seconds{project="`) {
+		t.Errorf("/metrics lacks the per-project queue series:\n%s", body)
+	}
+	var ready struct {
+		Status string
+		Queue  *struct {
+			Overloaded        bool
+			Depth             int64
+			OldestQueuedAgeMs int64
+		}
+	}
+	if code := c.do("GET", "/readyz", "", &ready); code != 200 || ready.Status != "ok" || ready.Queue == nil ||
+		ready.Queue.Overloaded || ready.Queue.Depth != 2 || ready.Queue.OldestQueuedAgeMs < 0 {
+		t.Errorf("/readyz = %d %+v, want ok with a queue of 2, not overloaded", code, ready)
+	}
 	_ = srv.Close()
 
 	text := logs.String()

@@ -106,6 +106,7 @@ func (m *Main) serve(ctx context.Context) error {
 		Backend: pub, Logger: m.log, Version: m.Version, UI: panel.UI{}, Tokens: pub, Accounts: accounts.New(pool),
 		Apps: apps, Open: qlcompat.New(qlcompat.Config{Backend: pub, Runs: runOps, Apps: apps, Envs: envs, Scripts: scriptStore, Logger: m.log, TimeZone: m.Config.OpenTimeZone, Version: m.Version}),
 		Ready:   func(ctx context.Context) error { return postgres.Readiness(ctx, pool) },
+		Queue:   queueHealth(pool, m.log), // queue_metrics.go (ADR 0066)
 		Runs:    runOps,
 		Envs:    envs,
 		Scripts: scriptStore,

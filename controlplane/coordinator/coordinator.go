@@ -1,8 +1,8 @@
 // Package coordinator is the cluster scheduler (issue 5, ADR 0006): every
 // control-plane replica runs one Coordinator over the same PostgreSQL
 // database. There is no leader. A round claims up to Budget due or
-// uninitialised schedule rows with a short row lease (one statement,
-// committed at once), decides each one outside the database with
+// uninitialised schedule rows (a round continuing a backlog: up to Page,
+// ADR 0066) with a short row lease (one statement, committed at once), decides each one outside the database with
 // core/schedule.Decide at the claim-acquired database time, and admits the
 // decisions in SERIALIZABLE transactions that re-check the whole claim fence,
 // the revisions and digests, write the queued Run, its claimed Attempt and
@@ -52,7 +52,9 @@ const (
 	DefaultStopTimeout = 10 * time.Second
 	MaxStopTimeout     = 10 * time.Second
 	DefaultMaxAttempts = 5
-	MaxMaxAttempts     = 16
+	// DefaultPage is the default Config.Page (ADR 0066).
+	DefaultPage    = 64
+	MaxMaxAttempts = 16
 	// minWake keeps a loop whose next due row is already due (but was not
 	// claimable: locked by a concurrent claim) from spinning.
 	minWake = 5 * time.Millisecond
@@ -64,8 +66,14 @@ type Config struct {
 	// Owner identifies this replica in claim_owner (1..128 bytes). "" means
 	// "<hostname>-<pid>-<random>", unique per process start.
 	Owner string
-	// Budget is the claims per round: default 16, hard limit 256.
+	// Budget is the claims of a fresh round: default 16, hard limit 256.
 	Budget int
+	// Page is the claims of a round chained to a full round's admission
+	// (ADR 0066): while a backlog is worked through, each admission
+	// transaction admits a page of up to Page occurrences (each with its
+	// own fence and key) and claims the next page in the same round trip.
+	// Default max(64, Budget); Budget..256.
+	Page int
 	// Lease is the claim lease: default 30 s, 1..60 s.
 	Lease time.Duration
 	// Cadence is the longest wait between rounds: default 1 s. The loop
@@ -101,6 +109,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Lease == 0 {
 		c.Lease = controlplane.DefaultClaimLease
+	}
+	if c.Page == 0 {
+		c.Page = max(DefaultPage, c.Budget)
 	}
 	if c.Cadence == 0 {
 		c.Cadence = DefaultCadence
@@ -138,6 +149,8 @@ func (c Config) Validate() error {
 		return errs.Invalidf("lease", "must be whole milliseconds, got %v", c.Lease)
 	}
 	switch {
+	case c.Page < c.Budget || c.Page > controlplane.MaxClaimBudget:
+		return errs.Invalidf("page", "must be budget (%d)..%d, got %d", c.Budget, controlplane.MaxClaimBudget, c.Page)
 	case c.Cadence < MinCadence || c.Cadence > MaxCadence:
 		return errs.Invalidf("cadence", "must be %v..%v, got %v", MinCadence, MaxCadence, c.Cadence)
 	case c.StopTimeout < 0 || c.StopTimeout > MaxStopTimeout:
@@ -248,7 +261,9 @@ func (c *Coordinator) round(ctx context.Context, claimed []controlplane.ClaimedS
 	start := c.cfg.Clock.Now()
 	var res RoundResult
 	defer func() { c.metrics.observeRound(c.cfg.Clock.Now().Sub(start)) }()
+	want := c.cfg.Page // claims handed in were chained: a page was asked for
 	if claimed == nil {
+		want = c.cfg.Budget
 		var err error
 		claimed, err = c.db.ClaimSchedules(ctx, c.claimRequest())
 		if err != nil {
@@ -257,7 +272,7 @@ func (c *Coordinator) round(ctx context.Context, claimed []controlplane.ClaimedS
 		}
 		c.countClaimed(claimed, false)
 	}
-	res.Claimed, res.Full = len(claimed), len(claimed) == c.cfg.Budget
+	res.Claimed, res.Full = len(claimed), len(claimed) == want
 	if len(claimed) == 0 {
 		return res, nil, nil
 	}
@@ -298,6 +313,11 @@ func (c *Coordinator) countClaimed(claimed []controlplane.ClaimedSchedule, chain
 
 func (c *Coordinator) claimRequest() controlplane.ClaimRequest {
 	return controlplane.ClaimRequest{Owner: c.cfg.Owner, Budget: c.cfg.Budget, Lease: c.cfg.Lease}
+}
+
+// pageRequest is the claim chained to a full round's admission.
+func (c *Coordinator) pageRequest() controlplane.ClaimRequest {
+	return controlplane.ClaimRequest{Owner: c.cfg.Owner, Budget: c.cfg.Page, Lease: c.cfg.Lease}
 }
 
 // decisionMeta is what the metrics need of a decision once it committed.
@@ -346,7 +366,7 @@ func (c *Coordinator) admit(ctx context.Context, batch []controlplane.Admission,
 		var nc controlplane.NextClaim
 		var err error
 		if claimNext {
-			r, nc, err = c.db.AdmitThenClaim(ctx, batch, opts, c.claimRequest())
+			r, nc, err = c.db.AdmitThenClaim(ctx, batch, opts, c.pageRequest())
 		} else {
 			r, err = c.db.Admit(ctx, batch, opts)
 		}

@@ -29,6 +29,10 @@ func TestConfigValidate(t *testing.T) {
 		{Config{StopTimeout: 11 * time.Second}, "stopTimeout"},
 		{Config{Admission: "sometimes"}, "admission"},
 		{Config{MaxAttempts: 17}, "maxAttempts"},
+		{Config{Page: 257}, "page"},
+		{Config{Budget: 32, Page: 16}, "page"},
+		{Config{Budget: 8, Page: 8}, ""},
+		{Config{Budget: 128}, ""}, // the page follows a budget above its default
 	} {
 		err := tc.cfg.Validate()
 		if tc.field == "" {

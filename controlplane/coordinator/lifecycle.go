@@ -23,9 +23,9 @@ import (
 // notification (LISTEN ql3_schedules, sent by migration 0003's trigger when
 // publication resets a schedule), or Stop. A round that used its whole
 // budget is followed by another at once; in batched mode its admission
-// already claimed the next batch in the same round trip (see
-// Scheduling.AdmitThenClaim), so working through a backlog costs one round
-// trip per round. Errors go to the diagnostic sink;
+// already claimed the next batch — a page, Config.Page, ADR 0066 — in the
+// same round trip (see Scheduling.AdmitThenClaim), so working through a
+// backlog costs one round trip and one admission transaction per page. Errors go to the diagnostic sink;
 // nothing in a round can crash or overlap the loop.
 
 // ErrRunning is returned by Start on a running Coordinator.

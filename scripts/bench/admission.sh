@@ -12,7 +12,10 @@
 #      ADR 0006 (per-occurrence vs batched admission, budget 64), a
 #      1,000-trigger lag case and a 30,000-trigger capacity case (10,000
 #      every-second triggers can never admit more than 10,000 Runs a second,
-#      so only a larger fleet shows what admission could do).
+#      so only a larger fleet shows what admission could do). A fifth field
+#      sets the page (ADR 0066): mode:budget:replicas:triggers:16 admits a
+#      backlog in rounds of the budget, as before pages, for a same-run
+#      comparison with the default page.
 # It prints one markdown table: admitted occurrences/s after a 5 s warm-up,
 # the ratio to the pgbench TPS, serialization retries per admission, fire lag
 # p50/p99 (Run created − scheduled_for, database time), missed occurrences
@@ -30,7 +33,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 WINDOW=${WINDOW:-30s}
 PGBENCH_SECONDS=${PGBENCH_SECONDS:-20}
 TRIGGERS=${TRIGGERS:-10000}
-CASES=${CASES:-batched:16:1,batched:16:2,per_occurrence:16:1,per_occurrence:16:2,batched:64:1,batched:64:2,batched:16:2:1000,batched:64:2:1000,batched:16:2:30000,batched:64:2:30000}
+CASES=${CASES:-batched:16:1,batched:16:2:10000:16,batched:16:2,per_occurrence:16:1,per_occurrence:16:2,batched:64:1,batched:64:2,batched:16:2:1000:16,batched:16:2:1000,batched:64:2:1000,batched:16:2:30000,batched:64:2:30000}
 
 . "$root/scripts/bench/lib.sh"
 bench_pg_start ql3bench

@@ -40,14 +40,15 @@ type benchCase struct {
 	budget   int
 	replicas int
 	triggers int
+	page     int // 0: the coordinator's default (ADR 0066)
 }
 
 func parseCases(s string, defTriggers int) ([]benchCase, error) {
 	var out []benchCase
 	for _, part := range strings.Split(s, ",") {
 		f := strings.Split(strings.TrimSpace(part), ":")
-		if len(f) != 3 && len(f) != 4 {
-			return nil, fmt.Errorf("case %q: want mode:budget:replicas[:triggers]", part)
+		if len(f) < 3 || len(f) > 5 {
+			return nil, fmt.Errorf("case %q: want mode:budget:replicas[:triggers[:page]]", part)
 		}
 		c := benchCase{mode: coordinator.AdmissionMode(f[0]), triggers: defTriggers}
 		var err error
@@ -57,8 +58,13 @@ func parseCases(s string, defTriggers int) ([]benchCase, error) {
 		if c.replicas, err = strconv.Atoi(f[2]); err != nil {
 			return nil, err
 		}
-		if len(f) == 4 {
+		if len(f) >= 4 {
 			if c.triggers, err = strconv.Atoi(f[3]); err != nil {
+				return nil, err
+			}
+		}
+		if len(f) == 5 {
+			if c.page, err = strconv.Atoi(f[4]); err != nil {
 				return nil, err
 			}
 		}
@@ -71,7 +77,7 @@ func main() {
 	dsn := flag.String("dsn", "", "superuser DSN of the benchmark database")
 	runtimeDSN := flag.String("runtime-dsn", "", "DSN the coordinators use (role ql3_runtime)")
 	triggers := flag.Int("triggers", 10000, "triggers to seed (every second)")
-	cases := flag.String("cases", "batched:16:1,batched:16:2", "mode:budget:replicas[:triggers],...")
+	cases := flag.String("cases", "batched:16:1,batched:16:2", "mode:budget:replicas[:triggers[:page]],... (page = budget: no paging)")
 	window := flag.Duration("window", 30*time.Second, "run time per case")
 	warmup := flag.Duration("warmup", 5*time.Second, "excluded from the measurement at the start of a case")
 	baseline := flag.Float64("baseline-tps", 0, "pgbench TPS to report ratios against")
@@ -136,8 +142,8 @@ func run(dsn, runtimeDSN string, triggers int, casesFlag string, window, warmup 
 		}
 	}
 	if !countsOnly {
-		fmt.Printf("| mode | budget | replicas | triggers | admitted/s | ratio to pgbench | retries/admission | fire lag p50 ms | p99 ms | missed | duplicates |\n")
-		fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
+		fmt.Printf("| mode | budget | page | replicas | triggers | admitted/s | ratio to pgbench | retries/admission | fire lag p50 ms | p99 ms | missed | duplicates |\n")
+		fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	}
 	for _, c := range cases {
 		r, err := runCase(ctx, su, runtimeDSN, c, window, warmup)
@@ -155,7 +161,11 @@ func run(dsn, runtimeDSN string, triggers int, casesFlag string, window, warmup 
 		if baseline > 0 {
 			ratio = fmt.Sprintf("%.2f", r.rate/baseline)
 		}
-		fmt.Printf("| %s | %d | %d | %d | %.0f | %s | %.3f | %.0f | %.0f | %d | %d |\n", c.mode, c.budget, c.replicas, c.triggers,
+		page := "default"
+		if c.page > 0 {
+			page = strconv.Itoa(c.page)
+		}
+		fmt.Printf("| %s | %d | %s | %d | %d | %.0f | %s | %.3f | %.0f | %.0f | %d | %d |\n", c.mode, c.budget, page, c.replicas, c.triggers,
 			r.rate, ratio, r.retriesPerAdmission, r.p50, r.p99, r.missed, r.duplicates)
 	}
 	return nil
@@ -225,7 +235,9 @@ var (
 
 func reset(ctx context.Context, su *pgx.Conn, triggers int) error {
 	for _, stmt := range []string{
-		`TRUNCATE ql3.run_events, ql3.run_log_chunks, ql3.run_log_streams, ql3.run_leases, ql3.attempts, ql3.runs`,
+		// CASCADE: every table that hangs off Runs and Attempts (attempt
+		// envs, and whatever a later migration adds) is emptied with them.
+		`TRUNCATE ql3.run_events, ql3.run_log_chunks, ql3.run_log_streams, ql3.run_leases, ql3.attempts, ql3.runs CASCADE`,
 		fmt.Sprintf(`UPDATE ql3.trigger_revisions r SET enabled = x.rn <= %d
 			FROM (SELECT trigger_id, row_number() OVER (ORDER BY trigger_id) AS rn FROM ql3.trigger_revisions) x
 			WHERE x.trigger_id = r.trigger_id`, triggers),
@@ -273,7 +285,7 @@ func runCase(ctx context.Context, su *pgx.Conn, runtimeDSN string, c benchCase, 
 			return r, err
 		}
 		pools = append(pools, pool)
-		co, err := coordinator.New(schedule.NewScheduler(pool), coordinator.Config{Owner: fmt.Sprintf("bench-%d", i), Budget: c.budget,
+		co, err := coordinator.New(schedule.NewScheduler(pool), coordinator.Config{Owner: fmt.Sprintf("bench-%d", i), Budget: c.budget, Page: c.page,
 			Admission: c.mode, Diagnostics: func(d coordinator.Diagnostic) {
 				diagMu.Lock()
 				diags[d.Kind]++
