@@ -16,7 +16,7 @@ import (
 func BenchmarkRawSingleRowTx(b *testing.B) {
 	ctx := context.Background()
 	db, err := sql.Open("sqlite", dsn(filepath.Join(b.TempDir(), "raw.db"), []string{"busy_timeout(5000)", "foreign_keys(1)",
-		"journal_mode(WAL)", "synchronous(NORMAL)", "journal_size_limit(8388608)", "cache_size(-512)"}, "immediate", "rwc"))
+		"journal_mode(WAL)", "synchronous(NORMAL)", "journal_size_limit(8388608)", "cache_size(-512)", "temp_store(MEMORY)"}, "immediate", "rwc"))
 	if err != nil {
 		b.Fatal(err)
 	}
