@@ -277,3 +277,56 @@ func TestEndedContextSkipsOnlyItsMember(t *testing.T) {
 		t.Fatalf("runs by key: %v", got)
 	}
 }
+
+func TestDurableMemberMakesTheGroupFull(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t, clock.NewFake(t0))
+	sp := shellSpec("true")
+	sp.Concurrency = spec.ConcurrencyAllow
+	task := mustTask(t, s, "g", sp)
+	queued := mustRun(t, s, task.ID, "claim-me")
+	commits0, _ := s.WriteGroups()
+	release := holdWriter(s)
+	var wg sync.WaitGroup
+	var claimErr, runErr error
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		_, claimErr = s.ClaimRun(ctx, queued.ID, queued.Version, t0.UnixMilli()) // synchronous=FULL
+	}()
+	waitQueued(s, 1)
+	go func() {
+		defer wg.Done()
+		_, _, runErr = s.CreateManualRun(ctx, edge.ManualRun{TaskID: task.ID, IdempotencyKey: "rides-along"})
+	}()
+	waitQueued(s, 2)
+	// The claim makes the whole group FULL: a third, non-durable member
+	// reads the mode from inside the group.
+	var mode int
+	probe := make(chan []error, 1)
+	go func() {
+		probe <- s.writeBatch(ctx, false, []writeFn{func(tx *wtx, _ *signals) error {
+			return tx.QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&mode)
+		}})
+	}()
+	waitQueued(s, 3)
+	release()
+	wg.Wait()
+	if e := <-probe; claimErr != nil || runErr != nil || e[0] != nil {
+		t.Fatalf("claim %v, run-now %v, probe %v", claimErr, runErr, e[0])
+	}
+	if mode != 2 {
+		t.Fatalf("synchronous inside a group with a durable member = %d, want 2 (FULL)", mode)
+	}
+	if commits, _ := s.WriteGroups(); commits-commits0 != 1 {
+		t.Fatalf("took %d commits, want 1", commits-commits0)
+	}
+	var after int
+	if err := s.writer.QueryRow(`PRAGMA synchronous`).Scan(&after); err != nil || after != 1 {
+		t.Fatalf("synchronous after the group = %d, %v; want 1 (NORMAL)", after, err)
+	}
+	r, err := s.GetRun(ctx, queued.ID)
+	if err != nil || r.Status != "dispatching" {
+		t.Fatalf("claimed run: %+v %v", r, err)
+	}
+}
