@@ -260,7 +260,10 @@ func (s *Store) writeDurable(ctx context.Context, fn func(tx *wtx, sg *signals) 
 
 // writeSync is write; durable=true commits with synchronous=FULL. The
 // change joins a group commit (group.go): it may share its transaction
-// with other callers' changes, and it returns after that commit.
+// with other callers' changes, and it returns after that commit. Not
+// inlined: one copy instead of one per call site (binary size).
+//
+//go:noinline
 func (s *Store) writeSync(ctx context.Context, durable bool, fn func(tx *wtx, sg *signals) error) error {
 	return s.writeBatch(ctx, durable, []writeFn{fn})[0]
 }
