@@ -11,7 +11,7 @@ import (
 // BenchmarkRawSingleRowTx is the baseline of scripts/bench/edge.sh (issue
 // #28): what SQLite itself does on this machine with the edge's writer
 // pragmas (WAL, synchronous NORMAL, busy_timeout, journal_size_limit,
-// cache_size; BEGIN IMMEDIATE) and one connection — one single-row INSERT
+// cache_size, temp_store; BEGIN IMMEDIATE) and one connection — one single-row INSERT
 // per transaction, nothing else. Admissions are reported as a ratio to it.
 func BenchmarkRawSingleRowTx(b *testing.B) {
 	ctx := context.Background()
