@@ -437,10 +437,28 @@ type ScheduleStore interface {
 	// Attempt + run.created/run.queued) under schedule.IdempotencyKey.
 	// errs.Conflict when the row moved on (another scheduler, a publish).
 	ApplyDecision(ctx context.Context, item ScheduleItem, d schedule.Decision, nowMs int64) (Admission, error)
+	// ApplyDecisions writes a scheduler round's decisions together (ADR
+	// 0065): each exactly as ApplyDecision would, with its own
+	// compare-and-set and idempotency key, as one member of a group commit.
+	// A member's failure (errs.Conflict, errs.NotFound) leaves the others
+	// committed; results are in batch order and returned after the commit.
+	ApplyDecisions(ctx context.Context, batch []Decided, nowMs int64) []DecisionResult
 	// ParkSchedule deactivates a schedule that cannot be decided (reason is
 	// kept in Schedule.LastError) so it does not hot-loop; compare-and-set
 	// like ApplyDecision. A new trigger revision re-activates it.
 	ParkSchedule(ctx context.Context, item ScheduleItem, reason string, nowMs int64) error
+}
+
+// Decided is one schedule and the decision taken for it.
+type Decided struct {
+	Item     ScheduleItem
+	Decision schedule.Decision
+}
+
+// DecisionResult is one member's outcome in ApplyDecisions.
+type DecisionResult struct {
+	Admission Admission
+	Err       error
 }
 
 // Admission reports the outcome of ApplyDecision.

@@ -3,11 +3,12 @@
 // cluster (core/schedule.Decide) and a durable cursor in the store.
 //
 // Each round reads up to BatchSize schedules that are due or uninitialised,
-// decides each at its own observation time, and writes each decision in one
-// transaction with a compare-and-set on the schedule's state_version and
-// trigger revision; a Fire inserts the queued Run under the occurrence's
-// idempotency key in that same transaction. Any number of schedulers on the
-// same database therefore admit each occurrence at most once.
+// decides each, and writes the round's decisions in one group commit (ADR
+// 0065), each with its own compare-and-set on the schedule's state_version
+// and trigger revision; a Fire inserts the queued Run under the
+// occurrence's idempotency key in that same member. Any number of
+// schedulers on the same database therefore admit each occurrence at most
+// once.
 //
 // Between rounds the loop sleeps exactly until the earliest next fire time
 // (capped at MaxSleep), or until Wake is called or the store reports a
@@ -223,30 +224,57 @@ func (s *Scheduler) sleepUntil(ctx context.Context, until time.Time) error {
 
 // RunRound handles up to BatchSize due schedules once. Run calls it; tests
 // and benchmarks may call it directly instead of running the loop.
+//
+// The round decides every schedule first (pure, at the round's observation
+// time) and then writes all its decisions together with ApplyDecisions:
+// one group commit instead of a transaction per decision (ADR 0065). Each
+// decision keeps its own compare-and-set and idempotency key, so a lost
+// compare-and-set or a failing member costs only that member; the round
+// reports the first other error after it has accounted for the rest.
 func (s *Scheduler) RunRound(ctx context.Context) (Round, error) {
 	items, err := s.cfg.Store.DueSchedules(ctx, s.cfg.Clock.Now().UnixMilli(), s.cfg.BatchSize)
 	if err != nil {
 		return Round{}, err
 	}
 	round := Round{Read: len(items), Full: len(items) == s.cfg.BatchSize}
+	nowMs := s.cfg.Clock.Now().UnixMilli()
+	batch := make([]edge.Decided, 0, len(items))
 	for _, item := range items {
-		admitted, err := s.decide(ctx, item)
-		switch {
-		case errs.Code(err) == errs.Conflict:
+		d, ok, err := s.decide(ctx, item, nowMs)
+		if err != nil {
+			if errs.Code(err) != errs.Conflict {
+				return round, err
+			}
 			round.Conflicts++
 			s.conflicts.Add(1)
-		case err != nil:
-			return round, err
-		case admitted:
+		}
+		if ok {
+			batch = append(batch, edge.Decided{Item: item, Decision: d})
+		}
+	}
+	if len(batch) == 0 {
+		return round, nil
+	}
+	var first error
+	for i, res := range s.cfg.Store.ApplyDecisions(ctx, batch, nowMs) {
+		switch {
+		case errs.Code(res.Err) == errs.Conflict:
+			round.Conflicts++
+			s.conflicts.Add(1)
+		case res.Err != nil:
+			if first == nil {
+				first = res.Err
+			}
+		case s.applied(batch[i], res.Admission):
 			round.Admitted++
 		}
 	}
-	return round, nil
+	return round, first
 }
 
-// decide decides and writes one schedule.
-func (s *Scheduler) decide(ctx context.Context, item edge.ScheduleItem) (admitted bool, err error) {
-	nowMs := s.cfg.Clock.Now().UnixMilli()
+// decide decides one schedule at nowMs. ok is false when there is nothing
+// to write (Wait) or the schedule was parked because it cannot be decided.
+func (s *Scheduler) decide(ctx context.Context, item edge.ScheduleItem, nowMs int64) (schedule.Decision, bool, error) {
 	trig, err := s.compile(item.Trigger)
 	var d schedule.Decision
 	if err == nil {
@@ -259,18 +287,18 @@ func (s *Scheduler) decide(ctx context.Context, item edge.ScheduleItem) (admitte
 		reason := fmt.Sprintf("cannot schedule: %v", err)
 		s.cfg.Logger.Warn("scheduler: parking schedule", "trigger", item.Trigger.ID, "err", err)
 		if perr := s.cfg.Store.ParkSchedule(ctx, item, reason, nowMs); perr != nil {
-			return false, perr
+			return d, false, perr
 		}
 		s.parked.Add(1)
-		return false, nil
+		return d, false, nil
 	}
-	if d.Kind == schedule.Wait {
-		return false, nil
-	}
-	adm, err := s.cfg.Store.ApplyDecision(ctx, item, d, nowMs)
-	if err != nil {
-		return false, err
-	}
+	return d, d.Kind != schedule.Wait, nil
+}
+
+// applied accounts for one committed decision; it reports whether a new
+// run was admitted.
+func (s *Scheduler) applied(b edge.Decided, adm edge.Admission) bool {
+	item, d := b.Item, b.Decision
 	s.missed.Add(d.Missed)
 	switch d.Kind {
 	case schedule.Init:
@@ -281,7 +309,7 @@ func (s *Scheduler) decide(ctx context.Context, item edge.ScheduleItem) (admitte
 			"scheduledFor", d.ScheduledForMs, "lateMs", d.LateMs, "missed", d.Missed)
 	case schedule.Fire:
 		if !adm.Created {
-			return false, nil
+			return false
 		}
 		s.admitted.Add(1)
 		s.fireLag.Observe(float64(d.LateMs) / 1000)
@@ -296,9 +324,9 @@ func (s *Scheduler) decide(ctx context.Context, item edge.ScheduleItem) (admitte
 		if s.cfg.OnAdmitted != nil {
 			s.cfg.OnAdmitted(adm.RunID)
 		}
-		return true, nil
+		return true
 	}
-	return false, nil
+	return false
 }
 
 // compile returns the decision input for a trigger revision, cached.

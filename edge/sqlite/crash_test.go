@@ -18,10 +18,13 @@ import (
 const crashEnv = "QL3_SQLITE_CRASH_DB"
 
 // TestMain doubles as the child of TestKill9KeepsClaimAndQueue when
-// crashEnv is set.
+// crashEnv is set, and of TestKill9InsideAGroup when groupCrashEnv is.
 func TestMain(m *testing.M) {
 	if path := os.Getenv(crashEnv); path != "" {
 		crashChild(path)
+	}
+	if v := os.Getenv(groupCrashEnv); v != "" {
+		groupCrashChild(v)
 	}
 	os.Exit(m.Run())
 }

@@ -25,6 +25,14 @@
 //
 // A FULL commit also makes every earlier NORMAL commit durable.
 // Options.Synchronous = "FULL" makes every commit durable.
+//
+// Group commit (group.go, ADR 0065): writer transactions are queued and
+// whoever holds the writer runs everything queued in one transaction, each
+// change in its own savepoint, and commits once (FULL if any change needs
+// it); a scheduler round submits its admissions as one batch. A change that
+// fails is rolled back alone; no caller returns before the commit that
+// holds its change. temp_store=MEMORY keeps the savepoints' sub-journal in
+// memory (it holds one change's original pages at a time).
 package sqlite
 
 import (
@@ -34,7 +42,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
-	"sync"
+
 	"time"
 
 	"github.com/google/uuid"
@@ -73,10 +81,11 @@ type Store struct {
 	clock  clock.Clock
 	sync   string
 
-	// writeMu serialises writer transactions inside this process, so that
-	// ClaimRun's synchronous switch cannot interleave with another
-	// transaction on the single writer connection.
-	writeMu sync.Mutex
+	// group serialises writer transactions inside this process and
+	// commits concurrent changes together (group.go), so that ClaimRun's
+	// synchronous switch cannot interleave with another transaction on the
+	// single writer connection.
+	group *groupWriter
 
 	stmts map[string]*sql.Stmt // prepared on writer; see wtx
 
@@ -127,7 +136,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 	// set of admission (schedules, the run and attempt indexes) fits, and
 	// the operating system's page cache holds the rest of the file anyway.
 	writerDSN := dsn(path, append(common, "journal_mode(WAL)", "synchronous("+opt.Synchronous+")",
-		"journal_size_limit(8388608)", "cache_size(-512)"), "immediate", "rwc")
+		"journal_size_limit(8388608)", "cache_size(-512)", "temp_store(MEMORY)"), "immediate", "rwc")
 	writer, err := sql.Open("sqlite", writerDSN)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -176,6 +185,7 @@ func Open(ctx context.Context, path string, opt Options) (*Store, error) {
 		clock:            opt.Clock,
 		sync:             opt.Synchronous,
 		stmts:            stmts,
+		group:            newGroupWriter(),
 		runsReady:        make(chan struct{}, 1),
 		cancelRequested:  make(chan struct{}, 1),
 		schedulesChanged: make(chan struct{}, 1),
@@ -248,41 +258,14 @@ func (s *Store) writeDurable(ctx context.Context, fn func(tx *wtx, sg *signals) 
 	return s.writeSync(ctx, true, fn)
 }
 
-// writeSync is write; durable=true commits with synchronous=FULL.
+// writeSync is write; durable=true commits with synchronous=FULL. The
+// change joins a group commit (group.go): it may share its transaction
+// with other callers' changes, and it returns after that commit. Not
+// inlined: one copy instead of one per call site (binary size).
+//
+//go:noinline
 func (s *Store) writeSync(ctx context.Context, durable bool, fn func(tx *wtx, sg *signals) error) error {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	switchSync := durable && s.sync != "FULL"
-	if switchSync {
-		if _, err := s.writer.ExecContext(ctx, "PRAGMA synchronous = FULL"); err != nil {
-			return translate(err)
-		}
-		defer func() {
-			// A fresh context: the mode must be restored even if ctx ended.
-			if _, err := s.writer.ExecContext(context.Background(), "PRAGMA synchronous = "+s.sync); err != nil {
-				// Staying on FULL is safe, only slower.
-				_ = err
-			}
-		}()
-	}
-	sqlTx, err := s.writer.BeginTx(ctx, nil)
-	if err != nil {
-		return translate(err)
-	}
-	tx := &wtx{Tx: sqlTx, stmts: s.stmts}
-	var sg signals
-	if err := fn(tx, &sg); err != nil {
-		_ = tx.Rollback()
-		return translate(err)
-	}
-	if err := tx.Commit(); err != nil {
-		return translate(err)
-	}
-	s.send(sg)
-	if tx.appended {
-		s.appended.signal()
-	}
-	return nil
+	return s.writeBatch(ctx, durable, []writeFn{fn})[0]
 }
 
 // translate maps driver errors to coded errors at the adapter edge; coded

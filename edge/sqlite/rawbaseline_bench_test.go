@@ -11,12 +11,12 @@ import (
 // BenchmarkRawSingleRowTx is the baseline of scripts/bench/edge.sh (issue
 // #28): what SQLite itself does on this machine with the edge's writer
 // pragmas (WAL, synchronous NORMAL, busy_timeout, journal_size_limit,
-// cache_size; BEGIN IMMEDIATE) and one connection — one single-row INSERT
+// cache_size, temp_store; BEGIN IMMEDIATE) and one connection — one single-row INSERT
 // per transaction, nothing else. Admissions are reported as a ratio to it.
 func BenchmarkRawSingleRowTx(b *testing.B) {
 	ctx := context.Background()
 	db, err := sql.Open("sqlite", dsn(filepath.Join(b.TempDir(), "raw.db"), []string{"busy_timeout(5000)", "foreign_keys(1)",
-		"journal_mode(WAL)", "synchronous(NORMAL)", "journal_size_limit(8388608)", "cache_size(-512)"}, "immediate", "rwc"))
+		"journal_mode(WAL)", "synchronous(NORMAL)", "journal_size_limit(8388608)", "cache_size(-512)", "temp_store(MEMORY)"}, "immediate", "rwc"))
 	if err != nil {
 		b.Fatal(err)
 	}

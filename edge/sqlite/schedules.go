@@ -53,22 +53,59 @@ func (s *Store) NextFireAtMs(ctx context.Context, nowMs int64) (int64, bool, err
 
 // ApplyDecision implements edge.ScheduleStore.
 func (s *Store) ApplyDecision(ctx context.Context, item edge.ScheduleItem, d schedule.Decision, nowMs int64) (edge.Admission, error) {
+	res := s.ApplyDecisions(ctx, []edge.Decided{{Item: item, Decision: d}}, nowMs)
+	return res[0].Admission, res[0].Err
+}
+
+// ApplyDecisions implements edge.ScheduleStore: the decisions are members
+// of one group commit (group.go), each in its own savepoint with its own
+// compare-and-set and idempotency key, so a member that fails (a lost
+// compare-and-set, a task deleted meanwhile) is rolled back alone.
+func (s *Store) ApplyDecisions(ctx context.Context, batch []edge.Decided, nowMs int64) []edge.DecisionResult {
+	out := make([]edge.DecisionResult, len(batch))
+	fns := make([]writeFn, 0, len(batch))
+	idx := make([]int, 0, len(batch))
+	for i, b := range batch {
+		if b.Decision.Kind == schedule.Wait {
+			out[i].Admission.Schedule = b.Item.Schedule
+			continue
+		}
+		if err := checkDecision(b.Decision); err != nil {
+			out[i].Err = err
+			continue
+		}
+		fns = append(fns, s.decisionFn(ctx, b.Item, b.Decision, nowMs, &out[i].Admission))
+		idx = append(idx, i)
+	}
+	for j, err := range s.writeBatch(ctx, false, fns) {
+		if err != nil {
+			out[idx[j]] = edge.DecisionResult{Err: err}
+		}
+	}
+	return out
+}
+
+// checkDecision validates a decision before it is written.
+func checkDecision(d schedule.Decision) error {
 	switch d.Kind {
-	case schedule.Wait:
-		return edge.Admission{Schedule: item.Schedule}, nil
 	case schedule.Init, schedule.Fire, schedule.Skip:
 	default:
-		return edge.Admission{}, errs.Invalidf("kind", "unknown decision kind %d", int(d.Kind))
+		return errs.Invalidf("kind", "unknown decision kind %d", int(d.Kind))
 	}
 	if d.NextFireAtMs <= 0 {
-		return edge.Admission{}, errs.Invalidf("nextFireAtMs", "must be positive, got %d", d.NextFireAtMs)
+		return errs.Invalidf("nextFireAtMs", "must be positive, got %d", d.NextFireAtMs)
 	}
 	if d.Kind == schedule.Fire && d.ScheduledForMs <= 0 {
-		return edge.Admission{}, errs.Invalidf("scheduledForMs", "must be positive, got %d", d.ScheduledForMs)
+		return errs.Invalidf("scheduledForMs", "must be positive, got %d", d.ScheduledForMs)
 	}
+	return nil
+}
+
+// decisionFn is the write of one decision: the cursor's compare-and-set
+// and, for Fire, the admission; out is the row after the write.
+func (s *Store) decisionFn(ctx context.Context, item edge.ScheduleItem, d schedule.Decision, nowMs int64, out *edge.Admission) writeFn {
 	tr := item.Trigger
-	var out edge.Admission
-	err := s.write(ctx, func(tx *wtx, sg *signals) error {
+	return func(tx *wtx, sg *signals) error {
 		last := item.Schedule.LastScheduledAtMs
 		if d.Kind == schedule.Fire {
 			last = d.ScheduledForMs
@@ -111,11 +148,7 @@ func (s *Store) ApplyDecision(ctx context.Context, item edge.ScheduleItem, d sch
 		out.Schedule.StateVersion++
 		out.Schedule.UpdatedAtMs = nowMs
 		return nil
-	})
-	if err != nil {
-		return edge.Admission{}, err
 	}
-	return out, nil
 }
 
 const qAdvanceSchedule = `UPDATE trigger_schedules SET initialized = 1, next_fire_at_ms = ?,

@@ -47,7 +47,7 @@ func hotStatements() []string {
 		qAdvanceSchedule, qRunByKey, qTaskPolicy, qUnfinishedRun, qInsertRun, qInsertAttempt,
 		qInsertEvent, qSaveRun, qLoadRun, qLoadAttempt, qTaskRevision,
 		moveAttemptSQL(""), moveAttemptSQL(setAttemptRunning), moveAttemptSQL(setAttemptFinished),
-		moveAttemptSQL(setAttemptCancelled),
+		moveAttemptSQL(setAttemptCancelled), qSavepoint, qRollbackTo, qRelease,
 	}
 }
 

@@ -7,7 +7,8 @@
 #   3. fire lag p50/p99 of the running server: run created_at - scheduled_for
 #      over LAG_TASKS every-second triggers for LAG_SECONDS    (goal p99 <= 20 ms)
 #   4. admissions/s of the scheduler + SQLite store (BenchmarkAdmission in
-#      edge/scheduler: cursor CAS + run + attempt + events per transaction)
+#      edge/scheduler: a round's admissions in one group commit, ADR 0065;
+#      each a cursor CAS + run + attempt + events in its own savepoint)
 #                                                              (goal >= 2,000/s)
 #   5. raw SQLite single-row WAL transactions with the edge's pragmas, same
 #      run, and the admissions' ratio to them               (goal >= 0.25)
