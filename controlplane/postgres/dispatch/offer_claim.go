@@ -52,20 +52,9 @@ e AS (
 	SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::int[], $4::text[])
 		AS e(revision_id, digest, score, fragment)),
 w AS (
-	SELECT r.run_id, r.version, r.priority, r.created_at_ms, r.execution_revision_id, r.execution_digest,
-		a.attempt_id, a.attempt, a.version AS attempt_version
-	FROM ql3.runs r
-	JOIN ql3.attempts a ON a.run_id = r.run_id AND a.attempt = r.attempt_count
-	CROSS JOIN n /*checked*/
-	WHERE r.status IN ('queued', 'dispatching') AND r.cancel_requested_at_ms IS NULL
-		AND r.not_before_ms <= n.ms
-		AND a.status = 'claimed' AND a.executor = 'remote_worker'
-		AND NOT EXISTS (SELECT 1 FROM ql3.run_leases l
-			WHERE l.run_id = r.run_id AND l.status = 'leased' AND l.expires_at_ms > n.ms)
-	ORDER BY r.priority DESC, r.created_at_ms, r.run_id
-	LIMIT $5::int),
+	` + windowQueued + `),
 r AS (
-	SELECT x.run_id, x.project_id, x.status, x.timeout_ms, x.scheduled_for_ms, x.execution_revision_id, w.attempt_id, w.attempt,
+	SELECT x.run_id, x.project_id, x.status, x.priority, x.created_at_ms, x.timeout_ms, x.scheduled_for_ms, x.execution_revision_id, w.attempt_id, w.attempt,
 		w.attempt_version, e.fragment
 	FROM w
 	JOIN e ON e.revision_id = w.execution_revision_id AND e.digest = w.execution_digest
@@ -94,7 +83,11 @@ ru AS (
 	UPDATE ql3.runs x SET status = 'dispatching', version = x.version + 1, updated_at_ms = n.ms
 	FROM r, a, n
 	WHERE x.run_id = r.run_id
-	RETURNING r.status AS from_status, r.project_id, r.run_id, r.attempt_id, r.attempt, r.fragment),
+	RETURNING r.status AS from_status, r.project_id, r.run_id, r.attempt_id, r.attempt, r.fragment,
+		r.priority, r.created_at_ms),
+dq AS (
+	DELETE FROM ql3.run_queue q USING ru
+	WHERE q.priority = ru.priority AND q.created_at_ms = ru.created_at_ms AND q.run_id = ru.run_id),
 pin AS (
 	INSERT INTO ql3.attempt_envs (attempt_id, project_id, entries, created_at_ms)
 	SELECT ru.attempt_id, ru.project_id, e.entries, n.ms

@@ -444,3 +444,15 @@ func (f Sched) BulkSchedules(t *testing.T, triggerID string, n int) {
 		SELECT trigger_id, project_id, 1, 1000 * (random() * 4102444800)::bigint, 0 FROM rev`, triggerID, n)
 	f.Exec(t, `ANALYZE ql3.trigger_schedules`)
 }
+
+// CheckQueue fails t unless ql3.run_queue (migration 0022) holds exactly
+// one row per queued Run, keyed by the Run's priority and creation time.
+func (f Sched) CheckQueue(t *testing.T) {
+	t.Helper()
+	if n := f.Count(t, `SELECT count(*) FROM ql3.run_queue q
+		FULL JOIN (SELECT run_id, priority, created_at_ms FROM ql3.runs WHERE status = 'queued') r
+			ON r.run_id = q.run_id AND r.priority = q.priority AND r.created_at_ms = q.created_at_ms
+		WHERE q.run_id IS NULL OR r.run_id IS NULL`); n != 0 {
+		t.Fatalf("run_queue differs from the queued Runs in %d rows", n)
+	}
+}
