@@ -46,7 +46,8 @@ import (
 // in the window could be claimed. A row with a NULL lease: the chosen
 // Run's Attempt moved on (nothing written). The lease insert reads "stale"
 // first, so the released lease is out of the one-live-lease index before
-// the new one goes in.
+// the new one goes in; it names the Run as a scalar (an index condition on
+// run_leases_one_live_idx) — joined, the planner walked every live lease.
 var sqlClaim = `WITH n AS (SELECT ` + postgres.DBNowMs + ` AS ms),
 e AS (
 	SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::int[], $4::text[])
@@ -73,8 +74,8 @@ a AS (
 stale AS (
 	UPDATE ql3.run_leases l SET status = 'released', release_reason = 'lease_expired', ended_at_ms = n.ms,
 		updated_at_ms = n.ms, version = l.version + 1
-	FROM a, n
-	WHERE l.run_id = a.run_id AND l.status = 'leased' AND l.expires_at_ms <= n.ms
+	FROM n
+	WHERE l.run_id = (SELECT run_id FROM a) AND l.status = 'leased' AND l.expires_at_ms <= n.ms
 	RETURNING l.lease_generation),
 released AS MATERIALIZED (SELECT count(*) AS c, max(lease_generation) AS gen FROM stale),
 g AS (SELECT coalesce(max(lease_generation), 0) + 1 AS gen FROM ql3.run_leases

@@ -16,7 +16,10 @@ import (
 // queues the Run again (action requeue), and the next claim takes it.
 //
 // windowFrom is the shared body; "CROSS JOIN n /*checked*/" is where
-// sqlClaimChecked adds the session checks.
+// sqlClaimChecked adds the session checks. The live-lease probe is kept a
+// per-row subplan (OFFSET 0) on run_leases_one_live_idx: as an anti join
+// the planner, estimating one live lease, read every live lease once per
+// window row (measured: 142 × 48 rows compared per claim).
 const candidateCols = `r.run_id, r.version, r.priority, r.created_at_ms, a.attempt_id, a.attempt,
 	a.version AS attempt_version, r.execution_revision_id, r.execution_digest, r.timeout_ms`
 
@@ -28,7 +31,7 @@ const windowFrom = `FROM ql3.run_queue q
 		AND r.not_before_ms <= n.ms
 		AND a.status = 'claimed' AND a.executor = 'remote_worker'
 		AND NOT EXISTS (SELECT 1 FROM ql3.run_leases l
-			WHERE l.run_id = r.run_id AND l.status = 'leased' AND l.expires_at_ms > n.ms)`
+			WHERE l.run_id = r.run_id AND l.status = 'leased' AND l.expires_at_ms > n.ms OFFSET 0)`
 
 // windowQueued is the claim's window: the first $5 claimable Runs.
 const windowQueued = `SELECT ` + candidateCols + `
