@@ -349,7 +349,8 @@ var tableOps = map[string]struct{ insert, update string }{
 		`INSERT INTO ql3.task_views (view_id, project_id, name, created_at_ms) VALUES ({N}, {P}, 'v2', 1)`,
 		`UPDATE ql3.task_views SET name = 'v3' WHERE name = 'v1'`},
 	"run_queue": {
-		`INSERT INTO ql3.run_queue (priority, created_at_ms, run_id) VALUES (0, 1, {N})`,
+		`INSERT INTO ql3.run_queue (priority, created_at_ms, run_id, execution_revision_id, execution_digest, not_before_ms)
+			VALUES (0, 1, {N}, {E}, {D}, 0)`,
 		`UPDATE ql3.run_queue SET created_at_ms = 2 WHERE run_id = {R2}`},
 }
 

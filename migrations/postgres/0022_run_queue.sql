@@ -28,22 +28,34 @@
 -- A dispatching Run whose unstarted lease expired is not in the queue: the
 -- lease sweep releases the lease and queues the Run again (its requeue),
 -- which gives it its row; the claim reads nothing but the queue.
+--
+-- The row also carries what the claim's window filters and matches on
+-- before it touches the Run: the execution revision and its digest (the
+-- placement the pull made) and not_before_ms. All three are fixed while a
+-- Run is queued (not_before_ms changes only on the way to retry_wait, which
+-- leaves the queue), so the window is one scan of this table and only the
+-- row the claim picks is read from runs and attempts.
 CREATE TABLE ql3.run_queue (
-    priority      integer NOT NULL,
-    created_at_ms bigint  NOT NULL,
-    run_id        uuid    NOT NULL
+    priority              integer NOT NULL,
+    created_at_ms         bigint  NOT NULL,
+    run_id                uuid    NOT NULL,
+    execution_revision_id uuid    NOT NULL,
+    execution_digest      bytea   NOT NULL,
+    not_before_ms         bigint  NOT NULL
 ) WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 2000,
         autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 2000);
 
 CREATE UNIQUE INDEX run_queue_claim_idx ON ql3.run_queue (priority DESC, created_at_ms, run_id);
 
-INSERT INTO ql3.run_queue (priority, created_at_ms, run_id)
-SELECT priority, created_at_ms, run_id FROM ql3.runs WHERE status = 'queued';
+INSERT INTO ql3.run_queue (priority, created_at_ms, run_id, execution_revision_id, execution_digest, not_before_ms)
+SELECT priority, created_at_ms, run_id, execution_revision_id, execution_digest, not_before_ms
+FROM ql3.runs WHERE status = 'queued';
 
 CREATE FUNCTION ql3.run_queue_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO ql3.run_queue (priority, created_at_ms, run_id)
-    SELECT n.priority, n.created_at_ms, n.run_id FROM inserted n WHERE n.status = 'queued';
+    INSERT INTO ql3.run_queue (priority, created_at_ms, run_id, execution_revision_id, execution_digest, not_before_ms)
+    SELECT n.priority, n.created_at_ms, n.run_id, n.execution_revision_id, n.execution_digest, n.not_before_ms
+    FROM inserted n WHERE n.status = 'queued';
     RETURN NULL;
 END
 $$;
@@ -51,8 +63,9 @@ $$;
 CREATE FUNCTION ql3.run_queue_moved() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.status = 'queued' THEN
-        INSERT INTO ql3.run_queue (priority, created_at_ms, run_id)
-        VALUES (NEW.priority, NEW.created_at_ms, NEW.run_id) ON CONFLICT DO NOTHING;
+        INSERT INTO ql3.run_queue (priority, created_at_ms, run_id, execution_revision_id, execution_digest, not_before_ms)
+        VALUES (NEW.priority, NEW.created_at_ms, NEW.run_id, NEW.execution_revision_id, NEW.execution_digest,
+            NEW.not_before_ms) ON CONFLICT DO NOTHING;
     ELSE
         DELETE FROM ql3.run_queue
         WHERE priority = OLD.priority AND created_at_ms = OLD.created_at_ms AND run_id = OLD.run_id;

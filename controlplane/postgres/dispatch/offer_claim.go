@@ -53,17 +53,9 @@ e AS (
 	SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::int[], $4::text[])
 		AS e(revision_id, digest, score, fragment)),
 w AS (
-	` + windowQueued + `),
+	` + claimWindow + `),
 r AS (
-	SELECT x.run_id, x.project_id, x.status, x.priority, x.created_at_ms, x.timeout_ms, x.scheduled_for_ms, x.execution_revision_id, w.attempt_id, w.attempt,
-		w.attempt_version, e.fragment
-	FROM w
-	JOIN e ON e.revision_id = w.execution_revision_id AND e.digest = w.execution_digest
-	JOIN ql3.runs x ON x.run_id = w.run_id
-	WHERE x.version = w.version AND x.status IN ('queued', 'dispatching') AND x.cancel_requested_at_ms IS NULL
-	ORDER BY w.priority DESC, e.score DESC, w.created_at_ms, w.run_id
-	LIMIT 1
-	FOR UPDATE OF x SKIP LOCKED),
+	` + claimPick + `),
 a AS (
 	UPDATE ql3.attempts a SET worker_id = $6::uuid, session_id = $7::uuid, session_generation = $8::bigint,
 		offer_id = $9::text, version = a.version + 1, updated_at_ms = n.ms
