@@ -53,6 +53,9 @@ var tableGrants = []tableGrant{
 	{"worker_credentials", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE", RoleWorkerIngress: "SELECT"}},
 	{"worker_sessions", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT", RoleWorkerIngress: "SELECT, INSERT, UPDATE"}},
 	{"run_leases", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, UPDATE, DELETE", RoleWorkerIngress: "SELECT"}},
+	// 0022: the queue of claimable Runs, kept by triggers on runs (whose
+	// writer is the runtime role) and drained by the runtime role's claim.
+	{"run_queue", map[string]string{RoleRuntime: "SELECT, INSERT, DELETE"}},
 	{"run_log_chunks", map[string]string{RoleAdmin: "SELECT", RoleRuntime: "SELECT, INSERT, DELETE"}},
 	// 0006: per-stream log state, written by the runtime role with its
 	// chunks (DELETE for log retention, with the chunks).

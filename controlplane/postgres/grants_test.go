@@ -80,6 +80,9 @@ var wantPrivileges = map[string]map[string]string{
 	// Migration 0018 (task labels and saved views, ADR 0057): admin's job only.
 	"task_labels": {admin: "SID"},
 	"task_views":  {admin: "SID"},
+	// Migration 0022 (the claim's queue, ADR 0064): kept by triggers on
+	// runs and drained by the claim, both the runtime role's.
+	"run_queue": {runtime: "SID"},
 }
 
 // mustDeny are the denials issue 4 names explicitly; they guard the table
@@ -345,6 +348,10 @@ var tableOps = map[string]struct{ insert, update string }{
 	"task_views": {
 		`INSERT INTO ql3.task_views (view_id, project_id, name, created_at_ms) VALUES ({N}, {P}, 'v2', 1)`,
 		`UPDATE ql3.task_views SET name = 'v3' WHERE name = 'v1'`},
+	"run_queue": {
+		`INSERT INTO ql3.run_queue (priority, created_at_ms, run_id, execution_revision_id, execution_digest, not_before_ms)
+			VALUES (0, 1, {N}, {E}, {D}, 0)`,
+		`UPDATE ql3.run_queue SET created_at_ms = 2 WHERE run_id = {R2}`},
 }
 
 func TestGrantMatrixIsConsistent(t *testing.T) {

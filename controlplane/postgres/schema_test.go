@@ -114,8 +114,8 @@ func TestSchemaConstraints(t *testing.T) {
 
 // TestClaimAndDiscoveryIndexesFit: the coordinator's claim order (written
 // with coalesce, active rows only, as the claim writes it) is served by
-// trigger_schedules_due_idx and candidate discovery by runs_dispatchable_idx
-// and the lease sweep by run_leases_expiry_idx, each without a sort
+// trigger_schedules_due_idx, candidate discovery by run_queue_claim_idx
+// (migration 0022) and the lease sweep by run_leases_expiry_idx, each without a sort
 // (sequential scans disabled so the planner shows whether an index fits).
 // The sweeper's timeout scan and the pull's token check are checked the same
 // way beside their statements (sweep, dispatch).
@@ -125,8 +125,7 @@ func TestClaimAndDiscoveryIndexesFit(t *testing.T) {
 	for _, tc := range []struct{ query, index string }{
 		{`SELECT trigger_id FROM ql3.trigger_schedules WHERE active
 			ORDER BY coalesce(next_fire_at_ms, -9223372036854775808), project_id, trigger_id LIMIT 16`, "trigger_schedules_due_idx"},
-		{`SELECT run_id FROM ql3.runs WHERE status IN ('queued', 'dispatching') AND cancel_requested_at_ms IS NULL
-			ORDER BY priority DESC, created_at_ms, run_id LIMIT 9`, "runs_dispatchable_idx"},
+		{`SELECT run_id FROM ql3.run_queue ORDER BY priority DESC, created_at_ms, run_id LIMIT 9`, "run_queue_claim_idx"},
 		{`SELECT lease_id FROM ql3.run_leases WHERE status = 'leased' AND expires_at_ms <= 1000 ORDER BY expires_at_ms, lease_id LIMIT 64`, "run_leases_expiry_idx"},
 		// Retention reaches a Run's leases through its Attempts (migration 0011).
 		{`SELECT l.lease_id FROM ql3.run_leases l JOIN ql3.attempts a ON a.run_id = '01a22f67-f4e6-72d1-ab92-9729495a5fc1'::uuid

@@ -393,6 +393,7 @@ func (w *worker) pullBody() ([]byte, fence.LeaseToken, error) {
 // dbCounters are the cumulative counters a phase is measured by.
 type dbCounters struct {
 	commits, walRecords, tuples, hotUpdates int64
+	lsn                                     string        // pg_current_wal_lsn, for indexEntries
 	serverCPU, benchCPU                     time.Duration // read once settled (they never stop moving)
 }
 
@@ -403,9 +404,29 @@ func (b *bench) counters() (dbCounters, error) {
 	// includes background work (autovacuum, checkpoints).
 	err := b.su.QueryRow(b.ctx, `SELECT d.xact_commit, w.wal_records,
 		(SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint FROM pg_stat_user_tables WHERE schemaname = 'ql3'),
-		(SELECT coalesce(sum(n_tup_hot_upd), 0)::bigint FROM pg_stat_user_tables WHERE schemaname = 'ql3')
-		FROM pg_stat_database d, pg_stat_wal w WHERE d.datname = current_database()`).Scan(&c.commits, &c.walRecords, &c.tuples, &c.hotUpdates)
+		(SELECT coalesce(sum(n_tup_hot_upd), 0)::bigint FROM pg_stat_user_tables WHERE schemaname = 'ql3'),
+		pg_current_wal_lsn()::text
+		FROM pg_stat_database d, pg_stat_wal w WHERE d.datname = current_database()`).Scan(&c.commits, &c.walRecords, &c.tuples,
+		&c.hotUpdates, &c.lsn)
 	return c, err
+}
+
+// indexEntries counts the B-tree entries written between two settled
+// counters from the WAL (pg_walinspect: one INSERT_LEAF or INSERT_POST
+// record per entry; cluster-wide, so background work is included). -1
+// when the extension is not available.
+func (b *bench) indexEntries(before, after dbCounters) int64 {
+	if _, err := b.su.Exec(b.ctx, "CREATE EXTENSION IF NOT EXISTS pg_walinspect"); err != nil {
+		return -1
+	}
+	var n int64
+	if err := b.su.QueryRow(b.ctx, `SELECT coalesce(sum(count), 0)::bigint
+		FROM pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, true)
+		WHERE "resource_manager/record_type" IN ('Btree/INSERT_LEAF', 'Btree/INSERT_POST')`,
+		before.lsn, after.lsn).Scan(&n); err != nil {
+		return -1
+	}
+	return n
 }
 
 // settle waits until the statistics stop moving (backends that closed

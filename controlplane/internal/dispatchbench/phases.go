@@ -131,6 +131,9 @@ func (b *bench) claims() error {
 	row("claims", "WAL records per run", "%.1f", float64(after.walRecords-before.walRecords)/float64(n))
 	row("claims", "tuples written per run", "%.1f", float64(after.tuples-before.tuples)/float64(n))
 	row("claims", "of which heap-only (HOT) updates", "%.1f", float64(after.hotUpdates-before.hotUpdates)/float64(n))
+	if ie := b.indexEntries(before, after); ie >= 0 {
+		row("claims", "B-tree index entries written per run (WAL INSERT_LEAF + INSERT_POST)", "%.1f", float64(ie)/float64(n))
+	}
 	// CPU time per run is the cost figure the box's other load disturbs
 	// least (throughput swings with whatever else runs on it).
 	srvPerRun := (after.serverCPU - before.serverCPU) / time.Duration(n)

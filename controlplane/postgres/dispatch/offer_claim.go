@@ -46,34 +46,16 @@ import (
 // in the window could be claimed. A row with a NULL lease: the chosen
 // Run's Attempt moved on (nothing written). The lease insert reads "stale"
 // first, so the released lease is out of the one-live-lease index before
-// the new one goes in.
+// the new one goes in; it names the Run as a scalar (an index condition on
+// run_leases_one_live_idx) — joined, the planner walked every live lease.
 var sqlClaim = `WITH n AS (SELECT ` + postgres.DBNowMs + ` AS ms),
 e AS (
 	SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::int[], $4::text[])
 		AS e(revision_id, digest, score, fragment)),
 w AS (
-	SELECT r.run_id, r.version, r.priority, r.created_at_ms, r.execution_revision_id, r.execution_digest,
-		a.attempt_id, a.attempt, a.version AS attempt_version
-	FROM ql3.runs r
-	JOIN ql3.attempts a ON a.run_id = r.run_id AND a.attempt = r.attempt_count
-	CROSS JOIN n /*checked*/
-	WHERE r.status IN ('queued', 'dispatching') AND r.cancel_requested_at_ms IS NULL
-		AND r.not_before_ms <= n.ms
-		AND a.status = 'claimed' AND a.executor = 'remote_worker'
-		AND NOT EXISTS (SELECT 1 FROM ql3.run_leases l
-			WHERE l.run_id = r.run_id AND l.status = 'leased' AND l.expires_at_ms > n.ms)
-	ORDER BY r.priority DESC, r.created_at_ms, r.run_id
-	LIMIT $5::int),
+	` + claimWindow + `),
 r AS (
-	SELECT x.run_id, x.project_id, x.status, x.timeout_ms, x.scheduled_for_ms, x.execution_revision_id, w.attempt_id, w.attempt,
-		w.attempt_version, e.fragment
-	FROM w
-	JOIN e ON e.revision_id = w.execution_revision_id AND e.digest = w.execution_digest
-	JOIN ql3.runs x ON x.run_id = w.run_id
-	WHERE x.version = w.version AND x.status IN ('queued', 'dispatching') AND x.cancel_requested_at_ms IS NULL
-	ORDER BY w.priority DESC, e.score DESC, w.created_at_ms, w.run_id
-	LIMIT 1
-	FOR UPDATE OF x SKIP LOCKED),
+	` + claimPick + `),
 a AS (
 	UPDATE ql3.attempts a SET worker_id = $6::uuid, session_id = $7::uuid, session_generation = $8::bigint,
 		offer_id = $9::text, version = a.version + 1, updated_at_ms = n.ms
@@ -84,8 +66,8 @@ a AS (
 stale AS (
 	UPDATE ql3.run_leases l SET status = 'released', release_reason = 'lease_expired', ended_at_ms = n.ms,
 		updated_at_ms = n.ms, version = l.version + 1
-	FROM a, n
-	WHERE l.run_id = a.run_id AND l.status = 'leased' AND l.expires_at_ms <= n.ms
+	FROM n
+	WHERE l.run_id = (SELECT run_id FROM a) AND l.status = 'leased' AND l.expires_at_ms <= n.ms
 	RETURNING l.lease_generation),
 released AS MATERIALIZED (SELECT count(*) AS c, max(lease_generation) AS gen FROM stale),
 g AS (SELECT coalesce(max(lease_generation), 0) + 1 AS gen FROM ql3.run_leases
@@ -94,7 +76,11 @@ ru AS (
 	UPDATE ql3.runs x SET status = 'dispatching', version = x.version + 1, updated_at_ms = n.ms
 	FROM r, a, n
 	WHERE x.run_id = r.run_id
-	RETURNING r.status AS from_status, r.project_id, r.run_id, r.attempt_id, r.attempt, r.fragment),
+	RETURNING r.status AS from_status, r.project_id, r.run_id, r.attempt_id, r.attempt, r.fragment,
+		r.priority, r.created_at_ms),
+dq AS (
+	DELETE FROM ql3.run_queue q USING ru
+	WHERE q.priority = ru.priority AND q.created_at_ms = ru.created_at_ms AND q.run_id = ru.run_id),
 pin AS (
 	INSERT INTO ql3.attempt_envs (attempt_id, project_id, entries, created_at_ms)
 	SELECT ru.attempt_id, ru.project_id, e.entries, n.ms

@@ -98,26 +98,6 @@ const sqlPullSession = `SELECT s.worker_id, s.generation, s.status, s.capacity, 
 FROM ql3.worker_sessions s CROSS JOIN (SELECT ` + postgres.DBNowMs + ` AS ms) n
 WHERE s.session_id = $1::uuid`
 
-// sqlCandidates reads one keyset page of ADR-0108 candidates: queued or
-// dispatching Runs without a cancel intent whose latest Attempt is a
-// claimed remote_worker Attempt with no live lease (none, released, or
-// expired before the start barrier — a started Attempt is not claimed).
-// The first page passes priority 1001 (above the CHECK's maximum).
-const sqlCandidates = `SELECT r.run_id, r.version, r.priority, r.created_at_ms, a.attempt_id, a.attempt,
-	a.version, r.execution_revision_id, r.execution_digest, r.timeout_ms
-FROM ql3.runs r
-JOIN ql3.attempts a ON a.run_id = r.run_id AND a.attempt = r.attempt_count
-CROSS JOIN (SELECT ` + postgres.DBNowMs + ` AS ms) n
-WHERE r.status IN ('queued', 'dispatching') AND r.cancel_requested_at_ms IS NULL
-	AND r.not_before_ms <= n.ms
-	AND a.status = 'claimed' AND a.executor = 'remote_worker'
-	AND NOT EXISTS (SELECT 1 FROM ql3.run_leases l
-		WHERE l.run_id = r.run_id AND l.status = 'leased' AND l.expires_at_ms > n.ms)
-	AND r.priority <= $1::int
-	AND (r.priority < $1::int OR (r.created_at_ms, r.run_id) > ($2::bigint, $3::uuid))
-ORDER BY r.priority DESC, r.created_at_ms, r.run_id
-LIMIT $4::int`
-
 // sqlTokenReused: the session already bound this token to another offer id.
 const sqlTokenReused = `SELECT EXISTS (SELECT 1 FROM ql3.run_leases
 	WHERE session_id = $1::uuid AND offer_id <> $2::text AND token_digest = $3::bytea)`

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ql3/ql3/controlplane/postgres/dispatch"
+	"github.com/ql3/ql3/controlplane/postgres/internal/pgfixture"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/placement"
 	"github.com/ql3/ql3/core/placement/matcher"
@@ -205,6 +206,7 @@ func TestConcurrentPullsNeverShareRun(t *testing.T) {
 	if n := e.scalar(`SELECT count(*) FROM (SELECT session_id FROM ql3.run_leases GROUP BY session_id HAVING count(*) > 16) x`); n != 0 {
 		t.Errorf("%d sessions above their capacity", n)
 	}
+	e.checkQueue() // every claimed Run left the queue
 }
 
 // TestCapacityNotOversold: capacity 2 and 10 concurrent pulls → 2 leases.
@@ -348,9 +350,10 @@ func TestPullReplayDrift(t *testing.T) {
 }
 
 // TestExpiredUnstartedLeaseIsOfferedAgain: a lease that expired before the
-// starting ACK makes its Run a candidate again; the next claim releases it
-// (run.lease_released) and offers the same Attempt with lease generation
-// + 1; the first holder's ack is refused and its renewal revoked.
+// starting ACK is released by the lease sweep, which queues the Run again
+// (run.lease_released, run.queued; ADR 0064: the claim reads only the
+// queue); the next claim offers the same Attempt with lease generation + 1;
+// the first holder's ack is refused and its renewal revoked.
 func TestExpiredUnstartedLeaseIsOfferedAgain(t *testing.T) {
 	t.Parallel()
 	e := newDispatchEnv(t, dispatch.DispatchOptions{})
@@ -361,11 +364,19 @@ func TestExpiredUnstartedLeaseIsOfferedAgain(t *testing.T) {
 		t.Fatalf("a live unstarted lease was offered again: %+v", o)
 	}
 	e.exec(`UPDATE ql3.run_leases SET expires_at_ms = leased_at_ms + 1 WHERE run_id = $1`, r.run)
+	// The Run is not in the claim's queue (ADR 0064): the lease sweep
+	// releases the expired lease and queues the Run again.
+	if o, _ := e.pull(fast); o != nil {
+		t.Fatalf("a dispatching Run was claimed before the sweep requeued it: %+v", o)
+	}
+	if rep := pgfixture.SweepOn(t, e.runtime); rep.Requeued != 1 {
+		t.Fatalf("sweep %+v, want one requeue", rep)
+	}
 	second := e.take(fast)
 	if second.o.RunID != r.run.String() || second.o.AttemptID != r.attempt.String() || second.o.LeaseGeneration != 2 {
 		t.Fatalf("re-offer %+v, want the same attempt with lease generation 2", second.o)
 	}
-	want := []string{"run.created", "run.queued", "run.dispatched", "run.lease_released", "run.dispatched"}
+	want := []string{"run.created", "run.queued", "run.dispatched", "run.lease_released", "run.queued", "run.dispatched"}
 	if got := e.events(r.run); !slices.Equal(got, want) {
 		t.Errorf("events %v, want %v", got, want)
 	}

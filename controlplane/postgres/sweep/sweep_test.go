@@ -318,7 +318,9 @@ func TestRecoveryResolvesEveryState(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newLifeFixture(t)
 			runID, _ := f.Run(t, c.r)
+			f.CheckQueue(t)
 			f.Sweep(t)
+			f.CheckQueue(t) // the Run is in the claim's queue exactly when it is queued
 			got := f.State(t, runID)
 			if got.Status != c.want || got.Lease != c.wantLease || got.AttemptCount != c.wantAttemp {
 				t.Fatalf("after one pass %+v, want %s, lease %q, attempt %d", got, c.want, c.wantLease, c.wantAttemp)

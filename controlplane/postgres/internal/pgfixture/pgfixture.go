@@ -444,3 +444,18 @@ func (f Sched) BulkSchedules(t *testing.T, triggerID string, n int) {
 		SELECT trigger_id, project_id, 1, 1000 * (random() * 4102444800)::bigint, 0 FROM rev`, triggerID, n)
 	f.Exec(t, `ANALYZE ql3.trigger_schedules`)
 }
+
+// CheckQueue fails t unless ql3.run_queue (migration 0022) holds exactly
+// one row per queued Run, with the Run's key, revision and not_before_ms.
+func (f Sched) CheckQueue(t *testing.T) {
+	t.Helper()
+	if n := f.Count(t, `SELECT count(*) FROM ql3.run_queue q
+		FULL JOIN (SELECT run_id, priority, created_at_ms, execution_revision_id, execution_digest, not_before_ms
+			FROM ql3.runs WHERE status = 'queued') r
+			ON r.run_id = q.run_id AND r.priority = q.priority AND r.created_at_ms = q.created_at_ms
+			AND r.execution_revision_id = q.execution_revision_id AND r.execution_digest = q.execution_digest
+			AND r.not_before_ms = q.not_before_ms
+		WHERE q.run_id IS NULL OR r.run_id IS NULL`); n != 0 {
+		t.Fatalf("run_queue differs from the queued Runs in %d rows", n)
+	}
+}
