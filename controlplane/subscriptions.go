@@ -1,0 +1,114 @@
+package controlplane
+
+import (
+	"context"
+
+	"github.com/ql3/ql3/core/subdef"
+	"github.com/ql3/ql3/core/subplan"
+)
+
+// Subscriptions per project (issue 24, ADR 0054 for the edge, ADR 0061 for
+// the cluster): a git repository or a raw file pulled into the project's
+// scripts folder under <slug>/, whose scripts' cron comments become tasks
+// of the project. The definition and its checks are core/subdef's (the
+// edge's too); every pull is a Run of the subscription's system task.
+
+// MaxSubscriptionsPerProject bounds a project's subscriptions (every list
+// answers in one page).
+const MaxSubscriptionsPerProject = 200
+
+// Subscription is one subscription as stored and shown.
+type Subscription struct {
+	ID             string         `json:"id"`
+	ProjectID      string         `json:"projectId"`
+	Name           string         `json:"name"`
+	Slug           string         `json:"slug"`
+	Kind           string         `json:"kind"`
+	URL            string         `json:"url"`
+	Branch         string         `json:"branch"`
+	Credential     string         `json:"credential"`
+	CredentialKind string         `json:"credentialKind"`
+	Filter         subplan.Filter `json:"filter"`
+	Schedule       string         `json:"schedule"`
+	AutoAdd        bool           `json:"autoAddTasks"`
+	AutoRemove     bool           `json:"autoRemoveTasks"`
+	RemoveMode     string         `json:"removeMode"`
+	DefaultCron    string         `json:"defaultCron"`
+	Proxy          string         `json:"proxy"`
+	TimeZone       string         `json:"timeZone"`
+	Enabled        bool           `json:"enabled"`
+	TaskID         string         `json:"taskId,omitempty"` // the system task, "" until published
+	LastCommit     string         `json:"lastCommit,omitempty"`
+	LastPullAtMs   int64          `json:"lastPullAtMs,omitempty"`
+	Version        int64          `json:"version"`
+	CreatedAtMs    int64          `json:"createdAtMs"`
+	UpdatedAtMs    int64          `json:"updatedAtMs"`
+}
+
+// Def is the definition a subscription is created or replaced with.
+func (s Subscription) Def() subdef.Def {
+	return subdef.Def{Name: s.Name, Slug: s.Slug, Kind: s.Kind, URL: s.URL, Branch: s.Branch,
+		Credential: s.Credential, CredentialKind: s.CredentialKind, Filter: s.Filter, Schedule: s.Schedule,
+		AutoAdd: s.AutoAdd, AutoRemove: s.AutoRemove, RemoveMode: s.RemoveMode, DefaultCron: s.DefaultCron,
+		Proxy: s.Proxy, TimeZone: s.TimeZone, Enabled: s.Enabled}
+}
+
+// SubscriptionTask is what a subscription applied to a task it made: the
+// script (relative to the subscription's folder), the declared name, the
+// task name it got, the cron and the task revision it wrote. A task whose
+// name, revision or trigger differ from these was edited by a person.
+type SubscriptionTask struct {
+	SubscriptionID  string
+	TaskID          string
+	Path            string
+	AppliedName     string
+	GivenName       string
+	AppliedCron     string
+	AppliedRevision int64
+}
+
+// Audit actions of subscriptions; the task changes a pull makes carry
+// origin "subscription:<id>" in their details.
+const (
+	AuditSubCreate  = "subscription.create"
+	AuditSubUpdate  = "subscription.update"
+	AuditSubDelete  = "subscription.delete"
+	AuditSubPull    = "subscription.pull"
+	AuditSubAddTask = "subscription.task_add"
+	AuditSubUpdTask = "subscription.task_update"
+	AuditSubDisTask = "subscription.task_disable"
+	AuditSubDelTask = "subscription.task_remove"
+)
+
+// SubscriptionOrigin is the origin an audit line of a pull's change names.
+func SubscriptionOrigin(id string) string { return "subscription:" + id }
+
+// SubscriptionStore keeps a project's subscriptions and the tasks they
+// made (admin role). Every write is audited in its transaction as ctx's
+// actor; definitions are checked with core/subdef.Check.
+type SubscriptionStore interface {
+	CreateSubscription(ctx context.Context, projectID string, in subdef.Def) (Subscription, error)
+	// UpdateSubscription replaces the definition; expectedVersion 0 skips
+	// the version check, another stale one is a conflict.
+	UpdateSubscription(ctx context.Context, id string, expectedVersion int64, in subdef.Def) (Subscription, error)
+	// DeleteSubscription removes the subscription and its records of the
+	// tasks it made (the tasks and the published folder stay).
+	DeleteSubscription(ctx context.Context, id string) (Subscription, error)
+	GetSubscription(ctx context.Context, id string) (Subscription, error)
+	// GetSubscriptionByTask finds the subscription whose system task is taskID.
+	GetSubscriptionByTask(ctx context.Context, taskID string) (Subscription, error)
+	ListSubscriptions(ctx context.Context, projectID string) ([]Subscription, error)
+	// SetSubscriptionTask records the system task of a subscription.
+	SetSubscriptionTask(ctx context.Context, id, taskID string) error
+	// SubscriptionPlanTasks lists the tasks the subscription made as the
+	// planner sees them (applied values against the task as it is now; a
+	// deleted task or another revision is hand-edited).
+	SubscriptionPlanTasks(ctx context.Context, id string) ([]subplan.Task, error)
+	// RecordSubscriptionTask records (or replaces) what a pull applied to a task.
+	RecordSubscriptionTask(ctx context.Context, t SubscriptionTask) error
+	// ForgetSubscriptionTask drops the record of a task the pull removed.
+	ForgetSubscriptionTask(ctx context.Context, id, taskID string) error
+	// RecordSubscriptionPull records the commit now published and audits
+	// the pull with its counts.
+	RecordSubscriptionPull(ctx context.Context, id, commit string, details map[string]any) (Subscription, error)
+}
