@@ -3,6 +3,7 @@ package controlplane
 import (
 	"context"
 
+	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/subdef"
 	"github.com/ql3/ql3/core/subplan"
 )
@@ -55,8 +56,10 @@ func (s Subscription) Def() subdef.Def {
 
 // SubscriptionTask is what a subscription applied to a task it made: the
 // script (relative to the subscription's folder), the declared name, the
-// task name it got, the cron and the task revision it wrote. A task whose
-// name, revision or trigger differ from these was edited by a person.
+// task name it got, the cron, and the task revision and spec digest it
+// wrote. A task whose name, spec digest or trigger differ from these was
+// edited by a person (a re-pin of its script tree is not an edit: a new
+// revision, the same spec).
 type SubscriptionTask struct {
 	SubscriptionID  string
 	TaskID          string
@@ -65,6 +68,7 @@ type SubscriptionTask struct {
 	GivenName       string
 	AppliedCron     string
 	AppliedRevision int64
+	AppliedDigest   canonjson.Digest
 }
 
 // Audit actions of subscriptions; the task changes a pull makes carry
@@ -111,4 +115,36 @@ type SubscriptionStore interface {
 	// RecordSubscriptionPull records the commit now published and audits
 	// the pull with its counts.
 	RecordSubscriptionPull(ctx context.Context, id, commit string, details map[string]any) (Subscription, error)
+}
+
+// ScriptDirFile is one file a pull publishes, relative to the folder.
+type ScriptDirFile struct {
+	Path       string
+	Executable bool
+	Data       []byte
+}
+
+// ScriptDirResult says what a publication of a folder did.
+type ScriptDirResult struct {
+	Files   int   `json:"files"`
+	Bytes   int64 `json:"bytes"`
+	Removed int   `json:"removed"`
+	// Kept are files the new tree lacks that a live script task still
+	// runs: a script a task runs is never deleted under it (ADR 0052);
+	// the next pull removes them once no task runs them.
+	Kept []string `json:"kept,omitempty"`
+	// Repinned counts the script tasks that got the new tree.
+	Repinned int `json:"repinned"`
+}
+
+// ScriptDirPublisher publishes a pulled tree into a project's scripts
+// folder (admin role).
+type ScriptDirPublisher interface {
+	// ReplaceScriptDir makes the folder dir hold exactly the files walk
+	// yields (in one SERIALIZABLE transaction: one new version of the
+	// folder, audited, the script tasks of the folder re-pinned; Runs in
+	// flight keep the tree they started with). Nothing is written unless
+	// all of it passes the folder's rules and limits. walk may be called
+	// again when the transaction is retried.
+	ReplaceScriptDir(ctx context.Context, projectID, dir string, walk func(yield func(ScriptDirFile) error) error) (ScriptDirResult, error)
 }

@@ -207,8 +207,8 @@ INSERT INTO ql3.task_revisions (task_id, revision, project_id, spec, spec_digest
 	VALUES ('00000000-0000-7000-8000-0000000000c2', 1, {P}, '{}', {D}, 1);
 INSERT INTO ql3.subscriptions (subscription_id, project_id, name, slug, kind, url, auto_add, auto_remove, remove_mode, enabled, created_at_ms, updated_at_ms)
 	VALUES ('00000000-0000-7000-8000-0000000000c1', {P}, 's1', 's1', 'git', 'file:///r', true, true, 'disable', true, 1, 1);
-INSERT INTO ql3.subscription_tasks (subscription_id, task_id, project_id, path, applied_name, given_name, applied_cron, applied_revision)
-	VALUES ('00000000-0000-7000-8000-0000000000c1', {T}, {P}, 'a.js', 'a', 'a', '* * * * *', 1);
+INSERT INTO ql3.subscription_tasks (subscription_id, task_id, project_id, path, applied_name, given_name, applied_cron, applied_revision, applied_digest)
+	VALUES ('00000000-0000-7000-8000-0000000000c1', {T}, {P}, 'a.js', 'a', 'a', '* * * * *', 1, {D});
 `
 
 // tableOps: a valid INSERT of a new row and an UPDATE of exactly one seeded
@@ -360,8 +360,8 @@ var tableOps = map[string]struct{ insert, update string }{
 			VALUES ({N}, {P}, 's2', 's2', 'file', 'file:///f.js', false, false, 'delete', false, 1, 1)`,
 		`UPDATE ql3.subscriptions SET last_pull_at_ms = 2 WHERE name = 's1'`},
 	"subscription_tasks": {
-		`INSERT INTO ql3.subscription_tasks (subscription_id, task_id, project_id, path, applied_name, given_name, applied_cron, applied_revision)
-			VALUES ('00000000-0000-7000-8000-0000000000c1', '00000000-0000-7000-8000-0000000000c2', {P}, 'b.js', 'b', 'b', '@daily', 1)`,
+		`INSERT INTO ql3.subscription_tasks (subscription_id, task_id, project_id, path, applied_name, given_name, applied_cron, applied_revision, applied_digest)
+			VALUES ('00000000-0000-7000-8000-0000000000c1', '00000000-0000-7000-8000-0000000000c2', {P}, 'b.js', 'b', 'b', '@daily', 1, {D})`,
 		`UPDATE ql3.subscription_tasks SET applied_revision = 2 WHERE path = 'a.js'`},
 }
 

@@ -42,8 +42,10 @@ CREATE UNIQUE INDEX subscriptions_task_idx ON ql3.subscriptions (task_id) WHERE 
 
 -- The tasks a subscription made: what it last wrote (applied_*), so a
 -- person's later edit is seen (the task's name differs from given_name,
--- its revision from applied_revision, its trigger from applied_cron) and
--- is never overwritten (the plan marks it diverged). applied_name is the
+-- its spec digest from applied_digest, its one trigger from applied_cron)
+-- and is never overwritten (the plan marks it diverged). The digest, not
+-- the revision: publishing a pulled tree re-pins the script tasks of the
+-- folder (a new revision, the same spec), which is no edit. applied_name is the
 -- script's declared name, given_name the task name it got (a suffix when
 -- the name was taken); path is relative to the subscription's folder.
 CREATE TABLE ql3.subscription_tasks (
@@ -55,6 +57,7 @@ CREATE TABLE ql3.subscription_tasks (
     given_name       text   NOT NULL CHECK (char_length(given_name) <= 256),
     applied_cron     text   NOT NULL CHECK (octet_length(applied_cron) <= 128),
     applied_revision bigint NOT NULL CHECK (applied_revision >= 1),
+    applied_digest   bytea  NOT NULL CHECK (octet_length(applied_digest) = 32),
     PRIMARY KEY (subscription_id, task_id)
 );
 CREATE UNIQUE INDEX subscription_tasks_task_idx ON ql3.subscription_tasks (task_id);

@@ -102,7 +102,7 @@ func TestPlanTasksSeeHandEdits(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := controlplane.SubscriptionTask{SubscriptionID: sub.ID, TaskID: task.ID, Path: "a.js", AppliedName: "A",
-		GivenName: "A (a.js)", AppliedCron: "0 1 * * *", AppliedRevision: task.Revision}
+		GivenName: "A (a.js)", AppliedCron: "0 1 * * *", AppliedRevision: task.Revision, AppliedDigest: task.Digest}
 	if err := s.RecordSubscriptionTask(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
@@ -123,9 +123,9 @@ func TestPlanTasksSeeHandEdits(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := plan(); !got.Diverged() {
-		t.Fatalf("a new revision by hand: %+v", got)
+		t.Fatalf("another spec by hand: %+v", got)
 	}
-	rec.AppliedRevision = up.Revision
+	rec.AppliedRevision, rec.AppliedDigest = up.Revision, up.Digest
 	if err := s.RecordSubscriptionTask(ctx, rec); err != nil {
 		t.Fatal(err)
 	}

@@ -14,21 +14,22 @@ import (
 )
 
 // SubscriptionPlanTasks lists the tasks a subscription made as the
-// planner sees them. A task a person deleted, gave another revision
-// (command, timeout…), or whose live triggers are not exactly the one the
+// planner sees them. A task a person deleted, gave another spec
+// (command, timeout…: the spec digest differs), or whose live triggers are not exactly the one the
 // pull wrote, is hand-edited; a renamed one shows its new name.
 func (s *Store) SubscriptionPlanTasks(ctx context.Context, id string) ([]subplan.Task, error) {
 	sid, err := parseID("id", id)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.Query(ctx, `SELECT st.task_id, st.path, st.applied_name, st.given_name, st.applied_cron, st.applied_revision,
-			t.name, t.enabled, t.head_revision, t.deleted_at_ms IS NOT NULL,
+	rows, err := s.db.Query(ctx, `SELECT st.task_id, st.path, st.applied_name, st.given_name, st.applied_cron, st.applied_digest,
+			t.name, t.enabled, r.spec_digest, t.deleted_at_ms IS NOT NULL,
 			(SELECT count(*) FROM ql3.triggers g WHERE g.task_id = t.task_id AND g.deleted_at_ms IS NULL),
 			coalesce((SELECT r.expression FROM ql3.triggers g JOIN ql3.trigger_revisions r
 				ON r.trigger_id = g.trigger_id AND r.revision = g.head_revision
 				WHERE g.task_id = t.task_id AND g.deleted_at_ms IS NULL ORDER BY g.trigger_id LIMIT 1), '')
 		FROM ql3.subscription_tasks st JOIN ql3.tasks t ON t.task_id = st.task_id
+		JOIN ql3.task_revisions r ON r.task_id = t.task_id AND r.revision = t.head_revision
 		WHERE st.subscription_id = $1 ORDER BY st.path, st.task_id LIMIT $2`, sid, maxTasks+1)
 	if err != nil {
 		return nil, postgres.Translate(err)
@@ -37,7 +38,8 @@ func (s *Store) SubscriptionPlanTasks(ctx context.Context, id string) ([]subplan
 		var t subplan.Task
 		var task uuid.UUID
 		var given string
-		var applied, head, triggers int64
+		var applied, head []byte
+		var triggers int64
 		var deleted bool
 		if err := r.Scan(&task, &t.Path, &t.AppliedName, &given, &t.AppliedCron, &applied,
 			&t.CurrentName, &t.Enabled, &head, &deleted, &triggers, &t.CurrentCron); err != nil {
@@ -50,7 +52,7 @@ func (s *Store) SubscriptionPlanTasks(ctx context.Context, id string) ([]subplan
 		if !renamed {
 			t.CurrentName = t.AppliedName
 		}
-		t.HandEdited = renamed || deleted || head != applied || triggers != 1
+		t.HandEdited = renamed || deleted || string(head) != string(applied) || triggers != 1
 		return t, nil
 	})
 	if err != nil {
@@ -76,11 +78,12 @@ func (s *Store) RecordSubscriptionTask(ctx context.Context, t controlplane.Subsc
 		return err
 	}
 	tag, err := s.db.Exec(ctx, `INSERT INTO ql3.subscription_tasks (subscription_id, task_id, project_id, path, applied_name,
-			given_name, applied_cron, applied_revision)
-		SELECT $1, $2, project_id, $3, $4, $5, $6, $7 FROM ql3.subscriptions WHERE subscription_id = $1
+			given_name, applied_cron, applied_revision, applied_digest)
+		SELECT $1, $2, project_id, $3, $4, $5, $6, $7, $8 FROM ql3.subscriptions WHERE subscription_id = $1
 		ON CONFLICT (subscription_id, task_id) DO UPDATE SET path = excluded.path, applied_name = excluded.applied_name,
-			given_name = excluded.given_name, applied_cron = excluded.applied_cron, applied_revision = excluded.applied_revision`,
-		sid, tid, t.Path, t.AppliedName, t.GivenName, t.AppliedCron, t.AppliedRevision)
+			given_name = excluded.given_name, applied_cron = excluded.applied_cron, applied_revision = excluded.applied_revision,
+			applied_digest = excluded.applied_digest`,
+		sid, tid, t.Path, t.AppliedName, t.GivenName, t.AppliedCron, t.AppliedRevision, t.AppliedDigest[:])
 	if err != nil {
 		return postgres.Translate(err)
 	}
