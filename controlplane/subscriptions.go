@@ -148,3 +148,30 @@ type ScriptDirPublisher interface {
 	// again when the transaction is retried.
 	ReplaceScriptDir(ctx context.Context, projectID, dir string, walk func(yield func(ScriptDirFile) error) error) (ScriptDirResult, error)
 }
+
+// SubscriptionSkip is a tree entry a pull leaves out, with the reason.
+type SubscriptionSkip struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// SubscriptionPreview is what a pull would do now (nothing written).
+type SubscriptionPreview struct {
+	Commit  string             `json:"commit"`
+	Skipped []SubscriptionSkip `json:"skipped"`
+	Changes []subplan.Change   `json:"changes"`
+}
+
+// Subscriptions is the admin API's port (controlplane/subrun.Service):
+// the store's reads, writes that keep the system task, and pulls started
+// as Runs of it.
+type Subscriptions interface {
+	ListSubscriptions(ctx context.Context, projectID string) ([]Subscription, error)
+	GetSubscription(ctx context.Context, id string) (Subscription, error)
+	CreateSubscription(ctx context.Context, projectID string, in subdef.Def) (Subscription, error)
+	UpdateSubscription(ctx context.Context, id string, expectedVersion int64, in subdef.Def) (Subscription, error)
+	DeleteSubscription(ctx context.Context, id string) (Subscription, error)
+	// PullSubscription starts a pull now: a manual Run of the system task.
+	PullSubscription(ctx context.Context, id, idempotencyKey, actor string) (RunNowResult, error)
+	PreviewSubscription(ctx context.Context, id string) (SubscriptionPreview, error)
+}

@@ -110,6 +110,9 @@ type Config struct {
 	// Scripts is the projects' scripts folders (ADR 0052); nil answers
 	// those routes 503.
 	Scripts controlplane.Scripts
+	// Subscriptions are the projects' subscriptions (subscriptions.go,
+	// ADR 0061); nil answers those routes 503.
+	Subscriptions controlplane.Subscriptions
 	// Notify holds the notification ports (notify.go); zero answers 503.
 	Notify NotifyPorts
 	// Apps stores QingLong's Open API apps (/api/v1/apps) and Open serves
@@ -141,6 +144,7 @@ type Server struct {
 	notify   NotifyPorts
 	handler  http.Handler
 	scripts  controlplane.Scripts
+	subs     controlplane.Subscriptions
 	apps     controlplane.OpenApps
 	open     http.Handler
 	access   *accessapi.API
@@ -153,7 +157,8 @@ type Server struct {
 // New returns the API handler.
 func New(cfg Config) *Server {
 	s := &Server{runs: cfg.Runs, disable: cfg.DisableWorker, b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, now: cfg.Now,
-		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI, envs: cfg.Envs, scripts: cfg.Scripts, notify: cfg.Notify, apps: cfg.Apps, open: cfg.Open}
+		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI, envs: cfg.Envs, scripts: cfg.Scripts, notify: cfg.Notify, apps: cfg.Apps, open: cfg.Open,
+		subs: cfg.Subscriptions}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -225,6 +230,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	s.envRoutes(mux)
 	s.panelRoutes(mux)
 	s.scriptRoutes(mux)
+	s.subscriptionRoutes(mux)
 	s.notifyRoutes(mux)
 	s.appRoutes(mux)     // apps.go: /api/v1/apps and /open/ (ADR 0057)
 	s.access.Routes(mux) // accessapi: scoped tokens, accounts, password sign-in (ADR 0060)

@@ -149,11 +149,7 @@ func (p *Puller) Pull(ctx context.Context, subID string, log io.Writer) (Result,
 
 // Preview is what a pull would do now, over a freshly staged tree that is
 // then discarded: nothing is published, no task changes.
-type Preview struct {
-	Commit  string           `json:"commit"`
-	Skipped []subfetch.Skip  `json:"skipped"`
-	Changes []subplan.Change `json:"changes"`
-}
+type Preview = controlplane.SubscriptionPreview
 
 // Preview stages the subscription into a stage of its own, plans, and
 // discards the stage.
@@ -168,9 +164,9 @@ func (p *Puller) Preview(ctx context.Context, subID string) (Preview, error) {
 	}
 	defer st.Discard()
 	changes, err := p.plan(ctx, sub, st.Dir)
-	skipped := st.Skipped
-	if skipped == nil {
-		skipped = []subfetch.Skip{}
+	skipped := make([]controlplane.SubscriptionSkip, 0, len(st.Skipped))
+	for _, k := range st.Skipped {
+		skipped = append(skipped, controlplane.SubscriptionSkip{Path: k.Path, Reason: k.Reason})
 	}
 	return Preview{Commit: st.Commit, Skipped: skipped, Changes: changes}, err
 }

@@ -178,3 +178,40 @@ func (s *Service) Preview(ctx context.Context, id string) (Preview, error) {
 	}
 	return s.Puller.Preview(ctx, id)
 }
+
+var _ controlplane.Subscriptions = (*Service)(nil)
+
+// ListSubscriptions lists a project's subscriptions.
+func (s *Service) ListSubscriptions(ctx context.Context, projectID string) ([]controlplane.Subscription, error) {
+	return s.Subs.ListSubscriptions(ctx, projectID)
+}
+
+// GetSubscription reads one subscription.
+func (s *Service) GetSubscription(ctx context.Context, id string) (controlplane.Subscription, error) {
+	return s.Subs.GetSubscription(ctx, id)
+}
+
+// CreateSubscription is Create.
+func (s *Service) CreateSubscription(ctx context.Context, projectID string, in subdef.Def) (controlplane.Subscription, error) {
+	return s.Create(ctx, projectID, in)
+}
+
+// UpdateSubscription is Update.
+func (s *Service) UpdateSubscription(ctx context.Context, id string, expectedVersion int64, in subdef.Def) (controlplane.Subscription, error) {
+	return s.Update(ctx, id, expectedVersion, in)
+}
+
+// DeleteSubscription is Delete.
+func (s *Service) DeleteSubscription(ctx context.Context, id string) (controlplane.Subscription, error) {
+	return s.Delete(ctx, id)
+}
+
+// PullSubscription is Pull.
+func (s *Service) PullSubscription(ctx context.Context, id, idempotencyKey, actor string) (controlplane.RunNowResult, error) {
+	return s.Pull(ctx, id, idempotencyKey, actor)
+}
+
+// PreviewSubscription is Preview.
+func (s *Service) PreviewSubscription(ctx context.Context, id string) (controlplane.SubscriptionPreview, error) {
+	return s.Preview(ctx, id)
+}
