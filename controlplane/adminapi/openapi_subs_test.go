@@ -11,6 +11,7 @@ import (
 	"github.com/ql3/ql3/controlplane/postgres/runops"
 	"github.com/ql3/ql3/controlplane/postgres/scriptstore"
 	"github.com/ql3/ql3/controlplane/postgres/substore"
+	"github.com/ql3/ql3/controlplane/subapi"
 	"github.com/ql3/ql3/controlplane/subrun"
 	"github.com/ql3/ql3/core/openapi"
 	"github.com/ql3/ql3/subfetch/gittest"
@@ -55,15 +56,15 @@ func subscriptionRoutes() []openapi.Route {
 	one := []openapi.Param{proj, openapi.PathParam("id", "subscription id")}
 	return []openapi.Route{
 		{Method: "GET", Path: base, Summary: "the project's subscriptions", Params: []openapi.Param{proj},
-			Responses: withErrors(openapi.OK("subscriptions", adminapi.SubscriptionList{}), 404, 503)},
+			Responses: withErrors(openapi.OK("subscriptions", subapi.SubscriptionList{}), 404, 503)},
 		{Method: "POST", Path: base, Summary: "subscribe to a git repository or a raw file (publishes its system task; credential names an env store entry)",
-			Params: []openapi.Param{proj}, Request: adminapi.SubscriptionRequest{},
-			Responses: withErrors(map[int]openapi.Response{201: {Description: "created", Body: adminapi.SubscriptionView{}}}, 404, 409, 413, 503)},
+			Params: []openapi.Param{proj}, Request: subapi.SubscriptionRequest{},
+			Responses: withErrors(map[int]openapi.Response{201: {Description: "created", Body: subapi.SubscriptionView{}}}, 404, 409, 413, 503)},
 		{Method: "GET", Path: base + "/{id}", Summary: "one subscription", Params: one,
-			Responses: withErrors(openapi.OK("the subscription", adminapi.SubscriptionView{}), 404, 503)},
+			Responses: withErrors(openapi.OK("the subscription", subapi.SubscriptionView{}), 404, 503)},
 		{Method: "PUT", Path: base + "/{id}", Summary: "replace a subscription (its system task follows)",
-			Params: append(one, openapi.Query("expectedVersion", "integer", "the version this replaces (optional)")), Request: adminapi.SubscriptionRequest{},
-			Responses: withErrors(openapi.OK("replaced", adminapi.SubscriptionView{}), 404, 409, 413, 503)},
+			Params: append(one, openapi.Query("expectedVersion", "integer", "the version this replaces (optional)")), Request: subapi.SubscriptionRequest{},
+			Responses: withErrors(openapi.OK("replaced", subapi.SubscriptionView{}), 404, 409, 413, 503)},
 		{Method: "DELETE", Path: base + "/{id}", Summary: "delete a subscription and its system task; the tasks it made and its folder stay", Params: one,
 			Responses: withErrors(map[int]openapi.Response{204: {Description: "deleted"}}, 404, 503)},
 		{Method: "POST", Path: base + "/{id}/pull", Summary: "pull now: a Run of the subscription's system task, run by the control plane",

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/adminapi"
+	"github.com/ql3/ql3/controlplane/subapi"
 	"github.com/ql3/ql3/core/subplan"
 	"github.com/ql3/ql3/notifykit"
 )
@@ -51,11 +52,11 @@ func fakeAdminAPI(t *testing.T, skipped bool) string {
 		Settings: notifykit.PublicSettings{ChatID: "42", SecretsSet: []string{"token"}}}
 	notifyRule := notifykit.NotifyRule{ID: "rule-1", Name: "failures", Kinds: []string{"failed"}, Channels: []string{"ch-1"}, Enabled: true}
 	notifyDelivery := notifykit.NotifyDelivery{ID: 7, Kind: "test", ChannelID: "ch-1", Status: "delivered", Attempts: 1, LastStatus: 200}
-	subView := adminapi.SubscriptionView{ID: "sub-1", Name: "repo", Slug: "repo", Kind: "git", URL: "https://example.org/o/repo.git",
+	subView := subapi.SubscriptionView{ID: "sub-1", Name: "repo", Slug: "repo", Kind: "git", URL: "https://example.org/o/repo.git",
 		Schedule: "0 4 * * *", TaskID: "task-2", LastCommit: "0123456789abcdef", LastPullAtMs: 1767150000000}
 	answers := map[string]any{
 		// subcmd.go's commands
-		"GET /api/v1/projects/ops/subscriptions":             adminapi.SubscriptionList{Subscriptions: []adminapi.SubscriptionView{subView}},
+		"GET /api/v1/projects/ops/subscriptions":             subapi.SubscriptionList{Subscriptions: []subapi.SubscriptionView{subView}},
 		"POST /api/v1/projects/ops/subscriptions":            subView,
 		"DELETE /api/v1/projects/ops/subscriptions/sub-1":    nil,
 		"POST /api/v1/projects/ops/subscriptions/sub-1/pull": adminapi.RunView{RunRecord: now, Created: &created},

@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ql3/ql3/controlplane"
-	"github.com/ql3/ql3/controlplane/adminapi"
+	"github.com/ql3/ql3/controlplane/subapi"
 	"github.com/ql3/ql3/core/errs"
 )
 
@@ -105,7 +105,7 @@ func (c *Client) subAdd(ctx context.Context) error {
 		return err
 	}
 	yes := func(b bool) *bool { return &b }
-	req := adminapi.SubscriptionRequest{Name: c.Args.name, Slug: s.slug, Kind: s.kind, URL: s.url, Branch: s.branch,
+	req := subapi.SubscriptionRequest{Name: c.Args.name, Slug: s.slug, Kind: s.kind, URL: s.url, Branch: s.branch,
 		Credential: s.credential, CredentialKind: s.credentialKind, Include: splitList(s.include), Exclude: splitList(s.exclude),
 		Extensions: splitList(s.extensions), Schedule: s.schedule, AutoAddTasks: yes(!s.noAutoAdd), AutoRemoveTasks: yes(!s.noAutoRemove),
 		RemoveMode: s.removeMode, DefaultCron: s.defaultCron, Proxy: s.proxy, TimeZone: s.timeZone, Enabled: yes(!s.disabled)}
@@ -143,7 +143,7 @@ func (c *Client) subCall(ctx context.Context, method, suffix string, body any, h
 // subPrinters are the text forms of the subscription commands.
 func subPrinters() map[string]Printer {
 	return map[string]Printer{
-		"sub list": one(func(w io.Writer, _ Args, l adminapi.SubscriptionList) error {
+		"sub list": one(func(w io.Writer, _ Args, l subapi.SubscriptionList) error {
 			t := newTable(w, "ID", "NAME", "FOLDER", "KIND", "URL", "SCHEDULE", "LAST PULL", "COMMIT")
 			for _, s := range l.Subscriptions {
 				last, commit := fmtTime(s.LastPullAtMs), "-"
@@ -158,7 +158,7 @@ func subPrinters() map[string]Printer {
 			}
 			return t.end(w, "")
 		}),
-		"sub add": one(said[adminapi.SubscriptionView](func(s adminapi.SubscriptionView) string {
+		"sub add": one(said[subapi.SubscriptionView](func(s subapi.SubscriptionView) string {
 			return "subscribed " + named(s.Name, s.ID) + " into " + s.Slug + "/ (system task " + s.TaskID + ")"
 		})),
 		"sub rm": func(w io.Writer, a Args, _ []byte) error {
