@@ -43,7 +43,8 @@ func exerciseSubs(t *testing.T, f fixture, send func(method, path, body string, 
 	f.call("PUT", base+"/"+sub+"?expectedVersion=1", body, nil)
 	f.call("POST", base+"/"+sub+"/preview", "", nil)
 	send("POST", base+"/"+sub+"/pull", "", "Authorization", "Bearer "+token, "Idempotency-Key", "pull-1")
-	send("POST", base+"/"+sub+"/pull", "", "Authorization", "Bearer "+token, "Idempotency-Key", "pull-1")
+	f.call("POST", base+"/"+sub+"/pull", `{"idempotencyKey":"pull-1"}`, nil)
+	f.call("POST", base+"/"+sub+"/pull", `{}`, nil)
 	f.call("DELETE", base+"/"+sub, nil, nil)
 	f.call("GET", base+"/"+sub, nil, nil)
 }
@@ -68,7 +69,8 @@ func subscriptionRoutes() []openapi.Route {
 		{Method: "DELETE", Path: base + "/{id}", Summary: "delete a subscription and its system task; the tasks it made and its folder stay", Params: one,
 			Responses: withErrors(map[int]openapi.Response{204: {Description: "deleted"}}, 404, 503)},
 		{Method: "POST", Path: base + "/{id}/pull", Summary: "pull now: a Run of the subscription's system task, run by the control plane",
-			Params: append(one, openapi.Param{Name: "Idempotency-Key", In: "header", Type: "string", Description: "retry-safe key (printable ASCII)"}),
+			Params:  append(one, openapi.Param{Name: "Idempotency-Key", In: "header", Type: "string", Description: "retry-safe key (printable ASCII; here or in the body)"}),
+			Request: subapi.PullRequest{}, RequestOptional: true,
 			Responses: withErrors(map[int]openapi.Response{201: {Description: "created", Body: adminapi.RunView{}}, 200: {Description: "the Run this key already made", Body: adminapi.RunView{}}},
 				404, 409, 503)},
 		{Method: "POST", Path: base + "/{id}/preview", Summary: "what a pull would do now: the plan over a freshly fetched tree (nothing written)", Params: one,

@@ -58,6 +58,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/accessapi"
+	"github.com/ql3/ql3/controlplane/subapi"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/metrics"
 	"github.com/ql3/ql3/core/spec"
@@ -109,10 +110,8 @@ type Config struct {
 	Envs controlplane.EnvStore
 	// Scripts is the projects' scripts folders (ADR 0052); nil answers
 	// those routes 503.
-	Scripts controlplane.Scripts
-	// Subscriptions are the projects' subscriptions (subscriptions.go,
-	// ADR 0061); nil answers those routes 503.
-	Subscriptions controlplane.Subscriptions
+	Scripts       controlplane.Scripts
+	Subscriptions controlplane.Subscriptions // a project's subscriptions (subapi, ADR 0061); nil answers 503
 	// Notify holds the notification ports (notify.go); zero answers 503.
 	Notify NotifyPorts
 	// Apps stores QingLong's Open API apps (/api/v1/apps) and Open serves
@@ -144,7 +143,7 @@ type Server struct {
 	notify   NotifyPorts
 	handler  http.Handler
 	scripts  controlplane.Scripts
-	subs     controlplane.Subscriptions
+	subs     *subapi.API
 	apps     controlplane.OpenApps
 	open     http.Handler
 	access   *accessapi.API
@@ -157,11 +156,11 @@ type Server struct {
 // New returns the API handler.
 func New(cfg Config) *Server {
 	s := &Server{runs: cfg.Runs, disable: cfg.DisableWorker, b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, now: cfg.Now,
-		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI, envs: cfg.Envs, scripts: cfg.Scripts, notify: cfg.Notify, apps: cfg.Apps, open: cfg.Open,
-		subs: cfg.Subscriptions}
+		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI, envs: cfg.Envs, scripts: cfg.Scripts, notify: cfg.Notify, apps: cfg.Apps, open: cfg.Open}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.subs = subapi.New(subapi.Config{Subs: cfg.Subscriptions, Backend: cfg.Backend, Actor: actorID, Logger: s.log})
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
@@ -230,7 +229,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	s.envRoutes(mux)
 	s.panelRoutes(mux)
 	s.scriptRoutes(mux)
-	s.subscriptionRoutes(mux)
+	s.subs.Routes(mux)
 	s.notifyRoutes(mux)
 	s.appRoutes(mux)     // apps.go: /api/v1/apps and /open/ (ADR 0057)
 	s.access.Routes(mux) // accessapi: scoped tokens, accounts, password sign-in (ADR 0060)

@@ -101,9 +101,11 @@ type SubscriptionList struct {
 type Config struct {
 	// Subs is the subscriptions' port; nil answers the routes 503.
 	Subs controlplane.Subscriptions
-	// Project resolves {project} (id or name); Run reads a Run.
-	Project func(ctx context.Context, ref string) (controlplane.Project, error)
-	Run     func(ctx context.Context, id string) (controlplane.Run, error)
+	// Backend resolves {project} (id or name) and reads a Run.
+	Backend interface {
+		GetProject(ctx context.Context, ref string) (controlplane.Project, error)
+		GetRun(ctx context.Context, id string) (controlplane.Run, error)
+	}
 	// Actor names who asks (the API token id), for the Run's audit.
 	Actor  func(r *http.Request) string
 	Logger *slog.Logger
@@ -118,6 +120,12 @@ func New(cfg Config) *API {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &API{cfg: cfg}
+}
+
+// PullRequest optionally carries the client key of a pull (else the
+// Idempotency-Key header): the same key returns the same Run.
+type PullRequest struct {
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 }
 
 // RunView is a Run started by a pull, as the admin API shows a run-now.
@@ -148,7 +156,7 @@ func (s *API) withProject(h func(http.ResponseWriter, *http.Request, string)) ht
 			s.fail(w, r, errs.E(errs.Unavailable, "", "this server does not keep subscriptions"))
 			return
 		}
-		p, err := s.cfg.Project(r.Context(), r.PathValue("project"))
+		p, err := s.cfg.Backend.GetProject(r.Context(), r.PathValue("project"))
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -286,9 +294,19 @@ func (s *API) pullSub(w http.ResponseWriter, r *http.Request, project string) {
 		s.fail(w, r, err)
 		return
 	}
-	key, err := httpkit.IdempotencyKey(r.Header.Get("Idempotency-Key"), "")
+	var req PullRequest
+	if data, err := httpkit.ReadBody(w, r, subLimits.MaxBytes); err != nil {
+		s.fail(w, r, err)
+		return
+	} else if len(data) > 0 {
+		if err := canonjson.DecodeStrict(data, subLimits, &req); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	key, err := httpkit.IdempotencyKey(r.Header.Get("Idempotency-Key"), req.IdempotencyKey)
 	if err == nil && key == "" {
-		err = errs.Invalidf("Idempotency-Key", "required: a client key")
+		err = errs.Invalidf("Idempotency-Key", "required: a client key (header or body idempotencyKey)")
 	}
 	if err != nil {
 		s.fail(w, r, err)
@@ -299,7 +317,7 @@ func (s *API) pullSub(w http.ResponseWriter, r *http.Request, project string) {
 		s.fail(w, r, err)
 		return
 	}
-	run, err := s.cfg.Run(r.Context(), res.RunID)
+	run, err := s.cfg.Backend.GetRun(r.Context(), res.RunID)
 	if err != nil {
 		s.fail(w, r, err)
 		return
