@@ -169,6 +169,9 @@ func (m *Matcher) match(c *placement.Capabilities, version func(name, raw string
 
 func mismatch(category string) Result { return Result{Category: category} }
 
+// System reports whether the requirements name a system executor.
+func (m *Matcher) System() bool { return m.system }
+
 // System reports whether the capabilities advertise a system executor:
 // such a session qualifies for no Run without placement (ADR 0061).
 func (p *Prepared) System() bool { return p.caps.System() }
