@@ -55,3 +55,9 @@ require (
 replace github.com/ql3/ql3/httpkit => ../httpkit
 
 replace github.com/ql3/ql3/notifykit => ../notifykit
+
+// Subscriptions' fetch-and-check engine (the system git, ADR 0054, ADR
+// 0061), shared by both binaries.
+require github.com/ql3/ql3/subfetch v0.0.0
+
+replace github.com/ql3/ql3/subfetch => ../subfetch

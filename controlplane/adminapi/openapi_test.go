@@ -75,7 +75,7 @@ func TestOpenAPIExamples(t *testing.T) {
 		Scripts: scriptstore.New(adminPool),
 		Notify:  notifyPorts(t, db), // openapi_notify_test.go
 		Apps:    openapps.New(adminPool), Tokens: pub,
-		Accounts: accounts.New(adminPool),
+		Accounts: accounts.New(adminPool), Subscriptions: subsService(t, db),
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, adminPool, ref)
 		}})))
@@ -181,6 +181,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	scriptExamples(t, send, f, token)
 	f.call("GET", "/api/v1/overview", nil, nil)
 	f.call("GET", "/api/v1/overview?project=ops", nil, nil)
+	exerciseSubs(t, f, send, token, id)
 	exerciseViews(f, id) // openapi_views_test.go
 	app := id("POST", "/api/v1/apps", `{"project":"ops","name":"bot","scopes":["crons","envs"]}`)
 	f.call("POST", "/api/v1/apps", `{"project":"ops","name":"bot","scopes":["crons"]}`, nil)

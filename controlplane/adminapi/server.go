@@ -58,6 +58,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/accessapi"
+	"github.com/ql3/ql3/controlplane/subapi"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/metrics"
 	"github.com/ql3/ql3/core/spec"
@@ -110,7 +111,8 @@ type Config struct {
 	Envs controlplane.EnvStore
 	// Scripts is the projects' scripts folders (ADR 0052); nil answers
 	// those routes 503.
-	Scripts controlplane.Scripts
+	Scripts       controlplane.Scripts
+	Subscriptions controlplane.Subscriptions // a project's subscriptions (subapi, ADR 0061); nil answers 503
 	// Notify holds the notification ports (notify.go); zero answers 503.
 	Notify NotifyPorts
 	// Apps stores QingLong's Open API apps (/api/v1/apps) and Open serves
@@ -143,6 +145,7 @@ type Server struct {
 	notify   NotifyPorts
 	handler  http.Handler
 	scripts  controlplane.Scripts
+	subs     *subapi.API
 	apps     controlplane.OpenApps
 	open     http.Handler
 	access   *accessapi.API
@@ -159,6 +162,7 @@ func New(cfg Config) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.subs = subapi.New(subapi.Config{Subs: cfg.Subscriptions, Backend: cfg.Backend, Actor: actorID, Logger: s.log})
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
@@ -227,6 +231,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	s.envRoutes(mux)
 	s.panelRoutes(mux)
 	s.scriptRoutes(mux)
+	s.subs.Routes(mux)
 	s.notifyRoutes(mux)
 	s.appRoutes(mux)     // apps.go: /api/v1/apps and /open/ (ADR 0057)
 	s.access.Routes(mux) // accessapi: scoped tokens, accounts, password sign-in (ADR 0060)

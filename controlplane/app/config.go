@@ -54,6 +54,9 @@ type Config struct {
 	// on every replica; required once the env store has a key, and for
 	// notifications (without it they are off).
 	SecretKeyFile string `json:"secretKeyFile,omitempty"` // QL3_SECRET_KEY_FILE, --secret-key-file
+	// SubsDir is this replica's private folder of subscriptions' git
+	// caches and stages (ADR 0061); "" = a folder in the system's temp.
+	SubsDir string `json:"subsDir,omitempty"` // QL3_SUBS_DIR, --subs-dir
 
 	DSN         string `json:"dsn,omitempty"`         // QL3_DSN, --dsn
 	AdminDSN    string `json:"adminDsn,omitempty"`    // QL3_ADMIN_DSN, --admin-dsn
@@ -135,6 +138,7 @@ func (c *Config) settings() []setting {
 		{flag: "require-tls", usage: "refuse to serve without --tls-cert/--tls-key (production)", boolean: &c.RequireTLS, scope: forServe},
 		{flag: "no-scheduler", usage: "serve the admin API only; do not run the cluster scheduler in this replica", boolean: &c.NoScheduler, scope: forServe},
 		{flag: "secret-key-file", usage: "the key file of the env store and of notification credentials (0600, absolute path, the same on every replica; `ql3-control env key-init` makes one); required once the env store has a key, notifications are off without it (ADR 0051, 0053)", str: &c.SecretKeyFile, scope: forServe | forDatabase},
+		{flag: "subs-dir", usage: "this replica's private folder for subscriptions' git caches and stages (default: a folder in the system's temp)", str: &c.SubsDir, scope: forServe},
 		{flag: "dsn", usage: "single PostgreSQL DSN; pools assume the ql3 roles (-c role=...)", str: &c.DSN, scope: forAll &^ forClient},
 		{flag: "admin-dsn", usage: "DSN that logs in as ql3_admin", str: &c.AdminDSN, scope: forServe | forDatabase},
 		{flag: "runtime-dsn", usage: "DSN that logs in as ql3_runtime", str: &c.RuntimeDSN, scope: forServe},

@@ -59,6 +59,7 @@ type Main struct {
 	mu          sync.Mutex
 	adminPool   *pgxpool.Pool
 	runtimePool *pgxpool.Pool
+	subsStop    func() // the subscription executor (subs.go)
 	coord       *coordinator.Coordinator
 	// noMetricsSettle makes the finished-Run counter read up to the
 	// database's now instead of postgres.FinishedRunsSettleMs behind it
@@ -328,6 +329,7 @@ func (m *Main) Close() error {
 		errList = append(errList, ierr)
 	}
 	m.stopNotify()
+	m.stopSubs()
 	if coord != nil {
 		if cerr := coord.Stop(context.Background()); cerr != nil {
 			errList = append(errList, fmt.Errorf("stop scheduler: %w", cerr))

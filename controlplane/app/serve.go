@@ -101,6 +101,11 @@ func (m *Main) serve(ctx context.Context) error {
 		return err
 	}
 	apps := openapps.New(pool) // QingLong's Open API (ADR 0057)
+	// Subscriptions and their pull executor (subs.go, ADR 0061).
+	subs, err := m.startSubscriptions(ctx, pool, pub, runOps)
+	if err != nil {
+		return err
+	}
 	scriptStore := scriptstore.New(pool)
 	api := adminapi.New(adminapi.Config{
 		Backend: pub, Logger: m.log, Version: m.Version, UI: panel.UI{}, Tokens: pub, Accounts: accounts.New(pool),
@@ -110,7 +115,7 @@ func (m *Main) serve(ctx context.Context) error {
 		Runs:    runOps,
 		Envs:    envs,
 		Scripts: scriptStore,
-		Notify:  notifyPorts,
+		Notify:  notifyPorts, Subscriptions: subs,
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, pool, ref)
 		},

@@ -46,6 +46,9 @@ func Commands() map[string]Command {
 	for name, c := range scriptCommands() { // scriptcmd.go
 		cmds[name] = c
 	}
+	for name, c := range subCommands() { // subcmd.go
+		cmds[name] = c
+	}
 	for name, c := range notifyCommands() { // notify.go
 		cmds[name] = c
 	}
@@ -53,6 +56,9 @@ func Commands() map[string]Command {
 		cmds[name] = c
 	}
 	printers := Printers()
+	for name, p := range subPrinters() { // subcmd.go
+		printers[name] = p
+	}
 	for name, p := range notifyPrinters() {
 		printers[name] = p
 	}

@@ -18,6 +18,8 @@ import (
 
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/adminapi"
+	"github.com/ql3/ql3/controlplane/subapi"
+	"github.com/ql3/ql3/core/subplan"
 	"github.com/ql3/ql3/notifykit"
 )
 
@@ -50,7 +52,16 @@ func fakeAdminAPI(t *testing.T, skipped bool) string {
 		Settings: notifykit.PublicSettings{ChatID: "42", SecretsSet: []string{"token"}}}
 	notifyRule := notifykit.NotifyRule{ID: "rule-1", Name: "failures", Kinds: []string{"failed"}, Channels: []string{"ch-1"}, Enabled: true}
 	notifyDelivery := notifykit.NotifyDelivery{ID: 7, Kind: "test", ChannelID: "ch-1", Status: "delivered", Attempts: 1, LastStatus: 200}
+	subView := subapi.SubscriptionView{ID: "sub-1", Name: "repo", Slug: "repo", Kind: "git", URL: "https://example.org/o/repo.git",
+		Schedule: "0 4 * * *", TaskID: "task-2", LastCommit: "0123456789abcdef", LastPullAtMs: 1767150000000}
 	answers := map[string]any{
+		// subcmd.go's commands
+		"GET /api/v1/projects/ops/subscriptions":             subapi.SubscriptionList{Subscriptions: []subapi.SubscriptionView{subView}},
+		"POST /api/v1/projects/ops/subscriptions":            subView,
+		"DELETE /api/v1/projects/ops/subscriptions/sub-1":    nil,
+		"POST /api/v1/projects/ops/subscriptions/sub-1/pull": adminapi.RunView{RunRecord: now, Created: &created},
+		"POST /api/v1/projects/ops/subscriptions/sub-1/preview": controlplane.SubscriptionPreview{Commit: "0123abc",
+			Changes: []subplan.Change{{Action: "add", Path: "a.js", Name: "A", Cron: "0 1 * * *"}}, Skipped: []controlplane.SubscriptionSkip{}},
 		// notify.go's commands
 		"GET /api/v1/notify/channels":            adminapi.List[notifykit.NotifyChannel]{Items: []notifykit.NotifyChannel{notifyChannel}},
 		"POST /api/v1/notify/channels":           notifyChannel,
@@ -205,6 +216,11 @@ func clientArgs(t *testing.T) map[string][]string {
 		"script rm":                 {"--project", "ops", "--path", "a.js"},
 		"script upload":             {"--project", "ops", "--file", spec},
 		"script run":                {"--project", "ops", "--path", "a.js"},
+		"sub list":                  {"--project", "ops"},
+		"sub add":                   {"--project", "ops", "--name", "repo", "--url", "https://example.org/o/repo.git"},
+		"sub rm":                    {"--project", "ops", "--id", "sub-1"},
+		"sub pull":                  {"--project", "ops", "--id", "sub-1"},
+		"sub preview":               {"--project", "ops", "--id", "sub-1"},
 		"app list":                  {"--project", "ops"},
 		"app create":                {"--project", "ops", "--name", "phone", "--scopes", "envs,crons"},
 		"app delete":                {"--id", "app-1"},

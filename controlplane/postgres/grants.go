@@ -100,6 +100,10 @@ var tableGrants = []tableGrant{
 	// 0018: task labels and saved views (ADR 0057), the admin role's alone.
 	{"task_labels", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
 	{"task_views", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
+	// 0019: subscriptions (ADR 0061): kept and pulled by the control plane
+	// on the admin role, which also publishes their tasks and trees.
+	{"subscriptions", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE"}},
+	{"subscription_tasks", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE"}},
 }
 
 // grantees are the roles whose privileges InstallGrants owns completely.

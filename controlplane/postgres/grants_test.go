@@ -80,6 +80,9 @@ var wantPrivileges = map[string]map[string]string{
 	// Migration 0018 (task labels and saved views, ADR 0057): admin's job only.
 	"task_labels": {admin: "SID"},
 	"task_views":  {admin: "SID"},
+	// Migration 0019 (subscriptions, ADR 0061): admin's job only.
+	"subscriptions":      {admin: "SIUD"},
+	"subscription_tasks": {admin: "SIUD"},
 	// Migration 0022 (the claim's queue, ADR 0064): kept by triggers on
 	// runs and drained by the claim, both the runtime role's.
 	"run_queue": {runtime: "SID"},
@@ -202,6 +205,13 @@ INSERT INTO ql3.accounts (username, password_hash, created_at_ms) VALUES ('alice
 INSERT INTO ql3.signins (at_ms, username, outcome, remote) VALUES (1, 'alice', 'ok', '127.0.0.1');
 INSERT INTO ql3.task_labels (label, task_id, project_id) VALUES ('l1', {T}, {P});
 INSERT INTO ql3.task_views (view_id, project_id, name, created_at_ms) VALUES ('00000000-0000-7000-8000-0000000000b1', {P}, 'v1', 1);
+INSERT INTO ql3.tasks (task_id, project_id, name, head_revision, created_at_ms, updated_at_ms) VALUES ('00000000-0000-7000-8000-0000000000c2', {P}, 'sub-t2', 1, 1, 1);
+INSERT INTO ql3.task_revisions (task_id, revision, project_id, spec, spec_digest, created_at_ms)
+	VALUES ('00000000-0000-7000-8000-0000000000c2', 1, {P}, '{}', {D}, 1);
+INSERT INTO ql3.subscriptions (subscription_id, project_id, name, slug, kind, url, auto_add, auto_remove, remove_mode, enabled, created_at_ms, updated_at_ms)
+	VALUES ('00000000-0000-7000-8000-0000000000c1', {P}, 's1', 's1', 'git', 'file:///r', true, true, 'disable', true, 1, 1);
+INSERT INTO ql3.subscription_tasks (subscription_id, task_id, project_id, path, applied_name, given_name, applied_cron, applied_revision, applied_digest)
+	VALUES ('00000000-0000-7000-8000-0000000000c1', {T}, {P}, 'a.js', 'a', 'a', '* * * * *', 1, {D});
 `
 
 // tableOps: a valid INSERT of a new row and an UPDATE of exactly one seeded
@@ -348,6 +358,14 @@ var tableOps = map[string]struct{ insert, update string }{
 	"task_views": {
 		`INSERT INTO ql3.task_views (view_id, project_id, name, created_at_ms) VALUES ({N}, {P}, 'v2', 1)`,
 		`UPDATE ql3.task_views SET name = 'v3' WHERE name = 'v1'`},
+	"subscriptions": {
+		`INSERT INTO ql3.subscriptions (subscription_id, project_id, name, slug, kind, url, auto_add, auto_remove, remove_mode, enabled, created_at_ms, updated_at_ms)
+			VALUES ({N}, {P}, 's2', 's2', 'file', 'file:///f.js', false, false, 'delete', false, 1, 1)`,
+		`UPDATE ql3.subscriptions SET last_pull_at_ms = 2 WHERE name = 's1'`},
+	"subscription_tasks": {
+		`INSERT INTO ql3.subscription_tasks (subscription_id, task_id, project_id, path, applied_name, given_name, applied_cron, applied_revision, applied_digest)
+			VALUES ('00000000-0000-7000-8000-0000000000c1', '00000000-0000-7000-8000-0000000000c2', {P}, 'b.js', 'b', 'b', '@daily', 1, {D})`,
+		`UPDATE ql3.subscription_tasks SET applied_revision = 2 WHERE path = 'a.js'`},
 	"run_queue": {
 		`INSERT INTO ql3.run_queue (priority, created_at_ms, run_id, execution_revision_id, execution_digest, not_before_ms)
 			VALUES (0, 1, {N}, {E}, {D}, 0)`,

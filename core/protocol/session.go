@@ -59,6 +59,12 @@ func DecodeSessionOpen(data []byte) (SessionOpen, error) {
 	if err != nil {
 		return SessionOpen{}, errs.Prefix("capabilities", err)
 	}
+	if caps.System() {
+		// Reserved for the control plane's own executors (ADR 0061): a
+		// worker over the wire never claims a system Run.
+		return SessionOpen{}, errs.Invalidf("capabilities.executors", "names starting with %q are reserved for the control plane",
+			placement.SystemExecutorPrefix)
+	}
 	s := SessionOpen{V: w.V, AgentVersion: w.AgentVersion, CredentialID: w.CredentialID,
 		Capacity: w.Capacity, Capabilities: caps}
 	if err := s.Validate(); err != nil {

@@ -4,67 +4,19 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/ql3/ql3/core/subplan"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/sqlite"
+	"github.com/ql3/ql3/subfetch/gittest"
 )
 
-// repo is a git repository made by the test with the git program.
-type repo struct {
-	t   *testing.T
-	dir string
-}
+// repo is a git repository made by the test (subfetch/gittest).
+type repo = gittest.Repo
 
-func newRepo(t *testing.T) *repo {
-	t.Helper()
-	r := &repo{t: t, dir: filepath.Join(t.TempDir(), "origin")}
-	if err := os.MkdirAll(r.dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	r.git("init", "--quiet", "--initial-branch=main")
-	return r
-}
-
-func (r *repo) git(args ...string) string {
-	r.t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", r.dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull,
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t",
-		"GIT_COMMITTER_EMAIL=t@example.invalid", "GIT_AUTHOR_DATE=2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE=2026-01-01T00:00:00Z")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		r.t.Fatalf("git %v: %v: %s", args, err, errb.String())
-	}
-	return strings.TrimSpace(out.String())
-}
-
-func (r *repo) write(files map[string]string) {
-	r.t.Helper()
-	for p, c := range files {
-		full := filepath.Join(r.dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			r.t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
-			r.t.Fatal(err)
-		}
-	}
-}
-
-func (r *repo) commit(msg string) string {
-	r.t.Helper()
-	r.git("add", "-A")
-	r.git("commit", "--quiet", "--allow-empty", "-m", msg)
-	return r.git("rev-parse", "HEAD")
-}
-
-func (r *repo) url() string { return "file://" + r.dir }
+func newRepo(t *testing.T) *repo { return gittest.New(t) }
 
 // env is a store, a scripts folder and a service over them.
 type env struct {

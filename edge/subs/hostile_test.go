@@ -3,7 +3,6 @@ package subs
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,48 +10,6 @@ import (
 	"strings"
 	"testing"
 )
-
-// literalTree writes a tree object git itself would not make (an entry
-// named ".." or ".git") and commits it on main.
-func (r *repo) literalTree(entries ...[2]string) {
-	r.t.Helper()
-	blob := r.git("hash-object", "-w", "--stdin", "README.md")
-	raw, _ := hex.DecodeString(blob)
-	var tree bytes.Buffer
-	for _, e := range entries {
-		mode, name := e[0], e[1]
-		id := raw
-		if mode == "40000" {
-			id, _ = hex.DecodeString(r.literalSubtree())
-		}
-		fmt.Fprintf(&tree, "%s %s\x00", mode, name)
-		tree.Write(id)
-	}
-	cmd := exec.Command("git", "-C", r.dir, "hash-object", "-t", "tree", "--literally", "-w", "--stdin")
-	cmd.Stdin = &tree
-	out, err := cmd.Output()
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	c := r.git("commit-tree", strings.TrimSpace(string(out)), "-m", "hostile")
-	r.git("update-ref", "refs/heads/main", c)
-}
-
-// literalSubtree is a tree holding one file "passwd".
-func (r *repo) literalSubtree() string {
-	blob := r.git("hash-object", "-w", "--stdin", "README.md")
-	raw, _ := hex.DecodeString(blob)
-	var tree bytes.Buffer
-	fmt.Fprintf(&tree, "100644 passwd\x00")
-	tree.Write(raw)
-	cmd := exec.Command("git", "-C", r.dir, "hash-object", "-t", "tree", "--literally", "-w", "--stdin")
-	cmd.Stdin = &tree
-	out, err := cmd.Output()
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 // listAll lists every path under dir.
 func listAll(t *testing.T, dir string) []string {
@@ -69,10 +26,10 @@ func listAll(t *testing.T, dir string) []string {
 
 func TestHostileRepositories(t *testing.T) {
 	r := newRepo(t)
-	r.write(map[string]string{"ok.js": "// cron: 1 1 * * *\n", "README.md": "x"})
-	first := r.commit("good")
+	r.Write(map[string]string{"ok.js": "// cron: 1 1 * * *\n", "README.md": "x"})
+	first := r.Commit("good")
 	e := newEnv(t)
-	sub := e.subscribe(r.url(), nil)
+	sub := e.subscribe(r.URL(), nil)
 	if _, log, err := e.pull(sub); err != nil {
 		t.Fatalf("good pull: %v\n%s", err, log)
 	}
@@ -86,17 +43,17 @@ func TestHostileRepositories(t *testing.T) {
 	}
 
 	// Links and a submodule are skipped with their reason; the rest lands.
-	r.git("reset", "--quiet", "--hard", first)
-	if err := os.Symlink("/etc", filepath.Join(r.dir, "etc_link")); err != nil {
+	r.Git("reset", "--quiet", "--hard", first)
+	if err := os.Symlink("/etc", filepath.Join(r.Dir, "etc_link")); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink("/etc/passwd", filepath.Join(r.dir, "passwd.js")); err != nil {
+	if err := os.Symlink("/etc/passwd", filepath.Join(r.Dir, "passwd.js")); err != nil {
 		t.Fatal(err)
 	}
-	r.write(map[string]string{"big.js": strings.Repeat("x", 9<<20)})
-	r.git("add", "-A")
-	r.git("update-index", "--add", "--cacheinfo", "160000,"+first+",vendor/outside")
-	r.git("commit", "--quiet", "-m", "links, a submodule and a huge file")
+	r.Write(map[string]string{"big.js": strings.Repeat("x", 9<<20)})
+	r.Git("add", "-A")
+	r.Git("update-index", "--add", "--cacheinfo", "160000,"+first+",vendor/outside")
+	r.Git("commit", "--quiet", "-m", "links, a submodule and a huge file")
 	ch, log, err := e.pull(sub)
 	if err != nil {
 		t.Fatalf("pull with links: %v\n%s", err, log)
@@ -122,17 +79,17 @@ func TestHostileRepositories(t *testing.T) {
 		setup func()
 		want  string
 	}{
-		{"dot-dot entry", func() { r.literalTree([2]string{"100644", ".."}, [2]string{"100644", "x.js"}) }, `entry ".." is refused`},
-		{"dot-dot folder", func() { r.literalTree([2]string{"40000", ".."}) }, `entry "../passwd" is refused`},
-		{"git folder", func() { r.literalTree([2]string{"40000", ".git"}) }, `entry ".git/passwd" is refused: a .git element`},
+		{"dot-dot entry", func() { r.LiteralTree([2]string{"100644", ".."}, [2]string{"100644", "x.js"}) }, `entry ".." is refused`},
+		{"dot-dot folder", func() { r.LiteralTree([2]string{"40000", ".."}) }, `entry "../passwd" is refused`},
+		{"git folder", func() { r.LiteralTree([2]string{"40000", ".git"}) }, `entry ".git/passwd" is refused: a .git element`},
 		{"ten thousand files", func() {
-			r.git("reset", "--quiet", "--hard", first)
+			r.Git("reset", "--quiet", "--hard", first)
 			files := map[string]string{}
 			for i := range 10000 {
 				files[fmt.Sprintf("many/%02d/f%05d.js", i%100, i)] = "x"
 			}
-			r.write(files)
-			r.commit("10,000 files")
+			r.Write(files)
+			r.Commit("10,000 files")
 		}, "holds more than 4000 files, the limit of a subscription"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -157,15 +114,15 @@ func TestHostileRepositories(t *testing.T) {
 // was in place, whole; the next pull completes.
 func TestKilledPullLeavesThePreviousTree(t *testing.T) {
 	r := newRepo(t)
-	r.write(map[string]string{"a.js": "// cron: 1 1 * * *\n" + strings.Repeat("a", 5000)})
-	r.commit("one")
+	r.Write(map[string]string{"a.js": "// cron: 1 1 * * *\n" + strings.Repeat("a", 5000)})
+	r.Commit("one")
 	e := newEnv(t)
-	sub := e.subscribe(r.url(), nil)
+	sub := e.subscribe(r.URL(), nil)
 	if _, _, err := e.pull(sub); err != nil {
 		t.Fatal(err)
 	}
-	r.write(map[string]string{"a.js": "// cron: 2 2 * * *\n" + strings.Repeat("b", 5000), "b.js": strings.Repeat("c", 5000)})
-	r.commit("two")
+	r.Write(map[string]string{"a.js": "// cron: 2 2 * * *\n" + strings.Repeat("b", 5000), "b.js": strings.Repeat("c", 5000)})
+	r.Commit("two")
 	git, err := exec.LookPath("git")
 	if err != nil {
 		t.Fatal(err)

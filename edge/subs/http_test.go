@@ -24,13 +24,13 @@ func TestSmartHTTPWithToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := newRepo(t)
-	r.write(map[string]string{"a.js": "// cron: 1 2 * * *\n"})
-	r.commit("one")
-	r.git("config", "http.receivepack", "false")
+	r.Write(map[string]string{"a.js": "// cron: 1 2 * * *\n"})
+	r.Commit("one")
+	r.Git("config", "http.receivepack", "false")
 	const token = "ghp_secret0123456789"
 	var denied atomic.Int32
 	backend := &cgi.Handler{Path: git, Args: []string{"http-backend"},
-		Env: []string{"GIT_PROJECT_ROOT=" + filepath.Dir(r.dir), "GIT_HTTP_EXPORT_ALL=1"}}
+		Env: []string{"GIT_PROJECT_ROOT=" + filepath.Dir(r.Dir), "GIT_HTTP_EXPORT_ALL=1"}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if u, p, ok := req.BasicAuth(); !ok || u != "x-access-token" || p != token {
 			denied.Add(1)

@@ -42,10 +42,10 @@ var shapes = map[string]string{
 func TestPullsFollowTheRepository(t *testing.T) {
 	ctx := context.Background()
 	r := newRepo(t)
-	r.write(shapes)
-	r.commit("first")
+	r.Write(shapes)
+	r.Commit("first")
 	e := newEnv(t)
-	sub := e.subscribe(r.url(), nil)
+	sub := e.subscribe(r.URL(), nil)
 
 	ch, log, err := e.pull(sub)
 	if err != nil {
@@ -104,12 +104,12 @@ func TestPullsFollowTheRepository(t *testing.T) {
 
 	// One cron edited, one script added, one deleted (and fast.js's cron
 	// edited upstream: its hand-edited task is still left alone).
-	r.write(map[string]string{"checkin.js": "// cron: 6 9 * * *\n// name: 每日签到\n", "new.js": "// cron: 3 3 * * *\n",
+	r.Write(map[string]string{"checkin.js": "// cron: 6 9 * * *\n// name: 每日签到\n", "new.js": "// cron: 3 3 * * *\n",
 		"fast.js": "// cron: 0 */10 * * * *\n"})
-	if err := os.Remove(filepath.Join(r.dir, "backup.sh")); err != nil {
+	if err := os.Remove(filepath.Join(r.Dir, "backup.sh")); err != nil {
 		t.Fatal(err)
 	}
-	r.commit("second")
+	r.Commit("second")
 	if ch, _, err = e.pull(sub); err != nil {
 		t.Fatal(err)
 	}
@@ -134,9 +134,9 @@ func TestPullsFollowTheRepository(t *testing.T) {
 
 	// History rewritten: the branch is reset to the first commit and a new
 	// commit made on it, then force-pushed (here: the origin's branch moves).
-	r.git("reset", "--quiet", "--hard", "HEAD~1")
-	r.write(map[string]string{"rewritten.js": "// cron: 4 4 * * *\n"})
-	head := r.commit("rewritten")
+	r.Git("reset", "--quiet", "--hard", "HEAD~1")
+	r.Write(map[string]string{"rewritten.js": "// cron: 4 4 * * *\n"})
+	head := r.Commit("rewritten")
 	if ch, _, err = e.pull(sub); err != nil {
 		t.Fatalf("pull after a history rewrite: %v", err)
 	}
@@ -177,18 +177,18 @@ func TestRemovedScriptsTaskDeletedOrKept(t *testing.T) {
 	}{{"delete", true, subplan.Remove}, {"kept", false, ""}} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRepo(t)
-			r.write(map[string]string{"a.js": "// cron: 1 1 * * *\n", "b.js": "// cron: 2 2 * * *\n"})
-			r.commit("one")
+			r.Write(map[string]string{"a.js": "// cron: 1 1 * * *\n", "b.js": "// cron: 2 2 * * *\n"})
+			r.Commit("one")
 			e := newEnv(t)
-			sub := e.subscribe(r.url(), func(in *edge.NewSubscription) { in.RemoveMode, in.AutoRemove = subplan.RemoveDelete, tc.autoRemove })
+			sub := e.subscribe(r.URL(), func(in *edge.NewSubscription) { in.RemoveMode, in.AutoRemove = subplan.RemoveDelete, tc.autoRemove })
 			ch, _, err := e.pull(sub)
 			if err != nil || len(actions(ch)) != 2 {
 				t.Fatalf("first pull %v %v", actions(ch), err)
 			}
-			if err := os.Remove(filepath.Join(r.dir, "b.js")); err != nil {
+			if err := os.Remove(filepath.Join(r.Dir, "b.js")); err != nil {
 				t.Fatal(err)
 			}
-			r.commit("two")
+			r.Commit("two")
 			if ch, _, err = e.pull(sub); err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/core/subplan"
 	"github.com/ql3/ql3/edge"
+	"github.com/ql3/ql3/subfetch"
 )
 
 // Store is what the service needs of the edge store.
@@ -241,7 +242,7 @@ func (s *Service) Preview(ctx context.Context, id string) (Preview, error) {
 }
 
 func (s *Service) plan(ctx context.Context, sub edge.Subscription, dir string) ([]subplan.Change, error) {
-	scripts, err := Scan(dir, sub.Filter)
+	scripts, err := subfetch.Scan(dir, sub.Filter)
 	if err != nil {
 		return nil, err
 	}

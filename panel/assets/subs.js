@@ -13,6 +13,7 @@
       "subs.intro": "A subscription pulls a repository into scripts/<folder>/ on its schedule and turns the cron comments of its scripts into tasks. Every pull is a Run.",
       "subs.new": "New subscription",
       "subs.none": "No subscriptions yet.",
+      "subs.project": "Project", "subs.noProject": "Create a project first: each project has its own subscriptions.",
       "subs.name": "Name",
       "subs.folder": "Folder",
       "subs.kind": "Kind",
@@ -79,6 +80,7 @@
       "subs.intro": "订阅按计划把仓库拉取到 scripts/<目录>/，并根据脚本中的 cron 注释创建任务。每次拉取都是一次运行。",
       "subs.new": "新建订阅",
       "subs.none": "还没有订阅。",
+      "subs.project": "项目", "subs.noProject": "请先创建一个项目：每个项目有自己的订阅。",
       "subs.name": "名称",
       "subs.folder": "目录",
       "subs.kind": "类型",
@@ -150,9 +152,24 @@
   function input(attrs) { return h("input", Object.assign({ type: "text", autocomplete: "off", spellcheck: "false" }, attrs)); }
 
   // ---- subscriptions ----------------------------------------------------------
+  // base is the subscriptions' API: the edge's, or the chosen project's on
+  // ql3-control (?project= in the page's address; the first project when
+  // none is chosen), as the scripts page does.
+  let base = "/api/v1/subscriptions";
+  let project = "";
   async function subs(p, params, g) {
-    if (p[0] === "new") return subForm(g);
-    const all = await api("GET", "/api/v1/subscriptions");
+    let picker = null;
+    if (P.S.control) {
+      const projects = (await api("GET", "/api/v1/projects?limit=200")).items.filter((x) => x.status === "active");
+      project = params.get("project") || (projects[0] ? projects[0].name : "");
+      if (!project) { render(g, h("h1", { text: t("subs.title", "Subscriptions") }), h("p", { class: "muted", id: "sub-no-project", text: t("subs.noProject", "Create a project first: each project has its own subscriptions.") })); return; }
+      base = "/api/v1/projects/" + encodeURIComponent(project) + "/subscriptions";
+      picker = h("select", { id: "sub-project", "aria-label": t("subs.project", "Project"), onchange: (ev) => { location.hash = "#/subs?" + new URLSearchParams({ project: ev.target.value }).toString(); } },
+        projects.map((x) => h("option", { value: x.name, text: x.name, selected: x.name === project })));
+    }
+    const back = "#/subs" + (project ? "?" + new URLSearchParams({ project }).toString() : "");
+    if (p[0] === "new") return subForm(g, back);
+    const all = await api("GET", base);
     const result = h("div", { id: "sub-result", role: "status" });
     const rows = all.subscriptions.map((s) => h("tr", { "data-sub": s.name, "data-id": s.id },
       td(t("subs.name", "Name"), h("strong", { text: s.name })),
@@ -164,7 +181,9 @@
       td("", h("div", { class: "bar" },
         h("button", { type: "button", class: "primary pull", text: t("subs.pull", "Pull now"), onclick: async () => {
           try {
-            const r = await api("POST", "/api/v1/subscriptions/" + encodeURIComponent(s.id) + "/pull");
+            // ql3-control wants a client key for the Run (a retry returns the same Run).
+            const r = await api("POST", base + "/" + encodeURIComponent(s.id) + "/pull",
+              P.S.control ? { idempotencyKey: "panel-" + Date.now().toString(36) + "-" + Math.random().toString(36).slice(2, 10) } : undefined);
             result.replaceChildren(h("p", { text: t("subs.started", "Pull started: run {id}", { id: r.id }) + " " }),
               h("a", { href: "#/runs/" + encodeURIComponent(r.id), id: "pull-run", text: t("subs.openRun", "open the run") }));
           } catch (e) { if (e.status !== 401) result.replaceChildren(h("p", { class: "formerr", text: e.message })); }
@@ -172,16 +191,17 @@
         h("button", { type: "button", class: "preview", text: t("subs.preview", "Preview"), onclick: async () => {
           result.replaceChildren(h("p", { text: "…" }));
           try {
-            result.replaceChildren(...plan(await api("POST", "/api/v1/subscriptions/" + encodeURIComponent(s.id) + "/preview")));
+            result.replaceChildren(...plan(await api("POST", base + "/" + encodeURIComponent(s.id) + "/preview")));
           } catch (e) { if (e.status !== 401) result.replaceChildren(h("p", { class: "formerr", text: e.message })); }
         } }),
         h("button", { type: "button", class: "danger delete", text: t("subs.remove", "Delete"), onclick: act(async () => {
           if (!confirm(t("subs.remove", "Delete") + " " + s.name + "?")) return false;
-          await api("DELETE", "/api/v1/subscriptions/" + encodeURIComponent(s.id));
+          await api("DELETE", base + "/" + encodeURIComponent(s.id));
         }) })))));
     render(g, h("h1", { text: t("subs.title", "Subscriptions") }),
       h("p", { class: "muted", text: t("subs.intro", "") }),
-      h("div", { class: "bar" }, h("a", { class: "button", href: "#/subs/new", id: "new-sub", text: t("subs.new", "New subscription") })),
+      picker ? h("p", { class: "bar" }, h("label", { for: "sub-project", text: t("subs.project", "Project") + " " }), picker) : null,
+      h("div", { class: "bar" }, h("a", { class: "button", href: "#/subs/new" + (project ? "?" + new URLSearchParams({ project }).toString() : ""), id: "new-sub", text: t("subs.new", "New subscription") })),
       rows.length ? h("table", { class: "cards", id: "subs" }, head(t("subs.name", "Name"), t("subs.folder", "Folder"), t("subs.url", "URL"),
         t("subs.schedule", "Schedule"), t("subs.lastPull", "Last pull"), t("subs.commit", "Commit"), ""), h("tbody", {}, rows))
         : h("p", { id: "no-subs", text: t("subs.none", "No subscriptions yet.") }),
@@ -206,7 +226,7 @@
     return out;
   }
 
-  function subForm(g) {
+  function subForm(g, back) {
     const kind = h("select", { id: "f-kind" }, ["git", "file"].map((k) => h("option", { value: k, text: k })));
     const ckind = h("select", { id: "f-credentialKind" }, h("option", { value: "", text: t("subs.noCredential", "none") }),
       ["token", "ssh_key"].map((k) => h("option", { value: k, text: k })));
@@ -235,7 +255,7 @@
       h("div", { class: "field" }, h("label", {}, autoRemove, " " + t("subs.autoRemove", "Act on tasks of removed scripts"))),
       field(t("subs.removeMode", "A removed script's task"), "removeMode", mode),
       h("div", { class: "bar" }, h("button", { type: "submit", class: "primary", id: "sub-save", text: t("subs.create", "Create") }),
-        h("a", { href: "#/subs", class: "button", text: t("subs.cancel", "Cancel") })));
+        h("a", { href: back, class: "button", text: t("subs.cancel", "Cancel") })));
     clearFieldErrorOnEdit(form);
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault(); clearErrors(form);
@@ -245,8 +265,8 @@
       if (ckind.value) body.credentialKind = ckind.value;
       for (const k of ["extensions", "include", "exclude"]) if (list(f[k].value).length) body[k] = list(f[k].value);
       try {
-        await api("POST", "/api/v1/subscriptions", body);
-        location.hash = "#/subs";
+        await api("POST", base, body);
+        location.hash = back;
       } catch (err) {
         if (err.status === 401) return;
         showFieldError(form, err);
@@ -323,6 +343,6 @@
   }
 
   // Subscriptions and dependencies are the edge's for now.
-  P.register("subs", (S) => !S.control, subs);
+  P.register("subs", () => true, subs); // both servers: the edge's, or a project's on ql3-control
   P.register("deps", (S) => !S.control, deps);
 })();

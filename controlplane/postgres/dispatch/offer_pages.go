@@ -86,6 +86,10 @@ func (w *pageWalk) load(ctx context.Context, q querier, page []candidate) error 
 		if !slices.Equal(rev.digest[:], c.revisionDigest) {
 			return errs.E(errs.Internal, "", "run %s pins a digest its revision does not have", c.runID)
 		}
+		if rev.match == nil && w.prepared.System() {
+			d.stats.ineligible.Add(1) // a system executor takes only Runs that require it (ADR 0061)
+			continue
+		}
 		if rev.match != nil {
 			res := rev.match.MatchPrepared(w.prepared)
 			if !res.OK {

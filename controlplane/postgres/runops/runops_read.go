@@ -183,10 +183,14 @@ func (o *RunOps) liveSessions(ctx context.Context) ([]liveSession, bool, error) 
 // placementWait explains a queued Run whose revision places by m (nil: no
 // placement, every worker qualifies) by the live sessions.
 func placementWait(m *matcher.Matcher, sessions []liveSession, truncated bool) controlplane.WaitReason {
-	w := controlplane.WaitReason{LiveSessions: len(sessions), Truncated: truncated}
+	w := controlplane.WaitReason{Truncated: truncated}
 	for _, s := range sessions {
+		caps, err := placement.DecodeCapabilities([]byte(s.caps))
+		if err == nil && caps.System() != (m != nil && m.System()) {
+			continue // a system executor's session and a worker's never serve each other's Runs (ADR 0061)
+		}
+		w.LiveSessions++
 		if m != nil {
-			caps, err := placement.DecodeCapabilities([]byte(s.caps))
 			if err != nil {
 				countMismatch(&w, "capability_invalid")
 				continue

@@ -50,6 +50,7 @@ type Result struct {
 type Matcher struct {
 	os, arch  string
 	executors []string
+	system    bool                 // requires a system executor
 	runtimes  []runtimeRequirement // sorted by name
 	labels    []labelRequirement   // sorted by key
 	features  []string
@@ -79,6 +80,7 @@ func Compile(r placement.Requirements) (*Matcher, error) {
 		os:        r.Required.OS,
 		arch:      r.Required.Arch,
 		executors: r.Required.Executors,
+		system:    r.Required.System(),
 		features:  r.Required.Features,
 		preferred: r.Preferred,
 	}
@@ -117,6 +119,11 @@ func (m *Matcher) MatchPrepared(p *Prepared) Result {
 }
 
 func (m *Matcher) match(c *placement.Capabilities, version func(name, raw string) (*semver.Version, bool)) Result {
+	// A system executor (placement.SystemExecutorPrefix) takes only the
+	// Runs that require one (ADR 0061).
+	if c.System() && !m.system {
+		return mismatch(CategoryExecutor)
+	}
 	if m.os != "" && c.OS != m.os {
 		return mismatch(CategoryOS)
 	}
@@ -161,6 +168,13 @@ func (m *Matcher) match(c *placement.Capabilities, version func(name, raw string
 }
 
 func mismatch(category string) Result { return Result{Category: category} }
+
+// System reports whether the requirements name a system executor.
+func (m *Matcher) System() bool { return m.system }
+
+// System reports whether the capabilities advertise a system executor:
+// such a session qualifies for no Run without placement (ADR 0061).
+func (p *Prepared) System() bool { return p.caps.System() }
 
 // Prepared is a worker's capabilities with runtime versions parsed, built
 // once per session registration and matched against many tasks.

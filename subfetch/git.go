@@ -1,4 +1,4 @@
-package subs
+package subfetch
 
 import (
 	"bufio"
@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/ql3/ql3/core/errs"
-	"github.com/ql3/ql3/edge"
+	"github.com/ql3/ql3/core/subdef"
 )
 
 // Source is what a pull fetches: the subscription's kind, URL, branch and
@@ -59,9 +59,9 @@ func (s *Stager) Stage(ctx context.Context, slug, prefix string, src Source) (St
 	}
 	st := Staged{Dir: stage}
 	switch src.Kind {
-	case edge.SubscriptionGit:
+	case subdef.Git:
 		err = s.stageGit(ctx, dir, prefix, src, &st)
-	case edge.SubscriptionFile:
+	case subdef.File:
 		err = s.stageFile(ctx, src, &st)
 	default:
 		err = errs.Invalidf("kind", "unknown subscription kind %q", src.Kind)
@@ -101,11 +101,11 @@ func (s *Stager) git(ctx context.Context, cache string, src Source, stdin io.Rea
 		cfg = append(cfg, [2]string{"http.proxy", src.Proxy})
 	}
 	switch src.CredentialKind {
-	case edge.CredentialToken:
+	case subdef.Token:
 		env = append(env, "QL3_GIT_TOKEN="+src.Credential)
 		cfg = append(cfg, [2]string{"credential.helper",
 			`!f() { test "$1" = get && printf 'username=x-access-token\npassword=%s\n' "$QL3_GIT_TOKEN"; }; f`})
-	case edge.CredentialSSHKey:
+	case subdef.SSHKey:
 		key := filepath.Join(cache, "ssh-key")
 		if err := os.WriteFile(key, []byte(strings.TrimSpace(src.Credential)+"\n"), 0o600); err != nil {
 			return err
@@ -171,7 +171,7 @@ func (s *Stager) stageGit(ctx context.Context, dir, prefix string, src Source, s
 	if err != nil {
 		return err
 	}
-	keep, skip, err := checkEntries(raw, s.Limits.withDefaults())
+	keep, skip, err := checkEntries(raw, s.Limits.WithDefaults())
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package subs
+package subfetch
 
 import (
 	"context"
@@ -23,7 +23,7 @@ func (s *Stager) stageFile(ctx context.Context, src Source, st *Staged) error {
 		return errs.Invalidf("url", "%v", err)
 	}
 	name := path.Base(u.Path)
-	l := s.Limits.withDefaults()
+	l := s.Limits.WithDefaults()
 	raw := []rawEntry{{path: name, kind: kindFile}}
 	var body io.ReadCloser
 	s.logf("fetching %s", src.URL)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package subs
+package subfetch
 
 import "syscall"
 

@@ -1,5 +1,5 @@
 //go:build !unix
 
-package subs
+package subfetch
 
 const noFollow = 0

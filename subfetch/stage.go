@@ -1,13 +1,14 @@
-// Package subs pulls subscriptions (ADR 0054): a git repository or a raw
-// file is staged in a private folder, every tree entry checked before a
-// byte is written (paths through core/scriptpath.Clean, no ".git"
-// element, regular files only, bounded), and the staged tree swapped into
-// scripts/<slug>/ in one rename; the scripts' cron comments then become
-// tasks through core/scriptmeta and core/subplan.
-package subs
+// Package subfetch fetches subscriptions for both binaries (ADR 0054, ADR
+// 0061): a git repository (the system git, a private shallow forced-fetch
+// cache) or a raw file is staged in a private folder, every tree entry
+// checked before a byte is written (paths through core/scriptpath.Clean,
+// no ".git" element, regular files only, bounded). The edge swaps the
+// staged tree into scripts/<slug>/; the control plane publishes it into
+// the project's script store. Scan reads the staged scripts' cron
+// comments for core/subplan.
+package subfetch
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +31,7 @@ type Limits struct {
 // DefaultLimits fit inside the scripts folder's own (scriptpath).
 var DefaultLimits = Limits{MaxFiles: 4000, MaxFileBytes: 8 << 20, MaxTotalBytes: 256 << 20, MaxDepth: 16}
 
-func (l Limits) withDefaults() Limits {
+func (l Limits) WithDefaults() Limits {
 	d := DefaultLimits
 	if l.MaxFiles > 0 {
 		d.MaxFiles = min(l.MaxFiles, scriptpath.MaxEntries)
@@ -183,36 +184,4 @@ type rawEntry struct {
 	exec bool
 	size int64
 	ref  string
-}
-
-// PullJob is one pull as the system task's process runs it.
-type PullJob struct {
-	ScriptsRoot string
-	WorkDir     string
-	Slug        string
-	Source      Source
-	Git         string
-	Limits      Limits
-}
-
-// Pull removes what a killed pull left, stages the source and swaps the
-// staged tree into scripts/<slug>/. Whatever fails, the tree in place
-// stays as it was. It returns the staged tree's commit and what it skipped.
-func Pull(ctx context.Context, job PullJob, log io.Writer) (Staged, error) {
-	RemoveStale(job.WorkDir, job.Slug, "stage")
-	stager := &Stager{WorkDir: job.WorkDir, Git: job.Git, Limits: job.Limits, Log: log}
-	st, err := stager.Stage(ctx, job.Slug, "stage", job.Source)
-	if err != nil {
-		return Staged{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		st.Discard()
-		return Staged{}, err
-	}
-	if err := Swap(job.ScriptsRoot, job.WorkDir, job.Slug, st); err != nil {
-		st.Discard()
-		return Staged{}, err
-	}
-	fmt.Fprintf(log, "scripts/%s/ now holds %s\n", job.Slug, st.Commit)
-	return st, nil
 }

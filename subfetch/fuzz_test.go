@@ -1,4 +1,4 @@
-package subs
+package subfetch
 
 import (
 	"strings"
@@ -16,7 +16,7 @@ func FuzzTreeListing(f *testing.F) {
 	f.Add([]byte("120000 blob 0123 4\tetc\x00160000 commit 0123 -\tsub\x00"))
 	f.Add([]byte("100644 blob 0123 1\t..\x00"))
 	f.Add([]byte("100755 blob 0123 3\t.git/hooks/x\x00100644 blob 0123 99999999999\tbig\x00"))
-	l := Limits{MaxFiles: 3, MaxFileBytes: 100, MaxTotalBytes: 150, MaxDepth: 2}.withDefaults()
+	l := Limits{MaxFiles: 3, MaxFileBytes: 100, MaxTotalBytes: 150, MaxDepth: 2}.WithDefaults()
 	f.Fuzz(func(t *testing.T, listing []byte) {
 		raw, err := parseLsTree(listing)
 		if err != nil {
