@@ -146,6 +146,9 @@ type compiledRevision struct {
 	taskID       uuid.UUID
 	taskRevision int64
 	scriptTree   string // a script task's pinned tree (ADR 0052), "" otherwise
+	// worker is the worker id the placement pins the revision to
+	// (placement.WorkerLabel, ADR 0062), "" for any; match is the rest.
+	worker string
 }
 
 // revision returns the compiled revision id, reading it once.
@@ -216,8 +219,12 @@ func compileRevision(id uuid.UUID, canonical string, digest []byte) (*compiledRe
 	// The placement pinned inside the spec is the authority; the
 	// revision's placement column is a copy for queries.
 	if cmd.Placement != nil {
-		if rev.match, err = matcher.Compile(*cmd.Placement); err != nil {
-			return nil, errs.E(errs.Internal, "", "execution revision %s: stored placement: %v", id, err)
+		worker, rest := cmd.Placement.PinnedWorker()
+		rev.worker = worker
+		if !rest.IsZero() || worker == "" {
+			if rev.match, err = matcher.Compile(rest); err != nil {
+				return nil, errs.E(errs.Internal, "", "execution revision %s: stored placement: %v", id, err)
+			}
 		}
 	}
 	return rev, nil
