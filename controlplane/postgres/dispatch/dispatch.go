@@ -149,6 +149,8 @@ type compiledRevision struct {
 	// worker is the worker id the placement pins the revision to
 	// (placement.WorkerLabel, ADR 0062), "" for any; match is the rest.
 	worker string
+	// projectID is the revision's project (offers carry it, ADR 0062).
+	projectID uuid.UUID
 }
 
 // revision returns the compiled revision id, reading it once.
@@ -164,14 +166,15 @@ func (d *Dispatcher) revision(ctx context.Context, q querier, id uuid.UUID) (*co
 	var taskID uuid.UUID
 	var taskRevision int64
 	var tree []byte
-	if err := q.QueryRow(ctx, sqlRevision, id).Scan(&canonical, &digest, &taskID, &taskRevision, &tree); err != nil {
+	var projectID uuid.UUID
+	if err := q.QueryRow(ctx, sqlRevision, id).Scan(&canonical, &digest, &taskID, &taskRevision, &tree, &projectID); err != nil {
 		return nil, postgres.Errorf(err, "postgres: read execution revision")
 	}
 	rev, err := compileRevision(id, canonical, digest)
 	if err != nil {
 		return nil, err
 	}
-	rev.taskID, rev.taskRevision = taskID, taskRevision
+	rev.taskID, rev.taskRevision, rev.projectID = taskID, taskRevision, projectID
 	if len(tree) == len(canonjson.Digest{}) {
 		rev.scriptTree = canonjson.Digest(tree).String()
 	}
@@ -184,7 +187,7 @@ func (d *Dispatcher) revision(ctx context.Context, q querier, id uuid.UUID) (*co
 	return rev, nil
 }
 
-const sqlRevision = `SELECT canonical_spec, digest, task_id, task_revision, script_tree FROM ql3.execution_revisions WHERE execution_revision_id = $1::uuid`
+const sqlRevision = `SELECT canonical_spec, digest, task_id, task_revision, script_tree, project_id FROM ql3.execution_revisions WHERE execution_revision_id = $1::uuid`
 
 // RevisionMatcher compiles a stored execution revision as offers do and
 // returns its placement matcher (nil: no placement, every worker qualifies);

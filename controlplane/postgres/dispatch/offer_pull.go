@@ -430,5 +430,6 @@ func buildOffer(rev *compiledRevision, f offerFacts) *protocol.Offer {
 		LeaseVersion: f.leaseVersion, LeaseExpiresAtMs: f.expiresAtMs, LeaseTokenDigest: f.tokenDigest,
 		TaskID: rev.taskID.String(), TaskRevision: rev.taskRevision, ScheduledForMs: f.scheduledForMs,
 		ExecutionRevisionID: rev.id.String(), ExecutionRevisionDigest: rev.digest,
-		SpecDigest: rev.specDigest, Spec: rev.spec, TimeoutMs: timeout, Env: f.env, ScriptTree: rev.scriptTree}
+		SpecDigest: rev.specDigest, Spec: rev.spec, TimeoutMs: timeout, Env: f.env, ScriptTree: rev.scriptTree,
+		ProjectID: rev.projectID.String()}
 }
