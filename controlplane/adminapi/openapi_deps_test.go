@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/ql3/ql3/controlplane"
-	"github.com/ql3/ql3/controlplane/adminapi"
+	"github.com/ql3/ql3/controlplane/depapi"
 	"github.com/ql3/ql3/core/openapi"
 )
 
@@ -16,24 +16,24 @@ func depRoutes() []openapi.Route {
 	kind := []openapi.Param{proj, openapi.PathParam("kind", "node | python | linux")}
 	action := func(a, summary string) openapi.Route {
 		return openapi.Route{Method: "POST", Path: base + "/{id}/" + a, Summary: summary, Params: one,
-			Responses: withErrors(openapi.Created("the Runs started, one per matching online worker", adminapi.DependencyAction{}), 404, 409, 413, 503)}
+			Responses: withErrors(openapi.Created("the Runs started, one per matching online worker", depapi.DependencyAction{}), 404, 409, 413, 503)}
 	}
 	return []openapi.Route{
 		{Method: "GET", Path: base, Summary: "a project's dependencies with what each worker has installed",
 			Params:    []openapi.Param{proj, openapi.Query("kind", "string", "node | python | linux")},
-			Responses: withErrors(openapi.OK("every dependency", adminapi.DependencyList{}), 404, 503)},
+			Responses: withErrors(openapi.OK("every dependency", depapi.DependencyList{}), 404, 503)},
 		{Method: "POST", Path: base, Summary: "record a dependency and install it on every online worker its placement labels select (none yet: recorded only)",
-			Params: []openapi.Param{proj}, Request: adminapi.DependencyRequest{},
-			Responses: withErrors(openapi.Created("recorded, with the Runs started", adminapi.DependencyAction{}), 404, 409, 413, 503)},
+			Params: []openapi.Param{proj}, Request: depapi.DependencyRequest{},
+			Responses: withErrors(openapi.Created("recorded, with the Runs started", depapi.DependencyAction{}), 404, 409, 413, 503)},
 		{Method: "GET", Path: base + "/{id}", Summary: "one dependency with its per-worker installs", Params: one,
-			Responses: withErrors(openapi.OK("the dependency", adminapi.Dependency{}), 404, 503)},
+			Responses: withErrors(openapi.OK("the dependency", depapi.Dependency{}), 404, 503)},
 		{Method: "DELETE", Path: base + "/{id}", Summary: "forget a dependency and its system tasks (nothing is uninstalled: remove does that)", Params: one,
 			Responses: withErrors(map[int]openapi.Response{204: {Description: "forgotten"}}, 404, 503)},
 		action("install", "install on every matching online worker: one Run each"),
 		action("reinstall", "reinstall on every matching online worker: one Run each"),
 		action("remove", "uninstall on every matching online worker: one Run each"),
 		{Method: "POST", Path: base + "/{id}/cancel", Summary: "cancel the action's Runs that have not ended", Params: one,
-			Responses: withErrors(openapi.OK("the Runs cancelled", adminapi.DependencyAction{}), 404, 409, 503)},
+			Responses: withErrors(openapi.OK("the Runs cancelled", depapi.DependencyAction{}), 404, 409, 503)},
 		{Method: "GET", Path: base + "/settings/{kind}", Summary: "a kind's registry (mirror) and proxy in the project", Params: kind,
 			Responses: withErrors(openapi.OK("the settings", controlplane.DependencySettings{}), 404, 503)},
 		{Method: "PUT", Path: base + "/settings/{kind}", Summary: "set a kind's registry (mirror; file:///dir is a local wheel folder) and proxy", Params: kind,
@@ -48,7 +48,7 @@ func exerciseDeps(t *testing.T, f fixture, id func(method, path, body string) st
 	t.Helper()
 	base := "/api/v1/projects/ops/dependencies"
 	create := func(body string, runs int) string {
-		var v adminapi.DependencyAction
+		var v depapi.DependencyAction
 		if code := f.call("POST", base, body, &v); code != 201 || v.Dependency.ID == "" || len(v.Runs) != runs {
 			t.Fatalf("create %s: %d %+v (want %d runs)", body, code, v, runs)
 		}

@@ -1,4 +1,4 @@
-package adminapi
+package depapi
 
 import (
 	"context"
@@ -35,7 +35,7 @@ const depTimeoutMs = 30 * 60 * 1000
 // depTaskLabels mark the dependencies' system tasks (the edge's).
 var depTaskLabels = []string{"system", "dependency"}
 
-func (s *Server) depRoutes(mux httpkit.Mux) {
+func (s *API) depRoutes(mux httpkit.Mux) {
 	mux.HandleFunc("GET "+depBase, s.withDeps(s.listDeps))
 	mux.HandleFunc("POST "+depBase, s.withDeps(s.createDep))
 	mux.HandleFunc("GET "+depBase+"/{id}", s.withDeps(s.getDep))
@@ -51,7 +51,7 @@ func (s *Server) depRoutes(mux httpkit.Mux) {
 type depHandler func(w http.ResponseWriter, r *http.Request, p controlplane.Project)
 
 // withDeps answers 503 without a dependency store and resolves {project}.
-func (s *Server) withDeps(h depHandler) http.HandlerFunc {
+func (s *API) withDeps(h depHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.deps == nil {
 			s.fail(w, r, errs.E(errs.Unavailable, "", "this server has no dependency store"))
@@ -68,7 +68,7 @@ func (s *Server) withDeps(h depHandler) http.HandlerFunc {
 
 // projectDep reads {id} and checks it belongs to p (another project's is
 // not found).
-func (s *Server) projectDep(r *http.Request, p controlplane.Project) (controlplane.Dependency, error) {
+func (s *API) projectDep(r *http.Request, p controlplane.Project) (controlplane.Dependency, error) {
 	d, err := s.deps.GetDependency(r.Context(), r.PathValue("id"))
 	if err == nil && d.ProjectID != p.ID {
 		err = errs.NotFoundf("no dependency %s in project %s", r.PathValue("id"), p.Name)
@@ -76,7 +76,7 @@ func (s *Server) projectDep(r *http.Request, p controlplane.Project) (controlpla
 	return d, err
 }
 
-func (s *Server) depView(ctx context.Context, d controlplane.Dependency) (Dependency, error) {
+func (s *API) depView(ctx context.Context, d controlplane.Dependency) (Dependency, error) {
 	ins, err := s.deps.ListDependencyInstalls(ctx, d.ID)
 	if ins == nil {
 		ins = []controlplane.DependencyInstall{}
@@ -84,7 +84,7 @@ func (s *Server) depView(ctx context.Context, d controlplane.Dependency) (Depend
 	return Dependency{Dependency: d, Installs: ins}, err
 }
 
-func (s *Server) listDeps(w http.ResponseWriter, r *http.Request, p controlplane.Project) {
+func (s *API) listDeps(w http.ResponseWriter, r *http.Request, p controlplane.Project) {
 	list, err := s.deps.ListDependencies(r.Context(), p.ID, r.URL.Query().Get("kind"))
 	if err != nil {
 		s.fail(w, r, err)
@@ -100,7 +100,7 @@ func (s *Server) listDeps(w http.ResponseWriter, r *http.Request, p controlplane
 	httpkit.WriteJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) getDep(w http.ResponseWriter, r *http.Request, p controlplane.Project) {
+func (s *API) getDep(w http.ResponseWriter, r *http.Request, p controlplane.Project) {
 	d, err := s.projectDep(r, p)
 	if err == nil {
 		var v Dependency
@@ -112,9 +112,9 @@ func (s *Server) getDep(w http.ResponseWriter, r *http.Request, p controlplane.P
 	s.fail(w, r, err)
 }
 
-func (s *Server) createDep(w http.ResponseWriter, r *http.Request, p controlplane.Project) {
+func (s *API) createDep(w http.ResponseWriter, r *http.Request, p controlplane.Project) {
 	var req DependencyRequest
-	if err := s.decodeBody(w, r, &req); err != nil {
+	if err := httpkit.DecodeJSON(w, r, s.maxBody, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -127,10 +127,10 @@ func (s *Server) createDep(w http.ResponseWriter, r *http.Request, p controlplan
 	s.writeDepAction(w, r, p, d, depcmd.Install, false)
 }
 
-func (s *Server) depAction(action string) depHandler {
+func (s *API) depAction(action string) depHandler {
 	return func(w http.ResponseWriter, r *http.Request, p controlplane.Project) {
 		var none struct{}
-		if err := s.decodeOptionalBody(w, r, &none); err != nil {
+		if err := httpkit.DecodeOptionalJSON(w, r, s.maxBody, &none); err != nil {
 			s.fail(w, r, err)
 			return
 		}
@@ -146,7 +146,7 @@ func (s *Server) depAction(action string) depHandler {
 // writeDepAction starts action and answers with what it started. A new
 // dependency no online worker matches yet is recorded all the same
 // (install it once one is); an explicit action on none is a conflict.
-func (s *Server) writeDepAction(w http.ResponseWriter, r *http.Request, p controlplane.Project, d controlplane.Dependency, action string, needWorkers bool) {
+func (s *API) writeDepAction(w http.ResponseWriter, r *http.Request, p controlplane.Project, d controlplane.Dependency, action string, needWorkers bool) {
 	runs, err := s.actDep(r, p, d, action)
 	if !needWorkers && errs.Code(err) == errs.Conflict && errs.Field(err) == "labels" {
 		runs, err = []DependencyRun{}, nil
@@ -171,7 +171,7 @@ func (s *Server) writeDepAction(w http.ResponseWriter, r *http.Request, p contro
 // actDep starts action on every matching online worker: the worker's
 // system task gets the action's line, its install record is written, then
 // a Run of the task starts (named by the record's run key).
-func (s *Server) actDep(r *http.Request, p controlplane.Project, d controlplane.Dependency, action string) ([]DependencyRun, error) {
+func (s *API) actDep(r *http.Request, p controlplane.Project, d controlplane.Dependency, action string) ([]DependencyRun, error) {
 	ctx := r.Context()
 	ops, err := s.runOps()
 	if err != nil {
@@ -218,7 +218,7 @@ func (s *Server) actDep(r *http.Request, p controlplane.Project, d controlplane.
 			TaskID: task.ID, Action: action, RunKey: key}); err != nil {
 			return runs, err
 		}
-		res, err := ops.RunNow(ctx, controlplane.RunNowInput{TaskID: task.ID, IdempotencyKey: key, Actor: actorID(r)})
+		res, err := ops.RunNow(ctx, controlplane.RunNowInput{TaskID: task.ID, IdempotencyKey: key, Actor: s.actor(r)})
 		if err != nil {
 			if ferr := s.deps.FailDependencyInstall(ctx, d.ID, wk.ID, key); ferr != nil {
 				s.log.WarnContext(ctx, "dependency install not marked failed", "dependency", d.ID, "worker", wk.ID, "err", ferr)
@@ -232,7 +232,7 @@ func (s *Server) actDep(r *http.Request, p controlplane.Project, d controlplane.
 
 // depTask brings the worker's system task of d up to date with line
 // (created disabled, without triggers: only actions run it).
-func (s *Server) depTask(ctx context.Context, p controlplane.Project, d controlplane.Dependency, wk controlplane.DependencyWorker,
+func (s *API) depTask(ctx context.Context, p controlplane.Project, d controlplane.Dependency, wk controlplane.DependencyWorker,
 	taskID, line string) (controlplane.Task, error) {
 	cmd := spec.Command{Kind: spec.KindCommandV1, Shell: &spec.Shell{Command: line}, TimeoutMs: depTimeoutMs,
 		Concurrency: spec.ConcurrencyForbid,
@@ -265,7 +265,7 @@ func (s *Server) depTask(ctx context.Context, p controlplane.Project, d controlp
 	return s.b.SetTaskLabels(ctx, t.ID, depTaskLabels)
 }
 
-func (s *Server) cancelDep(w http.ResponseWriter, r *http.Request, p controlplane.Project) {
+func (s *API) cancelDep(w http.ResponseWriter, r *http.Request, p controlplane.Project) {
 	ops, err := s.runOps()
 	if err != nil {
 		s.fail(w, r, err)
@@ -286,7 +286,7 @@ func (s *Server) cancelDep(w http.ResponseWriter, r *http.Request, p controlplan
 		if in.FinishedAtMs != 0 || in.RunID == "" {
 			continue
 		}
-		oc, err := ops.CancelRun(r.Context(), in.RunID, actorID(r))
+		oc, err := ops.CancelRun(r.Context(), in.RunID, s.actor(r))
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -300,7 +300,7 @@ func (s *Server) cancelDep(w http.ResponseWriter, r *http.Request, p controlplan
 	httpkit.WriteJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) deleteDep(w http.ResponseWriter, r *http.Request, p controlplane.Project) {
+func (s *API) deleteDep(w http.ResponseWriter, r *http.Request, p controlplane.Project) {
 	d, err := s.projectDep(r, p)
 	if err != nil {
 		s.fail(w, r, err)
@@ -320,7 +320,7 @@ func (s *Server) deleteDep(w http.ResponseWriter, r *http.Request, p controlplan
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (s *Server) getDepSettings(w http.ResponseWriter, r *http.Request, p controlplane.Project) {
+func (s *API) getDepSettings(w http.ResponseWriter, r *http.Request, p controlplane.Project) {
 	set, err := s.deps.GetDependencySettings(r.Context(), p.ID, r.PathValue("kind"))
 	if err != nil {
 		s.fail(w, r, err)
@@ -329,9 +329,9 @@ func (s *Server) getDepSettings(w http.ResponseWriter, r *http.Request, p contro
 	httpkit.WriteJSON(w, http.StatusOK, set)
 }
 
-func (s *Server) putDepSettings(w http.ResponseWriter, r *http.Request, p controlplane.Project) {
+func (s *API) putDepSettings(w http.ResponseWriter, r *http.Request, p controlplane.Project) {
 	var req controlplane.DependencySettings
-	if err := s.decodeBody(w, r, &req); err != nil {
+	if err := httpkit.DecodeJSON(w, r, s.maxBody, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -1,4 +1,4 @@
-package adminapi
+package depapi
 
 import "github.com/ql3/ql3/controlplane"
 
