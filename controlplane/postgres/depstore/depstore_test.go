@@ -151,6 +151,11 @@ func TestDependencyInstallRecordedAtTheRunsEnd(t *testing.T) {
 	if err != nil || len(ins) != 1 || ins[0].RunID != run1 || ins[0].Status != "installing" || ins[0].FinishedAtMs != 0 {
 		t.Fatalf("installs while running: %+v %v", ins, err)
 	}
+	// Why it waits knows the pin: the other online worker does not qualify.
+	why, ok, err := f.ops.WaitReason(ctx, run1)
+	if err != nil || !ok || why.Eligible != 1 || why.Mismatch["worker"] != 1 {
+		t.Fatalf("wait reason of a pinned Run: %+v %v %v", why, ok, err)
+	}
 	// A second action while one runs is a conflict.
 	if _, err := f.store.StartDependencyAction(ctx, d.ID, "reinstall"); errs.Code(err) != errs.Conflict {
 		t.Fatalf("second action: %v", err)

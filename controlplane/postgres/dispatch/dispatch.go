@@ -190,14 +190,15 @@ func (d *Dispatcher) revision(ctx context.Context, q querier, id uuid.UUID) (*co
 const sqlRevision = `SELECT canonical_spec, digest, task_id, task_revision, script_tree, project_id FROM ql3.execution_revisions WHERE execution_revision_id = $1::uuid`
 
 // RevisionMatcher compiles a stored execution revision as offers do and
-// returns its placement matcher (nil: no placement, every worker qualifies);
-// run operations explain a queued Run's wait with it.
-func RevisionMatcher(id uuid.UUID, canonical string, digest []byte) (*matcher.Matcher, error) {
+// returns its placement matcher (nil: no placement, every worker qualifies)
+// and the worker id it is pinned to ("" for any, placement.WorkerLabel);
+// run operations explain a queued Run's wait with them.
+func RevisionMatcher(id uuid.UUID, canonical string, digest []byte) (*matcher.Matcher, string, error) {
 	rev, err := compileRevision(id, canonical, digest)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return rev.match, nil
+	return rev.match, rev.worker, nil
 }
 
 func compileRevision(id uuid.UUID, canonical string, digest []byte) (*compiledRevision, error) {
