@@ -19,6 +19,7 @@ import (
 // depArgs are the flags of the dep commands.
 type depArgs struct {
 	kind, version, labels, registry, proxy string
+	set                                    bool
 }
 
 // depCommands are `ql3-control dep …` (ADR 0062): a project's
@@ -96,14 +97,14 @@ func depCommands() map[string]Command {
 			kind(fs, a)
 			fs.StringVar(&a.dep.registry, "registry", "", "registry mirror (npm registry, pip index, file:///dir of wheels)")
 			fs.StringVar(&a.dep.proxy, "proxy", "", "proxy URL")
-			fs.BoolVar(&a.disabled, "set", false, "set --registry and --proxy (empty: the tool's default, no proxy)")
+			fs.BoolVar(&a.dep.set, "set", false, "set --registry and --proxy (empty: the tool's default, no proxy)")
 		}, Run: func(c *Client, ctx context.Context) error {
 			a := c.Args
 			if err := required("project", a.project, "kind", a.dep.kind); err != nil {
 				return err
 			}
 			p := depPath(a.project, "/settings/"+url.PathEscape(a.dep.kind))
-			if !a.disabled {
+			if !a.dep.set {
 				return c.call(ctx, http.MethodGet, p, nil)
 			}
 			return c.call(ctx, http.MethodPut, p, controlplane.DependencySettings{Kind: a.dep.kind, Registry: a.dep.registry, Proxy: a.dep.proxy})
