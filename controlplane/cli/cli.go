@@ -55,11 +55,17 @@ func Commands() map[string]Command {
 	for name, c := range appCommands() {
 		cmds[name] = c
 	}
+	for name, c := range depCommands() { // depcmd.go
+		cmds[name] = c
+	}
 	printers := Printers()
 	for name, p := range subPrinters() { // subcmd.go
 		printers[name] = p
 	}
 	for name, p := range notifyPrinters() {
+		printers[name] = p
+	}
+	for name, p := range depPrinters() {
 		printers[name] = p
 	}
 	for name, c := range cmds {

@@ -38,6 +38,7 @@ type Args struct {
 	script                                      scriptArgs // script commands (scriptcmd.go)
 	notify                                      notifyArgs // notify commands (notify.go)
 	sub                                         subArgs    // subscription commands (subcmd.go)
+	dep                                         depArgs    // dep commands (depcmd.go)
 	// JSON is --json: print the answer's JSON instead of text (present.go).
 	JSON bool
 }

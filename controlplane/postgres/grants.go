@@ -104,6 +104,12 @@ var tableGrants = []tableGrant{
 	// on the admin role, which also publishes their tasks and trees.
 	{"subscriptions", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE"}},
 	{"subscription_tasks", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE"}},
+	// 0020: the cluster's dependencies (ADR 0062), the admin role's; the
+	// end of a Run is recorded by a SECURITY DEFINER trigger, so the
+	// runtime role needs nothing here.
+	{"dependencies", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE"}},
+	{"dependency_settings", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE"}},
+	{"dependency_installs", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE"}},
 }
 
 // grantees are the roles whose privileges InstallGrants owns completely.

@@ -86,6 +86,11 @@ var wantPrivileges = map[string]map[string]string{
 	// Migration 0022 (the claim's queue, ADR 0064): kept by triggers on
 	// runs and drained by the claim, both the runtime role's.
 	"run_queue": {runtime: "SID"},
+	// Migration 0020 (the cluster's dependencies, ADR 0062): admin's job;
+	// a Run's end is recorded by a SECURITY DEFINER trigger.
+	"dependencies":        {admin: "SIUD"},
+	"dependency_settings": {admin: "SIU"},
+	"dependency_installs": {admin: "SIUD"},
 }
 
 // mustDeny are the denials issue 4 names explicitly; they guard the table
@@ -212,6 +217,11 @@ INSERT INTO ql3.subscriptions (subscription_id, project_id, name, slug, kind, ur
 	VALUES ('00000000-0000-7000-8000-0000000000c1', {P}, 's1', 's1', 'git', 'file:///r', true, true, 'disable', true, 1, 1);
 INSERT INTO ql3.subscription_tasks (subscription_id, task_id, project_id, path, applied_name, given_name, applied_cron, applied_revision, applied_digest)
 	VALUES ('00000000-0000-7000-8000-0000000000c1', {T}, {P}, 'a.js', 'a', 'a', '* * * * *', 1, {D});
+INSERT INTO ql3.dependencies (dependency_id, project_id, kind, name, created_at_ms, updated_at_ms)
+	VALUES ('00000000-0000-7000-8000-0000000000d1', {P}, 'node', 'axios', 1, 1);
+INSERT INTO ql3.dependency_settings (project_id, kind, updated_at_ms) VALUES ({P}, 'node', 1);
+INSERT INTO ql3.dependency_installs (dependency_id, project_id, worker_id, task_id, action, run_key, status, started_at_ms)
+	VALUES ('00000000-0000-7000-8000-0000000000d1', {P}, {W1}, {T}, 'install', 'dep:seed', 'installing', 1);
 `
 
 // tableOps: a valid INSERT of a new row and an UPDATE of exactly one seeded
@@ -370,6 +380,16 @@ var tableOps = map[string]struct{ insert, update string }{
 		`INSERT INTO ql3.run_queue (priority, created_at_ms, run_id, execution_revision_id, execution_digest, not_before_ms)
 			VALUES (0, 1, {N}, {E}, {D}, 0)`,
 		`UPDATE ql3.run_queue SET created_at_ms = 2 WHERE run_id = {R2}`},
+	"dependencies": {
+		`INSERT INTO ql3.dependencies (dependency_id, project_id, kind, name, created_at_ms, updated_at_ms) VALUES ({N}, {P}, 'python', 'requests', 1, 1)`,
+		`UPDATE ql3.dependencies SET version = '1' WHERE name = 'axios'`},
+	"dependency_settings": {
+		`INSERT INTO ql3.dependency_settings (project_id, kind, updated_at_ms) VALUES ({P}, 'python', 1)`,
+		`UPDATE ql3.dependency_settings SET proxy = 'http://p' WHERE kind = 'node'`},
+	"dependency_installs": {
+		`INSERT INTO ql3.dependency_installs (dependency_id, project_id, worker_id, task_id, action, run_key, status, started_at_ms)
+			VALUES ('00000000-0000-7000-8000-0000000000d1', {P}, {W2}, {T}, 'install', 'dep:seed2', 'installing', 1)`,
+		`UPDATE ql3.dependency_installs SET version = '1' WHERE run_key = 'dep:seed'`},
 }
 
 func TestGrantMatrixIsConsistent(t *testing.T) {

@@ -30,7 +30,7 @@ func TestWaitIgnoresTheOtherKindOfSession(t *testing.T) {
 		{"pull, only a worker", pull, []liveSession{worker}, controlplane.WaitNoLiveSession, 0},
 		{"pull, the executor", pull, []liveSession{worker, system}, controlplane.WaitForPull, 1},
 	} {
-		w := placementWait(c.m, c.sessions, false)
+		w := placementWait(revPlacement{m: c.m}, c.sessions, false)
 		if w.Reason != c.reason || w.LiveSessions != c.live {
 			t.Errorf("%s: %+v", c.name, w)
 		}
