@@ -65,3 +65,8 @@ require (
 replace github.com/ql3/ql3/httpkit => ../httpkit
 
 replace github.com/ql3/ql3/notifykit => ../notifykit
+
+// The QingLong source reader the cluster's import shares (ADR 0063).
+require github.com/ql3/ql3/qlsource v0.0.0
+
+replace github.com/ql3/ql3/qlsource => ../qlsource

@@ -58,6 +58,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/accessapi"
+	"github.com/ql3/ql3/controlplane/importapi"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/metrics"
 	"github.com/ql3/ql3/core/spec"
@@ -123,6 +124,8 @@ type Config struct {
 	// 0060); nil answers /api/v1/users, /api/v1/signins and the password
 	// sign-in 503.
 	Accounts controlplane.Accounts
+	// Imports is the QingLong import (importapi, ADR 0063); nil answers 503.
+	Imports controlplane.Imports
 }
 
 // Server is the admin API handler.
@@ -144,6 +147,7 @@ type Server struct {
 	apps     controlplane.OpenApps
 	open     http.Handler
 	access   *accessapi.API
+	imports  controlplane.Imports
 
 	collect   Collector
 	httpStats *metrics.HTTPStats
@@ -154,6 +158,7 @@ type Server struct {
 func New(cfg Config) *Server {
 	s := &Server{runs: cfg.Runs, disable: cfg.DisableWorker, b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, now: cfg.Now,
 		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI, envs: cfg.Envs, scripts: cfg.Scripts, notify: cfg.Notify, apps: cfg.Apps, open: cfg.Open}
+	s.imports = cfg.Imports
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -228,6 +233,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	s.notifyRoutes(mux)
 	s.appRoutes(mux)     // apps.go: /api/v1/apps and /open/ (ADR 0057)
 	s.access.Routes(mux) // accessapi: scoped tokens, accounts, password sign-in (ADR 0060)
+	importapi.New(importapi.Config{Imports: s.imports, Projects: s.b, MaxBodyBytes: s.maxBody, Logger: s.log}).Routes(mux)
 
 	// Everything else is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -110,6 +110,7 @@ func (m *Main) serve(ctx context.Context) error {
 		Envs:    envs,
 		Scripts: scriptStore,
 		Notify:  notifyPorts,
+		Imports: m.importService(ctx, pool, pub, envs), // imports.go (ADR 0063)
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, pool, ref)
 		},

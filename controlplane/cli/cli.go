@@ -52,8 +52,14 @@ func Commands() map[string]Command {
 	for name, c := range appCommands() {
 		cmds[name] = c
 	}
+	for name, c := range importCommands() { // importcmd.go
+		cmds[name] = c
+	}
 	printers := Printers()
 	for name, p := range notifyPrinters() {
+		printers[name] = p
+	}
+	for name, p := range importPrinters() {
 		printers[name] = p
 	}
 	for name, c := range cmds {

@@ -97,6 +97,9 @@ var tableGrants = []tableGrant{
 	// 0018: task labels and saved views (ADR 0057), the admin role's alone.
 	{"task_labels", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
 	{"task_views", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
+	// 0021: the import ledger (ADR 0063), the admin role's alone.
+	{"import_ledger", map[string]string{RoleAdmin: "SELECT, INSERT"}},
+	{"import_rows", map[string]string{RoleAdmin: "SELECT, INSERT"}},
 }
 
 // grantees are the roles whose privileges InstallGrants owns completely.

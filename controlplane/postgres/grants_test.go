@@ -80,6 +80,10 @@ var wantPrivileges = map[string]map[string]string{
 	// Migration 0018 (task labels and saved views, ADR 0057): admin's job only.
 	"task_labels": {admin: "SID"},
 	"task_views":  {admin: "SID"},
+	// Migration 0021 (the import ledger, ADR 0063): admin's job only; a
+	// ledger row is never rewritten.
+	"import_ledger": {admin: "SI"},
+	"import_rows":   {admin: "SI"},
 }
 
 // mustDeny are the denials issue 4 names explicitly; they guard the table
@@ -199,6 +203,8 @@ INSERT INTO ql3.accounts (username, password_hash, created_at_ms) VALUES ('alice
 INSERT INTO ql3.signins (at_ms, username, outcome, remote) VALUES (1, 'alice', 'ok', '127.0.0.1');
 INSERT INTO ql3.task_labels (label, task_id, project_id) VALUES ('l1', {T}, {P});
 INSERT INTO ql3.task_views (view_id, project_id, name, created_at_ms) VALUES ('00000000-0000-7000-8000-0000000000b1', {P}, 'v1', 1);
+INSERT INTO ql3.import_ledger (project_id, plan_digest, zone, source, applied_at_ms) VALUES ({P}, 'sha256:seed', 'Asia/Shanghai', '/ql', 1);
+INSERT INTO ql3.import_rows (project_id, plan_digest, kind, source_id, target_id) VALUES ({P}, 'sha256:seed', 'task', 1, {T});
 `
 
 // tableOps: a valid INSERT of a new row and an UPDATE of exactly one seeded
@@ -345,6 +351,12 @@ var tableOps = map[string]struct{ insert, update string }{
 	"task_views": {
 		`INSERT INTO ql3.task_views (view_id, project_id, name, created_at_ms) VALUES ({N}, {P}, 'v2', 1)`,
 		`UPDATE ql3.task_views SET name = 'v3' WHERE name = 'v1'`},
+	"import_ledger": {
+		`INSERT INTO ql3.import_ledger (project_id, plan_digest, zone, source, applied_at_ms) VALUES ({P}, {N}, 'UTC', '/ql', 1)`,
+		`UPDATE ql3.import_ledger SET zone = 'UTC' WHERE plan_digest = 'sha256:seed'`},
+	"import_rows": {
+		`INSERT INTO ql3.import_rows (project_id, plan_digest, kind, source_id, target_id) VALUES ({P}, 'sha256:seed', 'env', 2, 'x')`,
+		`UPDATE ql3.import_rows SET target_id = 'y' WHERE source_id = 1`},
 }
 
 func TestGrantMatrixIsConsistent(t *testing.T) {
