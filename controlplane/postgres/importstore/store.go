@@ -192,6 +192,9 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, b controlplane.ImportBatch
 		}
 	}
 	s.hook("files")
+	// The folder is final from here on: each script folder's tree is
+	// snapshotted once for all the tasks that run from it.
+	ctx = publication.WithTreeMemo(ctx)
 	for _, t := range b.Tasks {
 		t.Task.ProjectID = b.ProjectID
 		created, err := s.pub.CreateTaskTx(ctx, tx, t.Task, t.Labels)

@@ -3,11 +3,13 @@ package publication
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/ql3/ql3/controlplane"
+	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/find"
 )
@@ -71,4 +73,46 @@ func (p *Publisher) CreateTaskTx(ctx context.Context, tx pgx.Tx, in controlplane
 	}
 	sk, sid, details, _ := auditSubjectOf(t)
 	return t, InsertAudit(ctx, tx, mutationTaskCreate, sk, sid, details)
+}
+
+// treeMemo remembers the tree digests SnapshotScriptTree recorded in one
+// transaction whose scripts folder no longer changes (the import writes its
+// files first, then creates thousands of script tasks in a few folders:
+// each folder is read and digested once, not once per task).
+type treeMemo struct {
+	mu sync.Mutex
+	m  map[string]canonjson.Digest
+}
+
+type treeMemoKey struct{}
+
+// WithTreeMemo returns ctx remembering script tree snapshots. The caller
+// promises that the scripts folder does not change in its transaction
+// while ctx is used (a retried transaction gets a fresh memo).
+func WithTreeMemo(ctx context.Context) context.Context {
+	return context.WithValue(ctx, treeMemoKey{}, &treeMemo{m: map[string]canonjson.Digest{}})
+}
+
+func treeMemoOf(ctx context.Context) *treeMemo {
+	m, _ := ctx.Value(treeMemoKey{}).(*treeMemo)
+	return m
+}
+
+func (t *treeMemo) get(project uuid.UUID, dir string) (canonjson.Digest, bool) {
+	if t == nil {
+		return canonjson.Digest{}, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d, ok := t.m[project.String()+"/"+dir]
+	return d, ok
+}
+
+func (t *treeMemo) put(project uuid.UUID, dir string, d canonjson.Digest) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.m[project.String()+"/"+dir] = d
 }
