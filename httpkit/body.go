@@ -1,6 +1,8 @@
 package httpkit
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -84,4 +86,44 @@ func QueryInt64(r *http.Request, name string, min int64) (int64, error) {
 		return 0, errs.Invalidf(name, "must be an integer >= %d, got %.24q", min, v)
 	}
 	return n, nil
+}
+
+// DecodeValue reads r's body (ReadBody) and decodes one JSON value of any
+// kind into v — QingLong's Open API takes bare arrays as bodies, which
+// DecodeJSON refuses — with unknown fields refused, as QingLong's
+// validation does, and trailing values refused.
+func DecodeValue(w http.ResponseWriter, r *http.Request, maxBytes int, v any) error {
+	data, err := ReadBody(w, r, maxBytes)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var ute *json.UnmarshalTypeError
+		if errors.As(err, &ute) {
+			return errs.Invalidf(ute.Field, "has the wrong type")
+		}
+		return errs.Invalidf("", "body: %v", err)
+	}
+	if dec.More() {
+		return errs.Invalidf("", "body: one JSON value expected")
+	}
+	return nil
+}
+
+// DecodeIDs decodes a body that is a JSON array of numeric ids (QingLong's
+// delete/run/stop/enable/disable bodies): at least one, at most maxIDs.
+func DecodeIDs(w http.ResponseWriter, r *http.Request, maxBytes, maxIDs int) ([]int64, error) {
+	var ids []int64
+	if err := DecodeValue(w, r, maxBytes, &ids); err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, errs.Invalidf("", "give an array of ids")
+	}
+	if len(ids) > maxIDs {
+		return nil, errs.Invalidf("", "at most %d ids at once", maxIDs)
+	}
+	return ids, nil
 }

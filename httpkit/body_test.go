@@ -207,3 +207,27 @@ func FuzzDecodeJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestDecodeIDs(t *testing.T) {
+	do := func(body string, maxIDs int) ([]int64, error) {
+		r := httptest.NewRequest(http.MethodPut, "/", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		return DecodeIDs(httptest.NewRecorder(), r, 1024, maxIDs)
+	}
+	if ids, err := do(`[3, 1]`, 2); err != nil || len(ids) != 2 || ids[0] != 3 {
+		t.Fatalf("two ids: %v, %v", ids, err)
+	}
+	for body, field := range map[string]string{`[]`: "", `[1,2,3]`: "", `["x"]`: "", `[1] [2]`: "", `{"a":1}`: ""} {
+		if _, err := do(body, 2); errs.Code(err) != errs.Invalid || errs.Field(err) != field {
+			t.Errorf("%s: %v, want invalid", body, err)
+		}
+	}
+	type row struct {
+		Name string `json:"name"`
+	}
+	r := httptest.NewRequest(http.MethodPut, "/", strings.NewReader(`{"name":"a","extra":1}`))
+	r.Header.Set("Content-Type", "application/json")
+	if err := DecodeValue(httptest.NewRecorder(), r, 1024, &row{}); errs.Code(err) != errs.Invalid {
+		t.Errorf("an unknown field: %v, want invalid", err)
+	}
+}

@@ -33,7 +33,7 @@ import (
 //	POST   /api/v1/projects/{project}/scripts/upload?path=DIR&format=tar|tar.gz|zip[&overwrite=true]
 //	POST   /api/v1/projects/{project}/scripts/run                 {path, args, idempotencyKey}: a normal Run
 
-const scriptContentType = "application/octet-stream"
+const scriptContentType = httpkit.RawContentType
 
 func (s *Server) scriptRoutes(mux httpkit.Mux) {
 	const base = "/api/v1/projects/{project}/scripts"
@@ -98,34 +98,7 @@ func (s *Server) readScript(w http.ResponseWriter, r *http.Request, p controlpla
 		s.fail(w, r, err)
 		return
 	}
-	w.Header().Set("ETag", `"`+etag+`"`)
-	w.Header().Set("Content-Type", scriptContentType)
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
-}
-
-// etagOf reads an If-Match value: a quoted (or bare) hex digest, or *.
-func etagOf(v string) string {
-	v = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), "W/"))
-	return strings.Trim(v, `"`)
-}
-
-// readRaw reads a raw body of at most limit bytes (413 beyond).
-func readRaw(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	if ct := r.Header.Get("Content-Type"); ct != scriptContentType {
-		return nil, errs.Invalidf("Content-Type", "must be %s, got %q", scriptContentType, ct)
-	}
-	if r.ContentLength > limit {
-		return nil, errs.TooLargef("", "request body is %d bytes, limit is %d", r.ContentLength, limit)
-	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return nil, errs.TooLargef("", "request body exceeds the limit of %d bytes", limit)
-	}
-	return data, err
+	httpkit.WriteRawFile(w, data, etag)
 }
 
 // staleFail answers a failed precondition 412 with the current ETag.
@@ -134,10 +107,7 @@ func staleFail(w http.ResponseWriter, err error) bool {
 	if !errors.As(err, &st) {
 		return false
 	}
-	if st.Current != "" {
-		w.Header().Set("ETag", `"`+st.Current+`"`)
-	}
-	httpkit.WriteErrorStatus(w, http.StatusPreconditionFailed, errs.E(errs.Conflict, "If-Match", "%s", st.Error()))
+	httpkit.WritePreconditionFailed(w, st.Current, st)
 	return true
 }
 
@@ -152,13 +122,13 @@ func (s *Server) writeScript(w http.ResponseWriter, r *http.Request, p controlpl
 		s.fail(w, r, err)
 		return
 	}
-	data, err := readRaw(w, r, scriptpath.MaxFileBytes)
+	data, err := httpkit.ReadRaw(w, r, scriptpath.MaxFileBytes)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	res, err := s.scripts.WriteScript(r.Context(), p.ID, path, data,
-		controlplane.ScriptPrecondition{IfNoneMatch: inm == "*", IfMatch: etagOf(r.Header.Get("If-Match"))})
+		controlplane.ScriptPrecondition{IfNoneMatch: inm == "*", IfMatch: httpkit.IfMatchTag(r.Header.Get("If-Match"))})
 	if staleFail(w, err) {
 		return
 	}
@@ -236,8 +206,8 @@ func (s *Server) uploadScripts(w http.ResponseWriter, r *http.Request, p control
 	if err == nil {
 		err = scriptarchive.CheckFormat(format)
 	}
-	if err == nil && r.Header.Get("Content-Type") != scriptContentType {
-		err = errs.Invalidf("Content-Type", "must be %s, got %q", scriptContentType, r.Header.Get("Content-Type"))
+	if err == nil {
+		err = httpkit.CheckRawContentType(r)
 	}
 	if err == nil && r.ContentLength > scriptarchive.MaxArchiveBytes {
 		err = errs.TooLargef("", "request body is %d bytes, limit is %d", r.ContentLength, int64(scriptarchive.MaxArchiveBytes))

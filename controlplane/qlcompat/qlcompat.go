@@ -22,8 +22,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -245,41 +243,14 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 	ok(w, qlopen.Token{Token: tok, TokenType: "Bearer", Expiration: exp.Unix()})
 }
 
-// decode reads a JSON body strictly into v (unknown fields refused, as
-// QingLong's validation does), bounded.
+// decode reads a JSON body strictly into v (httpkit.DecodeValue), bounded.
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
-	data, err := httpkit.ReadBody(w, r, maxBody)
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var ute *json.UnmarshalTypeError
-		if errors.As(err, &ute) {
-			return errs.Invalidf(ute.Field, "has the wrong type")
-		}
-		return errs.Invalidf("", "body: %v", err)
-	}
-	if dec.More() {
-		return errs.Invalidf("", "body: one JSON value expected")
-	}
-	return nil
+	return httpkit.DecodeValue(w, r, maxBody, v)
 }
 
 // decodeIDs decodes QingLong's array of numeric ids, bounded.
 func decodeIDs(w http.ResponseWriter, r *http.Request) ([]int64, error) {
-	var ids []int64
-	if err := decode(w, r, &ids); err != nil {
-		return nil, err
-	}
-	if len(ids) == 0 {
-		return nil, errs.Invalidf("", "give an array of ids")
-	}
-	if len(ids) > controlplane.MaxListLimit {
-		return nil, errs.Invalidf("", "at most %d ids at once", controlplane.MaxListLimit)
-	}
-	return ids, nil
+	return httpkit.DecodeIDs(w, r, maxBody, controlplane.MaxListLimit)
 }
 
 // resolve maps numbers of kind in the app's project to ql3 ids; an

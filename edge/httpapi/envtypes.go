@@ -2,107 +2,25 @@ package httpapi
 
 import (
 	"github.com/ql3/ql3/core/env"
+	"github.com/ql3/ql3/core/envwire"
 	"github.com/ql3/ql3/edge"
 )
 
-// Wire types of the env store routes (/api/v1/envs, ADR 0038). No type
-// but EnvValue, the answer of reveal, and EnvExport with values carries a
-// value.
-
-// EnvEntry is an entry without its value.
-type EnvEntry struct {
-	ID          string   `json:"id"`
-	Name        string   `json:"name"`
-	Remarks     string   `json:"remarks,omitempty"`
-	Enabled     bool     `json:"enabled"`
-	Position    int64    `json:"position"`
-	Pinned      bool     `json:"pinned"`
-	Labels      []string `json:"labels,omitempty"`
-	CreatedAtMs int64    `json:"createdAtMs"`
-	UpdatedAtMs int64    `json:"updatedAtMs"`
-}
-
-// EnvValue is the answer of POST /api/v1/envs/{id}/reveal.
-type EnvValue struct {
-	EnvEntry
-	Value string `json:"value"`
-}
-
-// EnvList is a page of GET /api/v1/envs.
-type EnvList struct {
-	Items      []EnvEntry `json:"items"`
-	Total      int        `json:"total"` // entries matching the search
-	NextCursor string     `json:"nextCursor,omitempty"`
-}
-
-// CreateEnvRequest is the body of POST /api/v1/envs and an element of an
-// import. Enabled defaults to true.
-type CreateEnvRequest struct {
-	Name    string   `json:"name"`
-	Value   string   `json:"value"`
-	Remarks string   `json:"remarks,omitempty"`
-	Enabled *bool    `json:"enabled,omitempty"`
-	Pinned  bool     `json:"pinned,omitempty"`
-	Labels  []string `json:"labels,omitempty"`
-}
-
-// PatchEnvRequest is the body of PATCH /api/v1/envs/{id}: the fields
-// given change. A value is write-only: it is never sent back.
-type PatchEnvRequest struct {
-	Name    *string   `json:"name,omitempty"`
-	Value   *string   `json:"value,omitempty"`
-	Remarks *string   `json:"remarks,omitempty"`
-	Enabled *bool     `json:"enabled,omitempty"`
-	Pinned  *bool     `json:"pinned,omitempty"`
-	Labels  *[]string `json:"labels,omitempty"`
-}
-
-// MoveEnvRequest is the body of POST /api/v1/envs/{id}/move: place the
-// entry directly before the entry Before in list order ("" → last).
-type MoveEnvRequest struct {
-	Before string `json:"before"`
-}
-
-// ImportEnvRequest is the body of POST /api/v1/envs/import: either Lines
-// (NAME=value per line, QingLong's format: # comments, optional export,
-// one pair of quotes stripped) or Entries. All are created in one
-// transaction, or none.
-type ImportEnvRequest struct {
-	Lines    string             `json:"lines,omitempty"`
-	Entries  []CreateEnvRequest `json:"entries,omitempty"`
-	Disabled bool               `json:"disabled,omitempty"` // create the Lines entries disabled
-}
-
-// ImportEnvResponse answers an import.
-type ImportEnvResponse struct {
-	Created int        `json:"created"`
-	Items   []EnvEntry `json:"items"`
-}
-
-// ExportEnvRequest is the body of POST /api/v1/envs/export. Values needs
-// a credential (never the loopback exemption) and writes an audit line.
-type ExportEnvRequest struct {
-	Format string `json:"format,omitempty"` // json (default) | lines
-	Values bool   `json:"values,omitempty"`
-}
-
-// EnvExportItem is one entry of a JSON export; Value only with values.
-type EnvExportItem struct {
-	Name    string   `json:"name"`
-	Value   *string  `json:"value,omitempty"`
-	Remarks string   `json:"remarks,omitempty"`
-	Enabled bool     `json:"enabled"`
-	Pinned  bool     `json:"pinned,omitempty"`
-	Labels  []string `json:"labels,omitempty"`
-}
-
-// EnvExport answers an export: Entries for json, Lines for lines (the
-// lines format carries values only, so it needs values).
-type EnvExport struct {
-	Format  string          `json:"format"`
-	Entries []EnvExportItem `json:"entries,omitempty"`
-	Lines   string          `json:"lines,omitempty"`
-}
+// Wire types of the env store routes (/api/v1/envs, ADR 0038): one copy
+// in core/envwire, shared with the control plane's project routes.
+type (
+	EnvEntry          = envwire.EnvEntry
+	EnvValue          = envwire.EnvValue
+	EnvList           = envwire.EnvList
+	CreateEnvRequest  = envwire.CreateEnvRequest
+	PatchEnvRequest   = envwire.PatchEnvRequest
+	MoveEnvRequest    = envwire.MoveEnvRequest
+	ImportEnvRequest  = envwire.ImportEnvRequest
+	ImportEnvResponse = envwire.ImportEnvResponse
+	ExportEnvRequest  = envwire.ExportEnvRequest
+	EnvExportItem     = envwire.EnvExportItem
+	EnvExport         = envwire.EnvExport
+)
 
 // RotateKeyResponse answers POST /api/v1/envs/rotate-key.
 type RotateKeyResponse struct {
@@ -125,10 +43,7 @@ type AuditList struct {
 	Next  int64       `json:"next,omitempty"` // ?after= of the next page
 }
 
-func envView(e env.Entry) EnvEntry {
-	return EnvEntry{ID: e.ID, Name: e.Name, Remarks: e.Remarks, Enabled: e.Enabled, Position: e.Position, Pinned: e.Pinned,
-		Labels: e.Labels, CreatedAtMs: e.CreatedAtMs, UpdatedAtMs: e.UpdatedAtMs}
-}
+func envView(e env.Entry) EnvEntry { return envwire.View(e) }
 
 func auditView(a edge.AuditEntry) AuditLine {
 	return AuditLine{Seq: a.Seq, AtMs: a.AtMs, Action: a.Action, Target: a.Target, Actor: a.Actor, Detail: a.Detail}

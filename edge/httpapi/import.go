@@ -65,8 +65,8 @@ func (s *Server) importInspect(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) importUpload(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	if ct := r.Header.Get("Content-Type"); ct != scriptContentType {
-		httpkit.Fail(w, r, s.log, errs.Invalidf("Content-Type", "must be %s, got %q", scriptContentType, ct))
+	if err := httpkit.CheckRawContentType(r); err != nil {
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	if r.ContentLength > importer.MaxUploadBytes {

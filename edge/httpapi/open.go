@@ -6,8 +6,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"net"
 	"net/http"
 	"slices"
@@ -235,43 +233,14 @@ func peerIP(r *http.Request) string {
 	return host
 }
 
-// decodeOpen reads a JSON body (QingLong's clients send application/json)
-// strictly into v: unknown fields are refused like QingLong's validation
-// does.
+// decodeOpen reads a JSON body strictly into v (httpkit.DecodeValue), bounded.
 func decodeOpen(w http.ResponseWriter, r *http.Request, v any) error {
-	data, err := httpkit.ReadBody(w, r, openMaxBody)
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var ute *json.UnmarshalTypeError
-		if errors.As(err, &ute) {
-			return errs.Invalidf(ute.Field, "has the wrong type")
-		}
-		return errs.Invalidf("", "body: %v", err)
-	}
-	if dec.More() {
-		return errs.Invalidf("", "body: one JSON value expected")
-	}
-	return nil
+	return httpkit.DecodeValue(w, r, openMaxBody, v)
 }
 
-// openIDs decodes a body that is a JSON array of numeric ids (QingLong's
-// delete/run/stop/enable/disable bodies), bounded.
+// decodeOpenIDs decodes QingLong's array of numeric ids, bounded.
 func decodeOpenIDs(w http.ResponseWriter, r *http.Request) ([]int64, error) {
-	var ids []int64
-	if err := decodeOpen(w, r, &ids); err != nil {
-		return nil, err
-	}
-	if len(ids) == 0 {
-		return nil, errs.Invalidf("", "give an array of ids")
-	}
-	if len(ids) > edge.MaxPageSize {
-		return nil, errs.Invalidf("", "at most %d ids at once", edge.MaxPageSize)
-	}
-	return ids, nil
+	return httpkit.DecodeIDs(w, r, openMaxBody, edge.MaxPageSize)
 }
 
 // resolveOpen maps numeric ids of kind to ql3 ids; an unknown number is

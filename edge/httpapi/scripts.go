@@ -33,7 +33,7 @@ import (
 //	POST   /api/v1/scripts/run                    {path, args, idempotencyKey}: run it now (a normal Run)
 
 // Raw bodies carry this media type: not one a cross-site form can send.
-const scriptContentType = "application/octet-stream"
+const scriptContentType = httpkit.RawContentType
 
 func (s *Server) scriptRoutes(mux httpkit.Mux) {
 	mux.HandleFunc("GET /api/v1/scripts", s.withScripts(s.listScripts))
@@ -105,34 +105,7 @@ func (s *Server) readScript(w http.ResponseWriter, r *http.Request) {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	w.Header().Set("ETag", `"`+etag+`"`)
-	w.Header().Set("Content-Type", scriptContentType)
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(data)
-}
-
-// etagOf reads an If-Match value: a quoted (or bare) hex digest, or *.
-func etagOf(v string) string {
-	v = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), "W/"))
-	return strings.Trim(v, `"`)
-}
-
-// readRaw reads a raw body of at most limit bytes (413 beyond).
-func readRaw(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	if ct := r.Header.Get("Content-Type"); ct != scriptContentType {
-		return nil, errs.Invalidf("Content-Type", "must be %s, got %q", scriptContentType, ct)
-	}
-	if r.ContentLength > limit {
-		return nil, errs.TooLargef("", "request body is %d bytes, limit is %d", r.ContentLength, limit)
-	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return nil, errs.TooLargef("", "request body exceeds the limit of %d bytes", limit)
-	}
-	return data, err
+	httpkit.WriteRawFile(w, data, etag)
 }
 
 func staleFail(w http.ResponseWriter, err error) bool {
@@ -140,16 +113,13 @@ func staleFail(w http.ResponseWriter, err error) bool {
 	if !errors.As(err, &st) {
 		return false
 	}
-	if st.Current != "" {
-		w.Header().Set("ETag", `"`+st.Current+`"`)
-	}
-	httpkit.WriteErrorStatus(w, http.StatusPreconditionFailed, errs.E(errs.Conflict, "If-Match", "%s", st.Error()))
+	httpkit.WritePreconditionFailed(w, st.Current, st)
 	return true
 }
 
 func (s *Server) writeScript(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Query().Get("path")
-	pre := scripts.Precondition{IfNoneMatch: strings.TrimSpace(r.Header.Get("If-None-Match")) == "*", IfMatch: etagOf(r.Header.Get("If-Match"))}
+	pre := scripts.Precondition{IfNoneMatch: strings.TrimSpace(r.Header.Get("If-None-Match")) == "*", IfMatch: httpkit.IfMatchTag(r.Header.Get("If-Match"))}
 	if inm := strings.TrimSpace(r.Header.Get("If-None-Match")); inm != "" && inm != "*" {
 		httpkit.Fail(w, r, s.log, errs.Invalidf("If-None-Match", "only * (create) is understood"))
 		return
@@ -158,7 +128,7 @@ func (s *Server) writeScript(w http.ResponseWriter, r *http.Request) {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	data, err := readRaw(w, r, scriptpath.MaxFileBytes)
+	data, err := httpkit.ReadRaw(w, r, scriptpath.MaxFileBytes)
 	if err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return
@@ -243,8 +213,8 @@ func (s *Server) uploadScripts(w http.ResponseWriter, r *http.Request) {
 		httpkit.Fail(w, r, s.log, errs.Invalidf("format", "must be tar, tar.gz or zip, got %q (a single file is PUT to /api/v1/scripts/content)", format))
 		return
 	}
-	if ct := r.Header.Get("Content-Type"); ct != scriptContentType {
-		httpkit.Fail(w, r, s.log, errs.Invalidf("Content-Type", "must be %s, got %q", scriptContentType, ct))
+	if err := httpkit.CheckRawContentType(r); err != nil {
+		httpkit.Fail(w, r, s.log, err)
 		return
 	}
 	if r.ContentLength > scripts.MaxArchiveBytes {
