@@ -21,7 +21,8 @@ type WaitReason struct {
 	FreeSlots    int    `json:"freeSlots"`
 	// Mismatch counts live sessions by the first placement requirement
 	// they fail (os, arch, executor, runtime_missing, runtime_version,
-	// label, feature, capability_invalid).
+	// label, feature, capability_invalid; worker: a session of another
+	// worker than the one the Run is pinned to, ADR 0062).
 	Mismatch    map[string]int `json:"placementMismatch,omitempty"`
 	NotBeforeMs int64          `json:"notBeforeMs,omitempty"`
 	// Truncated: more live sessions than were looked at.

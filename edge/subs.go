@@ -2,12 +2,12 @@ package edge
 
 import (
 	"context"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/ql3/ql3/core/cron"
+	"github.com/ql3/ql3/core/depcmd"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/names"
 	"github.com/ql3/ql3/core/subplan"
@@ -92,16 +92,16 @@ type SubscriptionApply struct {
 
 // Dependency kinds (ADR 0055).
 const (
-	DependencyNode   = "node"
-	DependencyPython = "python"
-	DependencyLinux  = "linux"
+	DependencyNode   = depcmd.Node
+	DependencyPython = depcmd.Python
+	DependencyLinux  = depcmd.Linux
 )
 
 // Dependency actions: each is a Run of the dependency's system task.
 const (
-	DepInstall   = "install"
-	DepReinstall = "reinstall"
-	DepRemove    = "remove"
+	DepInstall   = depcmd.Install
+	DepReinstall = depcmd.Reinstall
+	DepRemove    = depcmd.Remove
 )
 
 // Dependency is a package the scripts need.
@@ -267,30 +267,7 @@ func checkGitURL(u string) error {
 }
 
 func checkHTTPURL(field, raw string, schemes ...string) error {
-	if len(raw) > 2048 {
-		return errs.TooLargef(field, "is %d bytes, limit is 2048", len(raw))
-	}
-	if strings.HasPrefix(raw, "-") || strings.ContainsAny(raw, " \t\r\n\x00") {
-		return errs.Invalidf(field, "%.64q is not a URL", raw)
-	}
-	p, err := url.Parse(raw)
-	if err != nil || p.Scheme == "" {
-		return errs.Invalidf(field, "%.64q is not a URL", raw)
-	}
-	ok := false
-	for _, s := range schemes {
-		ok = ok || p.Scheme == s
-	}
-	if !ok {
-		return errs.Invalidf(field, "scheme must be one of %s, got %.16q", strings.Join(schemes, ", "), p.Scheme)
-	}
-	if p.Scheme != "file" && p.Host == "" {
-		return errs.Invalidf(field, "%.64q has no host", raw)
-	}
-	if _, has := p.User.Password(); has {
-		return errs.Invalidf(field, "must not carry a password: name an env store entry in credential instead")
-	}
-	return nil
+	return depcmd.CheckURL(field, raw, schemes...)
 }
 
 // SlugFromURL derives a folder name from a URL's last path element
@@ -320,55 +297,15 @@ func SlugFromURL(u string) string {
 	return s
 }
 
-var (
-	npmNameRe  = regexp.MustCompile(`^(?:@[a-z0-9][a-z0-9._~-]*/)?[a-z0-9][a-z0-9._~-]{0,213}$`)
-	pyNameRe   = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,213})(?:\[[A-Za-z0-9,._-]{1,64}\])?$`)
-	linuxRe    = regexp.MustCompile(`^[a-z0-9][a-z0-9+._-]{0,127}$`)
-	depVerRe   = regexp.MustCompile(`^[A-Za-z0-9.*^~<>=!+_-]{1,64}$`)
-	registryRe = []string{"http", "https", "file"}
-)
-
-// CheckDependency validates a dependency: a name the kind's installer
-// accepts, a version made of version characters only (installs run
-// through a shell, ADR 0055: nothing here can be an option or a word
-// break).
+// CheckDependency validates a dependency (core/depcmd.Check: nothing in
+// a name or version can be an option or a word break, ADR 0055).
 func CheckDependency(in NewDependency) (NewDependency, error) {
-	in.Name = strings.TrimSpace(in.Name)
-	in.Version = strings.TrimSpace(in.Version)
-	var ok bool
-	switch in.Kind {
-	case DependencyNode:
-		ok = npmNameRe.MatchString(in.Name)
-	case DependencyPython:
-		ok = pyNameRe.MatchString(in.Name)
-	case DependencyLinux:
-		ok = linuxRe.MatchString(in.Name)
-	default:
-		return in, errs.Invalidf("kind", "must be node, python or linux, got %.32q", in.Kind)
-	}
-	if !ok {
-		return in, errs.Invalidf("name", "%.64q is not a %s package name", in.Name, in.Kind)
-	}
-	if in.Version != "" && (!depVerRe.MatchString(in.Version) || strings.HasPrefix(in.Version, "-")) {
-		return in, errs.Invalidf("version", "%.64q is not a version (1..64 of A-Z a-z 0-9 . * ^ ~ < > = ! + _ -)", in.Version)
-	}
-	return in, nil
+	d, err := depcmd.Check(depcmd.Dependency{Kind: in.Kind, Name: in.Name, Version: in.Version})
+	return NewDependency{Kind: d.Kind, Name: d.Name, Version: d.Version}, err
 }
 
 // CheckDependencySettings validates a kind's registry and proxy.
 func CheckDependencySettings(in DependencySettings) (DependencySettings, error) {
-	if _, err := CheckDependency(NewDependency{Kind: in.Kind, Name: "x"}); err != nil {
-		return in, err
-	}
-	if in.Registry != "" {
-		if err := checkHTTPURL("registry", in.Registry, registryRe...); err != nil {
-			return in, err
-		}
-	}
-	if in.Proxy != "" {
-		if err := checkHTTPURL("proxy", in.Proxy, "http", "https", "socks5", "socks5h"); err != nil {
-			return in, err
-		}
-	}
-	return in, nil
+	_, err := depcmd.CheckSettings(depcmd.Settings(in))
+	return in, err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/ql3/ql3/controlplane/pgtest"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/controlplane/postgres/accounts"
+	"github.com/ql3/ql3/controlplane/postgres/depstore"
 	"github.com/ql3/ql3/controlplane/postgres/envstore"
 	"github.com/ql3/ql3/controlplane/postgres/openapps"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
@@ -76,6 +77,7 @@ func TestOpenAPIExamples(t *testing.T) {
 		Notify:  notifyPorts(t, db), // openapi_notify_test.go
 		Apps:    openapps.New(adminPool), Tokens: pub,
 		Accounts: accounts.New(adminPool),
+		Deps:     depstore.New(adminPool),
 		Imports:  importService(t, adminPool, pub, envs), // openapi_import_test.go
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, adminPool, ref)
@@ -182,7 +184,12 @@ func TestOpenAPIExamples(t *testing.T) {
 	scriptExamples(t, send, f, token)
 	f.call("GET", "/api/v1/overview", nil, nil)
 	f.call("GET", "/api/v1/overview?project=ops", nil, nil)
-	exerciseViews(f, id) // openapi_views_test.go
+	exerciseViews(f, id)                                   // openapi_views_test.go
+	exerciseDeps(t, f, id, func(sql string, args ...any) { // openapi_deps_test.go
+		if _, err := db.Conn(t).Exec(context.Background(), sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	})
 	app := id("POST", "/api/v1/apps", `{"project":"ops","name":"bot","scopes":["crons","envs"]}`)
 	f.call("POST", "/api/v1/apps", `{"project":"ops","name":"bot","scopes":["crons"]}`, nil)
 	f.call("POST", "/api/v1/apps", `{"project":"ops","name":"x","scopes":["root"]}`, nil)

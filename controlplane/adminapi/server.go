@@ -58,6 +58,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/accessapi"
+	"github.com/ql3/ql3/controlplane/depapi"
 	"github.com/ql3/ql3/controlplane/importapi"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/metrics"
@@ -124,6 +125,9 @@ type Config struct {
 	// 0060); nil answers /api/v1/users, /api/v1/signins and the password
 	// sign-in 503.
 	Accounts controlplane.Accounts
+	// Deps stores the projects' dependencies (depapi, ADR 0062); nil
+	// answers those routes 503.
+	Deps controlplane.Dependencies
 	// Imports is the QingLong import (importapi, ADR 0063); nil answers 503.
 	Imports controlplane.Imports
 }
@@ -147,6 +151,7 @@ type Server struct {
 	apps     controlplane.OpenApps
 	open     http.Handler
 	access   *accessapi.API
+	depAPI   *depapi.API
 	imports  controlplane.Imports
 
 	collect   Collector
@@ -172,6 +177,7 @@ func New(cfg Config) *Server {
 	if s.sessions == nil {
 		s.sessions = httpkit.NewSessions(0, 0, s.now)
 	}
+	s.depAPI = depapi.New(depapi.Config{Deps: cfg.Deps, Backend: cfg.Backend, Runs: cfg.Runs, Actor: actorID, MaxBody: s.maxBody, Logger: s.log})
 	s.access = accessapi.New(accessapi.Config{Tokens: cfg.Tokens, Accounts: cfg.Accounts, Sessions: s.sessions, Now: s.now, Logger: s.log})
 	mux := http.NewServeMux()
 	rec := &httpkit.PatternRecorder{Mux: mux}
@@ -233,6 +239,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	s.notifyRoutes(mux)
 	s.appRoutes(mux)     // apps.go: /api/v1/apps and /open/ (ADR 0057)
 	s.access.Routes(mux) // accessapi: scoped tokens, accounts, password sign-in (ADR 0060)
+	s.depAPI.Routes(mux) // depapi: a project's dependencies (ADR 0062)
 	importapi.New(importapi.Config{Imports: s.imports, Projects: s.b, MaxBodyBytes: s.maxBody, Logger: s.log}).Routes(mux)
 
 	// Everything else is a JSON 404, not the mux's text one.

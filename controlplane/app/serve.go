@@ -17,6 +17,7 @@ import (
 	"github.com/ql3/ql3/controlplane/coordinator"
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/controlplane/postgres/accounts"
+	"github.com/ql3/ql3/controlplane/postgres/depstore"
 	"github.com/ql3/ql3/controlplane/postgres/openapps"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/controlplane/postgres/runops"
@@ -110,7 +111,9 @@ func (m *Main) serve(ctx context.Context) error {
 		Envs:    envs,
 		Scripts: scriptStore,
 		Notify:  notifyPorts,
-		Imports: m.importService(ctx, pool, pub, envs), // imports.go (ADR 0063)
+		Deps:    depstore.New(pool), // the projects' dependencies (ADR 0062)
+		// imports.go (ADR 0063)
+		Imports: m.importService(ctx, pool, pub, envs),
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, pool, ref)
 		},

@@ -52,11 +52,17 @@ func Commands() map[string]Command {
 	for name, c := range appCommands() {
 		cmds[name] = c
 	}
+	for name, c := range depCommands() { // depcmd.go
+		cmds[name] = c
+	}
 	for name, c := range importCommands() { // importcmd.go
 		cmds[name] = c
 	}
 	printers := Printers()
 	for name, p := range notifyPrinters() {
+		printers[name] = p
+	}
+	for name, p := range depPrinters() {
 		printers[name] = p
 	}
 	for name, p := range importPrinters() {

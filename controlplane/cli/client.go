@@ -37,6 +37,7 @@ type Args struct {
 	env                                         envArgs    // env commands (envcmd.go)
 	script                                      scriptArgs // script commands (scriptcmd.go)
 	notify                                      notifyArgs // notify commands (notify.go)
+	dep                                         depArgs    // dep commands (depcmd.go)
 	imp                                         importArgs // import commands (importcmd.go)
 	// JSON is --json: print the answer's JSON instead of text (present.go).
 	JSON bool

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/adminapi"
+	"github.com/ql3/ql3/controlplane/depapi"
 	"github.com/ql3/ql3/core/qlimport"
 	"github.com/ql3/ql3/notifykit"
 )
@@ -51,6 +52,10 @@ func fakeAdminAPI(t *testing.T, skipped bool) string {
 		Settings: notifykit.PublicSettings{ChatID: "42", SecretsSet: []string{"token"}}}
 	notifyRule := notifykit.NotifyRule{ID: "rule-1", Name: "failures", Kinds: []string{"failed"}, Channels: []string{"ch-1"}, Enabled: true}
 	notifyDelivery := notifykit.NotifyDelivery{ID: 7, Kind: "test", ChannelID: "ch-1", Status: "delivered", Attempts: 1, LastStatus: 200}
+	dep := depapi.Dependency{Dependency: controlplane.Dependency{ID: "dep-1", Kind: "node", Name: "axios", Labels: map[string]string{"zone": "a"},
+		Status: "installed"}, Installs: []controlplane.DependencyInstall{{WorkerID: "wk-1", WorkerName: "edge-1", Action: "install",
+		RunID: "run-10", Status: "installed"}}}
+	depAction := depapi.DependencyAction{Dependency: dep, Runs: []depapi.DependencyRun{{WorkerID: "wk-1", WorkerName: "edge-1", RunID: "run-10"}}}
 	importInspection := controlplane.ImportInspection{From: "/ql/data", Digest: "sha256:ab", Plan: qlimport.Plan{Zone: "Asia/Shanghai",
 		Tasks:  []qlimport.TaskPlan{{SourceID: 7, Class: qlimport.RequiresManual, Name: "boot", Reasons: []string{"@boot is not a schedule"}}},
 		Counts: map[string]map[qlimport.Class]int{"tasks": {qlimport.RequiresManual: 1}}}}
@@ -117,6 +122,16 @@ func fakeAdminAPI(t *testing.T, skipped bool) string {
 		"GET /api/v1/apps":                         adminapi.List[controlplane.OpenApp]{Items: []controlplane.OpenApp{app}},
 		"POST /api/v1/apps":                        adminapi.CreatedApp{OpenApp: app, ClientSecret: "s3cr3tS3cr3tS3cr3tS3cr3t"},
 		"DELETE /api/v1/apps/app-1":                nil,
+		// depcmd.go's commands
+		"GET /api/v1/projects/ops/dependencies":                  depapi.DependencyList{Dependencies: []depapi.Dependency{dep}},
+		"POST /api/v1/projects/ops/dependencies":                 depAction,
+		"GET /api/v1/projects/ops/dependencies/dep-1":            dep,
+		"DELETE /api/v1/projects/ops/dependencies/dep-1":         nil,
+		"POST /api/v1/projects/ops/dependencies/dep-1/install":   depAction,
+		"POST /api/v1/projects/ops/dependencies/dep-1/reinstall": depAction,
+		"POST /api/v1/projects/ops/dependencies/dep-1/remove":    depAction,
+		"POST /api/v1/projects/ops/dependencies/dep-1/cancel":    depAction,
+		"GET /api/v1/projects/ops/dependencies/settings/node":    controlplane.DependencySettings{Kind: "node", Registry: "https://registry.npmmirror.com/"},
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		answer, ok := answers[r.Method+" "+r.URL.Path]
@@ -163,6 +178,15 @@ func clientArgs(t *testing.T) map[string][]string {
 	}
 	return map[string][]string{
 		"audit list":                {},
+		"dep list":                  {"--project", "ops"},
+		"dep add":                   {"--project", "ops", "--kind", "node", "--name", "axios", "--labels", "zone=a"},
+		"dep show":                  {"--project", "ops", "--id", "dep-1"},
+		"dep install":               {"--project", "ops", "--id", "dep-1"},
+		"dep reinstall":             {"--project", "ops", "--id", "dep-1"},
+		"dep remove":                {"--project", "ops", "--id", "dep-1"},
+		"dep cancel":                {"--project", "ops", "--id", "dep-1"},
+		"dep delete":                {"--project", "ops", "--id", "dep-1"},
+		"dep settings":              {"--project", "ops", "--kind", "node"},
 		"notify channels":           {"--project", "ops"},
 		"notify channel-add":        {"--project", "ops", "--name", "tg", "--settings-file", settings},
 		"notify channel-delete":     {"--project", "ops", "--id", "ch-1"},

@@ -97,6 +97,12 @@ var tableGrants = []tableGrant{
 	// 0018: task labels and saved views (ADR 0057), the admin role's alone.
 	{"task_labels", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
 	{"task_views", map[string]string{RoleAdmin: "SELECT, INSERT, DELETE"}},
+	// 0020: the cluster's dependencies (ADR 0062), the admin role's; the
+	// end of a Run is recorded by a SECURITY DEFINER trigger, so the
+	// runtime role needs nothing here.
+	{"dependencies", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE"}},
+	{"dependency_settings", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE"}},
+	{"dependency_installs", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE"}},
 	// 0021: the import ledger (ADR 0063), the admin role's alone.
 	{"import_ledger", map[string]string{RoleAdmin: "SELECT, INSERT"}},
 	{"import_rows", map[string]string{RoleAdmin: "SELECT, INSERT"}},

@@ -80,6 +80,11 @@ var wantPrivileges = map[string]map[string]string{
 	// Migration 0018 (task labels and saved views, ADR 0057): admin's job only.
 	"task_labels": {admin: "SID"},
 	"task_views":  {admin: "SID"},
+	// Migration 0020 (the cluster's dependencies, ADR 0062): admin's job;
+	// a Run's end is recorded by a SECURITY DEFINER trigger.
+	"dependencies":        {admin: "SIUD"},
+	"dependency_settings": {admin: "SIU"},
+	"dependency_installs": {admin: "SIUD"},
 	// Migration 0021 (the import ledger, ADR 0063): admin's job only; a
 	// ledger row is never rewritten.
 	"import_ledger": {admin: "SI"},
@@ -203,6 +208,11 @@ INSERT INTO ql3.accounts (username, password_hash, created_at_ms) VALUES ('alice
 INSERT INTO ql3.signins (at_ms, username, outcome, remote) VALUES (1, 'alice', 'ok', '127.0.0.1');
 INSERT INTO ql3.task_labels (label, task_id, project_id) VALUES ('l1', {T}, {P});
 INSERT INTO ql3.task_views (view_id, project_id, name, created_at_ms) VALUES ('00000000-0000-7000-8000-0000000000b1', {P}, 'v1', 1);
+INSERT INTO ql3.dependencies (dependency_id, project_id, kind, name, created_at_ms, updated_at_ms)
+	VALUES ('00000000-0000-7000-8000-0000000000d1', {P}, 'node', 'axios', 1, 1);
+INSERT INTO ql3.dependency_settings (project_id, kind, updated_at_ms) VALUES ({P}, 'node', 1);
+INSERT INTO ql3.dependency_installs (dependency_id, project_id, worker_id, task_id, action, run_key, status, started_at_ms)
+	VALUES ('00000000-0000-7000-8000-0000000000d1', {P}, {W1}, {T}, 'install', 'dep:seed', 'installing', 1);
 INSERT INTO ql3.import_ledger (project_id, plan_digest, zone, source, applied_at_ms) VALUES ({P}, 'sha256:seed', 'Asia/Shanghai', '/ql', 1);
 INSERT INTO ql3.import_rows (project_id, plan_digest, kind, source_id, target_id) VALUES ({P}, 'sha256:seed', 'task', 1, {T});
 `
@@ -351,6 +361,16 @@ var tableOps = map[string]struct{ insert, update string }{
 	"task_views": {
 		`INSERT INTO ql3.task_views (view_id, project_id, name, created_at_ms) VALUES ({N}, {P}, 'v2', 1)`,
 		`UPDATE ql3.task_views SET name = 'v3' WHERE name = 'v1'`},
+	"dependencies": {
+		`INSERT INTO ql3.dependencies (dependency_id, project_id, kind, name, created_at_ms, updated_at_ms) VALUES ({N}, {P}, 'python', 'requests', 1, 1)`,
+		`UPDATE ql3.dependencies SET version = '1' WHERE name = 'axios'`},
+	"dependency_settings": {
+		`INSERT INTO ql3.dependency_settings (project_id, kind, updated_at_ms) VALUES ({P}, 'python', 1)`,
+		`UPDATE ql3.dependency_settings SET proxy = 'http://p' WHERE kind = 'node'`},
+	"dependency_installs": {
+		`INSERT INTO ql3.dependency_installs (dependency_id, project_id, worker_id, task_id, action, run_key, status, started_at_ms)
+			VALUES ('00000000-0000-7000-8000-0000000000d1', {P}, {W2}, {T}, 'install', 'dep:seed2', 'installing', 1)`,
+		`UPDATE ql3.dependency_installs SET version = '1' WHERE run_key = 'dep:seed'`},
 	"import_ledger": {
 		`INSERT INTO ql3.import_ledger (project_id, plan_digest, zone, source, applied_at_ms) VALUES ({P}, {N}, 'UTC', '/ql', 1)`,
 		`UPDATE ql3.import_ledger SET zone = 'UTC' WHERE plan_digest = 'sha256:seed'`},

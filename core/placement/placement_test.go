@@ -259,3 +259,21 @@ func TestRequirementsNormalize(t *testing.T) {
 		t.Error("requirements with a preference are zero")
 	}
 }
+
+func TestPinnedWorker(t *testing.T) {
+	r := Requirements{Required: Required{OS: "linux", Labels: map[string]string{WorkerLabel: "w-1", "zone": "a"}}}
+	w, rest := r.PinnedWorker()
+	if w != "w-1" || rest.Required.Labels[WorkerLabel] != "" || rest.Required.Labels["zone"] != "a" || rest.Required.OS != "linux" {
+		t.Fatalf("%q %+v", w, rest)
+	}
+	if r.Required.Labels[WorkerLabel] != "w-1" {
+		t.Fatal("the input changed")
+	}
+	w, rest = Requirements{Required: Required{Labels: map[string]string{WorkerLabel: "w-2"}}}.PinnedWorker()
+	if w != "w-2" || !rest.IsZero() {
+		t.Fatalf("%q %+v", w, rest)
+	}
+	if w, rest = (Requirements{}).PinnedWorker(); w != "" || !rest.IsZero() {
+		t.Fatalf("%q %+v", w, rest)
+	}
+}

@@ -157,6 +157,9 @@ type Offer struct {
 	// runs exactly that tree, fetched over PathScriptTree/PathScriptBlob
 	// and verified before the process starts. Empty for argv and shell.
 	ScriptTree string `json:"scriptTree,omitempty"`
+	// ProjectID is the Run's project: a worker gives every process of the
+	// project its deps directory (ADR 0062). Empty from an older authority.
+	ProjectID string `json:"projectId,omitempty"`
 }
 
 type offerWire struct {
@@ -182,6 +185,7 @@ type offerWire struct {
 	TimeoutMs               int64           `json:"timeoutMs"`
 	Env                     []EnvVar        `json:"env"`
 	ScriptTree              string          `json:"scriptTree"`
+	ProjectID               string          `json:"projectId"`
 }
 
 // DecodeOffer strictly decodes and validates an Offer, the spec included
@@ -206,7 +210,7 @@ func decodeOfferReference(data []byte) (Offer, error) {
 		LeaseGeneration: w.LeaseGeneration, LeaseVersion: w.LeaseVersion,
 		LeaseExpiresAtMs: w.LeaseExpiresAtMs, TaskID: w.TaskID, TaskRevision: w.TaskRevision,
 		ScheduledForMs: w.ScheduledForMs, ExecutionRevisionID: w.ExecutionRevisionID,
-		TimeoutMs: w.TimeoutMs, ScriptTree: w.ScriptTree}
+		TimeoutMs: w.TimeoutMs, ScriptTree: w.ScriptTree, ProjectID: w.ProjectID}
 	if len(w.Env) > 0 {
 		o.Env = w.Env
 	}
@@ -255,6 +259,11 @@ func (o Offer) validateFields() error {
 		{"taskId", o.TaskID}, {"executionRevisionId", o.ExecutionRevisionID},
 	} {
 		if err := checkID(id.field, id.value); err != nil {
+			return err
+		}
+	}
+	if o.ProjectID != "" { // a UUID: the worker names a directory after it
+		if _, err := fence.ParseUUID("projectId", o.ProjectID); err != nil {
 			return err
 		}
 	}

@@ -74,6 +74,8 @@ func decodeOfferFast(data []byte) (Offer, error) {
 				o.Env = scanEnv(&s)
 			case "scriptTree":
 				o.ScriptTree = s.String()
+			case "projectId":
+				o.ProjectID = s.String()
 			default:
 				s.Fail()
 			}

@@ -99,9 +99,6 @@ func (s *Service) Act(ctx context.Context, id, action, actor string) (edge.Depen
 	if err != nil {
 		return d, edge.Run{}, err
 	}
-	if action != edge.DepInstall && action != edge.DepReinstall && action != edge.DepRemove {
-		return d, edge.Run{}, errs.Invalidf("action", "must be install, reinstall or remove, got %.32q", action)
-	}
 	c := spec.Command{Kind: spec.KindCommandV1, Shell: &spec.Shell{Command: line},
 		TimeoutMs: 30 * 60 * 1000, Concurrency: spec.ConcurrencyForbid}.WithDefaults()
 	task, err := s.ensureTask(ctx, d, c)

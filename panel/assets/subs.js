@@ -72,7 +72,13 @@
       "deps.state.failed": "failed",
       "deps.state.removing": "removing",
       "deps.state.removed": "removed",
-      "deps.state.cancelled": "cancelled"
+      "deps.state.cancelled": "cancelled",
+      "deps.introControl": "Packages the scripts of a project need, installed on every online worker the dependency's placement labels select (none: every worker): one Run per worker, into a per-project folder on that worker that the project's script Runs there see.",
+      "deps.project": "Project",
+      "deps.labels": "Worker labels (k=v,k=v; empty: every worker)",
+      "deps.workers": "Workers",
+      "deps.noWorkers": "no worker yet",
+      "deps.noProject": "Create a project first: each project has its own dependencies."
     },
     "zh-CN": {
       "subs.title": "订阅",
@@ -138,7 +144,13 @@
       "deps.state.failed": "失败",
       "deps.state.removing": "卸载中",
       "deps.state.removed": "已卸载",
-      "deps.state.cancelled": "已取消"
+      "deps.state.cancelled": "已取消",
+      "deps.introControl": "项目脚本需要的软件包，安装到依赖的放置标签选中的每个在线 worker 上（不填：所有 worker）：每个 worker 一次运行，装到该 worker 上本项目专用的目录，本项目在该 worker 上的脚本运行都能用到。",
+      "deps.project": "项目",
+      "deps.labels": "Worker 标签（k=v,k=v；不填：所有 worker）",
+      "deps.workers": "Worker",
+      "deps.noWorkers": "还没有 worker",
+      "deps.noProject": "请先创建项目：每个项目有自己的依赖。"
     }
   });
   const { h, td, head, when, api, render, field, showFieldError, clearErrors, clearFieldErrorOnEdit } = P;
@@ -257,13 +269,30 @@
   }
 
   // ---- dependencies -----------------------------------------------------------
+  // The edge has one set (/api/v1/dependencies); ql3-control one per
+  // project (/api/v1/projects/{project}/dependencies, chosen with
+  // ?project=), each dependency installed by one Run per worker its
+  // placement labels select, with each worker's result (ADR 0062).
   async function deps(p, params, g) {
-    const all = await api("GET", "/api/v1/dependencies");
+    let base = "/api/v1/dependencies", picker = null, project = "";
+    const control = P.S.control;
+    if (control) {
+      const projects = (await api("GET", "/api/v1/projects?limit=200")).items.filter((x) => x.status === "active");
+      project = params.get("project") || (projects[0] ? projects[0].name : "");
+      if (!project) { render(g, h("h1", { text: t("deps.title", "Dependencies") }), h("p", { class: "muted", id: "dep-no-project", text: t("deps.noProject", "Create a project first.") })); return; }
+      base = "/api/v1/projects/" + encodeURIComponent(project) + "/dependencies";
+      picker = h("select", { id: "dep-project", "aria-label": t("deps.project", "Project"), onchange: (ev) => { location.hash = "#/deps?" + new URLSearchParams({ project: ev.target.value }).toString(); } },
+        projects.map((x) => h("option", { value: x.name, text: x.name, selected: x.name === project })));
+    }
+    const all = await api("GET", base);
+    const stateOf = (d) => d.state || d.status;
     const kind = h("select", { id: "dep-kind" }, ["node", "python", "linux"].map((k) => h("option", { value: k, text: k })));
     const name = input({ id: "dep-name" }), version = input({ id: "dep-version" });
+    const labels = control ? input({ id: "dep-labels", placeholder: "zone=home" }) : null;
     const add = h("form", { id: "dep-form", novalidate: true, class: "bar" },
       field(t("deps.kind", "Kind"), "kind", kind), field(t("deps.name", "Package"), "name", name),
       field(t("deps.version", "Version"), "version", version),
+      labels ? field(t("deps.labels", "Worker labels"), "labels", labels) : null,
       h("div", { class: "formerr", role: "alert" }),
       h("button", { type: "submit", class: "primary", id: "dep-add", text: t("deps.add", "Add and install") }));
     clearFieldErrorOnEdit(add);
@@ -271,17 +300,29 @@
       ev.preventDefault(); clearErrors(add);
       const body = { kind: kind.value, name: name.value.trim() };
       if (version.value.trim()) body.version = version.value.trim();
-      try { await api("POST", "/api/v1/dependencies", body); P.route(); } catch (err) { if (err.status !== 401) showFieldError(add, err); }
+      if (labels && labels.value.trim()) {
+        body.labels = {};
+        for (const kv of list(labels.value)) { const i = kv.indexOf("="); body.labels[i < 0 ? kv : kv.slice(0, i).trim()] = i < 0 ? "" : kv.slice(i + 1).trim(); }
+      }
+      try { await api("POST", base, body); P.route(); } catch (err) { if (err.status !== 401) showFieldError(add, err); }
     });
-    const path = (d, what) => "/api/v1/dependencies/" + encodeURIComponent(d.id) + (what ? "/" + what : "");
-    const rows = all.dependencies.map((d) => h("tr", { "data-dep": d.name, "data-state": d.state },
+    const path = (d, what) => base + "/" + encodeURIComponent(d.id) + (what ? "/" + what : "");
+    const runLink = (id, cls, text) => h("a", { class: cls, href: "#/runs/" + encodeURIComponent(id), text: text || id.slice(-12) });
+    // ql3-control: each worker's result, linked to its Run.
+    const workers = (d) => (d.installs || []).length
+      ? h("ul", { class: "dep-workers" }, d.installs.map((i) => h("li", { "data-worker": i.workerName, "data-state": i.status },
+        h("strong", { text: i.workerName }), " ", h("span", { class: "status dep-worker-state", text: t("deps.state." + i.status, i.status) }),
+        i.runId ? [" ", runLink(i.runId, "dep-run")] : null)))
+      : h("span", { class: "muted", text: labelsText(d.labels) + " — " + t("deps.noWorkers", "no worker yet") });
+    const rows = all.dependencies.map((d) => h("tr", { "data-dep": d.name, "data-state": stateOf(d) },
       td(t("deps.kind", "Kind"), d.kind),
       td(t("deps.name", "Package"), h("strong", { text: d.name })),
       td(t("deps.version", "Version"), d.version || "—"),
-      td(t("deps.state", "State"), h("span", { class: "status dep-state", text: t("deps.state." + d.state, d.state) })),
-      td(t("deps.lastRun", "Last run"), d.lastRunId ? h("a", { class: "dep-run", href: "#/runs/" + encodeURIComponent(d.lastRunId), text: d.lastRunId.slice(-12) }) : "—"),
+      td(t("deps.state", "State"), h("span", { class: "status dep-state", text: t("deps.state." + stateOf(d), stateOf(d)) })),
+      control ? td(t("deps.workers", "Workers"), workers(d))
+        : td(t("deps.lastRun", "Last run"), d.lastRunId ? runLink(d.lastRunId, "dep-run") : "—"),
       td("", h("div", { class: "bar" },
-        ["installing", "removing"].includes(d.state)
+        ["installing", "removing"].includes(stateOf(d))
           ? h("button", { type: "button", class: "danger dep-cancel", text: t("deps.cancel", "Cancel"), onclick: act(() => api("POST", path(d, "cancel"))) })
           : [h("button", { type: "button", class: "dep-install", text: t("deps.install", "Install"), onclick: act(() => api("POST", path(d, "install"))) }),
             h("button", { type: "button", class: "dep-reinstall", text: t("deps.reinstall", "Reinstall"), onclick: act(() => api("POST", path(d, "reinstall"))) }),
@@ -294,7 +335,7 @@
     const reg = input({ id: "set-registry" }), proxy = input({ id: "set-proxy" });
     const saved = h("span", { class: "muted", id: "set-saved", role: "status" });
     const load = async () => {
-      const s = await api("GET", "/api/v1/dependencies/settings/" + skind.value);
+      const s = await api("GET", base + "/settings/" + skind.value);
       reg.value = s.registry; proxy.value = s.proxy; saved.textContent = "";
     };
     skind.addEventListener("change", () => load().catch(() => {}));
@@ -307,22 +348,28 @@
     settings.addEventListener("submit", async (ev) => {
       ev.preventDefault(); clearErrors(settings);
       try {
-        await api("PUT", "/api/v1/dependencies/settings/" + skind.value, { kind: skind.value, registry: reg.value.trim(), proxy: proxy.value.trim() });
+        await api("PUT", base + "/settings/" + skind.value, { kind: skind.value, registry: reg.value.trim(), proxy: proxy.value.trim() });
         saved.textContent = t("deps.saved", "Saved.");
       } catch (err) { if (err.status !== 401) showFieldError(settings, err); }
     });
-    render(g, h("h1", { text: t("deps.title", "Dependencies") }), h("p", { class: "muted", text: t("deps.intro", "") }), add,
+    render(g, h("h1", { text: t("deps.title", "Dependencies") }),
+      h("p", { class: "muted", text: control ? t("deps.introControl", "") : t("deps.intro", "") }), picker, add,
       rows.length ? h("table", { class: "cards", id: "deps" }, head(t("deps.kind", "Kind"), t("deps.name", "Package"), t("deps.version", "Version"),
-        t("deps.state", "State"), t("deps.lastRun", "Last run"), ""), h("tbody", {}, rows)) : h("p", { id: "no-deps", text: t("deps.none", "No dependencies yet.") }),
+        t("deps.state", "State"), control ? t("deps.workers", "Workers") : t("deps.lastRun", "Last run"), ""), h("tbody", {}, rows))
+        : h("p", { id: "no-deps", text: t("deps.none", "No dependencies yet.") }),
       settings);
     await load();
     // A running action ends on its own: refresh while one is in progress.
-    if (all.dependencies.some((d) => ["installing", "removing"].includes(d.state))) {
+    if (all.dependencies.some((d) => ["installing", "removing"].includes(stateOf(d)))) {
       P.S.timers.push(setInterval(() => { if (!document.activeElement || document.activeElement.tagName !== "INPUT") P.route(); }, 2000));
     }
   }
+  function labelsText(l) {
+    const keys = Object.keys(l || {}).sort();
+    return keys.length ? keys.map((k) => k + "=" + l[k]).join(",") : "*";
+  }
 
-  // Subscriptions and dependencies are the edge's for now.
+  // Subscriptions are the edge's for now; dependencies both servers'.
   P.register("subs", (S) => !S.control, subs);
-  P.register("deps", (S) => !S.control, deps);
+  P.register("deps", () => true, deps);
 })();

@@ -147,6 +147,7 @@ func TestControlPanel(t *testing.T) {
 	)
 	shot(t, tab, prefix+"workers")
 	controlScriptsPage(t, tab, tg) // control_scripts_test.go
+	controlDepsPage(t, tab, tg)    // control_deps_test.go
 	do(t, tab, "delete confirmed",
 		hash("#/tasks"),
 		chromedp.WaitVisible(css(`#tasks tr[data-task="panel-demo"]`)),

@@ -53,7 +53,10 @@ type Config struct {
 	Capabilities placement.Capabilities
 	// Scripts is the script tree cache (ADR 0052); nil: script tasks fail
 	// at start. Interpreters maps extensions to programs (nil: defaults).
-	Scripts      *scriptcache.Cache
+	Scripts *scriptcache.Cache
+	// DepsRoot holds a deps directory per project (<root>/<project id>,
+	// ADR 0062); "" gives processes none.
+	DepsRoot     string
 	Interpreters scriptpath.Interpreters
 
 	Clock  clock.Clock

@@ -24,7 +24,7 @@ func (r ExecRunner) Start(l Launch) (Process, error) {
 	sp.Env = l.Env
 	h, err := r.E.Start(slot, executor.Request{
 		RunID: l.RunID, Attempt: l.Attempt, TaskID: dirName(l.TaskID), TaskRevision: l.TaskRevision,
-		ScheduledFor: l.ScheduledFor, Spec: sp, Output: l.Output, ExtraEnv: l.ExtraEnv,
+		ScheduledFor: l.ScheduledFor, Spec: sp, Output: l.Output, ExtraEnv: l.ExtraEnv, DepsDir: l.DepsDir,
 	})
 	if err != nil {
 		var se *executor.StartError

@@ -51,6 +51,9 @@ type Launch struct {
 	// ExtraEnv are the QL3_* variables of a script task (QL3_SCRIPT,
 	// QL3_SCRIPTS_DIR).
 	ExtraEnv map[string]string
+
+	// DepsDir is the project's deps directory ("" for none, ADR 0062).
+	DepsDir string
 }
 
 // StopReason says why the agent stops a process.

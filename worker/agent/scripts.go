@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/ql3/ql3/core/scriptpath"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/worker/client"
+	"github.com/ql3/ql3/worker/executor"
 	"github.com/ql3/ql3/worker/scriptcache"
 )
 
@@ -97,7 +99,11 @@ func (a *Agent) prepareScript(ctx context.Context, at *attempt) (ok bool) {
 		at.script = &scriptPrep{err: err}
 		return true
 	}
-	argv, dir, err := scriptcache.Command(a.cfg.Interpreters, root, sc.File, sc.Args, os.Getenv("PATH"))
+	path := os.Getenv("PATH")
+	if d := a.depsDir(at.offer); d != "" {
+		path = executor.DepsPATH(d, path) // the venv's python3 runs .py scripts
+	}
+	argv, dir, err := scriptcache.Command(a.cfg.Interpreters, root, sc.File, sc.Args, path)
 	if err != nil {
 		at.script = &scriptPrep{err: err}
 		return true
@@ -123,7 +129,17 @@ func (a *Agent) startLaunch(at *attempt, l Launch) (Process, error) {
 		}
 	}
 	l.ExtraEnv = a.notifyEnv(at, l.ExtraEnv)
+	l.DepsDir = a.depsDir(at.offer)
 	return a.run.Start(l)
+}
+
+// depsDir is the deps directory of o's project (ADR 0062), "" without a
+// DepsRoot or a project (an older authority's offer).
+func (a *Agent) depsDir(o protocol.Offer) string {
+	if a.cfg.DepsRoot == "" || o.ProjectID == "" {
+		return ""
+	}
+	return filepath.Join(a.cfg.DepsRoot, o.ProjectID)
 }
 
 // leaseFetcher reads the leased Run's tree over the ingress.

@@ -137,6 +137,7 @@ func run(version string, cfg Config, set Settings, log *slog.Logger) error {
 	if set.Agent.Scripts, err = scriptcache.Open(filepath.Join(cfg.StateDir, "scripts"), scriptcache.Options{MaxBytes: cacheBytes}); err != nil {
 		return err
 	}
+	set.Agent.DepsRoot = filepath.Join(cfg.StateDir, "deps")
 	killGrace := set.Agent.KillGrace
 	if killGrace == 0 {
 		killGrace = agent.DefaultKillGrace

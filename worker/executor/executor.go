@@ -123,6 +123,10 @@ type Request struct {
 	// applied with the other QL3_* variables, after the spec's environment.
 	// Every name must start with QL3_ and must not be one of those above.
 	ExtraEnv map[string]string
+	// DepsDir, when set, is the project's deps directory (ADR 0062):
+	// the process gets QL3_DEPS_DIR, the venv's bin ahead of PATH and its
+	// node_modules ahead of NODE_PATH.
+	DepsDir string
 	// Output receives stdout and stderr merged, in the order the attempt
 	// wrote them (one pipe for both), from one goroutine, in chunks of at
 	// most 32 KiB. Its Write must not block for long; errors are ignored
@@ -323,6 +327,9 @@ func (e *Executor) environment(req Request) ([]string, error) {
 			return nil, errs.Invalidf("environment", "variable names must be non-empty without '=' or NUL, values without NUL")
 		}
 		env[k] = v
+	}
+	if req.DepsDir != "" {
+		depsEnv(env, req.DepsDir)
 	}
 	env["QL3_RUN_ID"] = req.RunID
 	env["QL3_ATTEMPT"] = strconv.Itoa(req.Attempt)

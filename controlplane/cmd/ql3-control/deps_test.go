@@ -49,7 +49,7 @@ func TestControlPlaneRoomsPointOneWay(t *testing.T) {
 	const cp = "github.com/ql3/ql3/controlplane"
 	host := deptest.ServerTargets[:1]
 	deptest.Forbid(t, "../..", cp, host, []string{cp + "/", "github.com/jackc/", "net/http"})
-	for _, pkg := range []string{cp + "/coordinator", cp + "/adminapi", cp + "/accessapi", cp + "/ingress", cp + "/cli",
+	for _, pkg := range []string{cp + "/coordinator", cp + "/adminapi", cp + "/accessapi", cp + "/depapi", cp + "/ingress", cp + "/cli",
 		cp + "/importapi", cp + "/importer"} {
 		deptest.Forbid(t, "../..", pkg, host, []string{cp + "/postgres", cp + "/postgres/", "github.com/jackc/"})
 	}

@@ -146,6 +146,11 @@ type compiledRevision struct {
 	taskID       uuid.UUID
 	taskRevision int64
 	scriptTree   string // a script task's pinned tree (ADR 0052), "" otherwise
+	// worker is the worker id the placement pins the revision to
+	// (placement.WorkerLabel, ADR 0062), "" for any; match is the rest.
+	worker string
+	// projectID is the revision's project (offers carry it, ADR 0062).
+	projectID uuid.UUID
 }
 
 // revision returns the compiled revision id, reading it once.
@@ -161,14 +166,15 @@ func (d *Dispatcher) revision(ctx context.Context, q querier, id uuid.UUID) (*co
 	var taskID uuid.UUID
 	var taskRevision int64
 	var tree []byte
-	if err := q.QueryRow(ctx, sqlRevision, id).Scan(&canonical, &digest, &taskID, &taskRevision, &tree); err != nil {
+	var projectID uuid.UUID
+	if err := q.QueryRow(ctx, sqlRevision, id).Scan(&canonical, &digest, &taskID, &taskRevision, &tree, &projectID); err != nil {
 		return nil, postgres.Errorf(err, "postgres: read execution revision")
 	}
 	rev, err := compileRevision(id, canonical, digest)
 	if err != nil {
 		return nil, err
 	}
-	rev.taskID, rev.taskRevision = taskID, taskRevision
+	rev.taskID, rev.taskRevision, rev.projectID = taskID, taskRevision, projectID
 	if len(tree) == len(canonjson.Digest{}) {
 		rev.scriptTree = canonjson.Digest(tree).String()
 	}
@@ -181,17 +187,18 @@ func (d *Dispatcher) revision(ctx context.Context, q querier, id uuid.UUID) (*co
 	return rev, nil
 }
 
-const sqlRevision = `SELECT canonical_spec, digest, task_id, task_revision, script_tree FROM ql3.execution_revisions WHERE execution_revision_id = $1::uuid`
+const sqlRevision = `SELECT canonical_spec, digest, task_id, task_revision, script_tree, project_id FROM ql3.execution_revisions WHERE execution_revision_id = $1::uuid`
 
 // RevisionMatcher compiles a stored execution revision as offers do and
-// returns its placement matcher (nil: no placement, every worker qualifies);
-// run operations explain a queued Run's wait with it.
-func RevisionMatcher(id uuid.UUID, canonical string, digest []byte) (*matcher.Matcher, error) {
+// returns its placement matcher (nil: no placement, every worker qualifies)
+// and the worker id it is pinned to ("" for any, placement.WorkerLabel);
+// run operations explain a queued Run's wait with them.
+func RevisionMatcher(id uuid.UUID, canonical string, digest []byte) (*matcher.Matcher, string, error) {
 	rev, err := compileRevision(id, canonical, digest)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return rev.match, nil
+	return rev.match, rev.worker, nil
 }
 
 func compileRevision(id uuid.UUID, canonical string, digest []byte) (*compiledRevision, error) {
@@ -216,8 +223,12 @@ func compileRevision(id uuid.UUID, canonical string, digest []byte) (*compiledRe
 	// The placement pinned inside the spec is the authority; the
 	// revision's placement column is a copy for queries.
 	if cmd.Placement != nil {
-		if rev.match, err = matcher.Compile(*cmd.Placement); err != nil {
-			return nil, errs.E(errs.Internal, "", "execution revision %s: stored placement: %v", id, err)
+		worker, rest := cmd.Placement.PinnedWorker()
+		rev.worker = worker
+		if !rest.IsZero() || worker == "" {
+			if rev.match, err = matcher.Compile(rest); err != nil {
+				return nil, errs.E(errs.Internal, "", "execution revision %s: stored placement: %v", id, err)
+			}
 		}
 	}
 	return rev, nil

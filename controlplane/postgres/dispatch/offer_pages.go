@@ -35,6 +35,7 @@ func collectCandidates(rows pgx.Rows) ([]candidate, error) {
 type pageWalk struct {
 	d        *Dispatcher
 	prepared *matcher.Prepared
+	worker   string      // the session's worker id (a pinned revision places on it only)
 	page     []candidate // the current page, without its limit+1 row
 	eligible []candidate // the current page's eligible candidates, in claim order
 	full     bool        // the current page had its limit+1 row
@@ -85,6 +86,10 @@ func (w *pageWalk) load(ctx context.Context, q querier, page []candidate) error 
 		}
 		if !slices.Equal(rev.digest[:], c.revisionDigest) {
 			return errs.E(errs.Internal, "", "run %s pins a digest its revision does not have", c.runID)
+		}
+		if rev.worker != "" && rev.worker != w.worker {
+			d.stats.ineligible.Add(1)
+			continue
 		}
 		if rev.match != nil {
 			res := rev.match.MatchPrepared(w.prepared)

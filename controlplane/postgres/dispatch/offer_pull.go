@@ -219,7 +219,7 @@ func (d *Dispatcher) pull(ctx context.Context, workerID, sessionID uuid.UUID, re
 		return offer, err
 	}
 	d.stats.rereads.Add(1)
-	return d.claimLocked(ctx, &pageWalk{d: d, prepared: w.prepared, tries: w.tries}, workerID, sessionID, req, digest)
+	return d.claimLocked(ctx, &pageWalk{d: d, prepared: w.prepared, worker: w.worker, tries: w.tries}, workerID, sessionID, req, digest)
 }
 
 // placedWalk places the session's first pages (read by readPullSession,
@@ -231,7 +231,7 @@ func (d *Dispatcher) placedWalk(ctx context.Context, s *pullSession) (*pageWalk,
 	if err != nil {
 		return nil, err
 	}
-	w := &pageWalk{d: d, prepared: prepared}
+	w := &pageWalk{d: d, prepared: prepared, worker: s.workerID.String()}
 	if err := w.first(ctx, d.db, s.firstCands); err != nil {
 		return nil, err
 	}
@@ -430,5 +430,6 @@ func buildOffer(rev *compiledRevision, f offerFacts) *protocol.Offer {
 		LeaseVersion: f.leaseVersion, LeaseExpiresAtMs: f.expiresAtMs, LeaseTokenDigest: f.tokenDigest,
 		TaskID: rev.taskID.String(), TaskRevision: rev.taskRevision, ScheduledForMs: f.scheduledForMs,
 		ExecutionRevisionID: rev.id.String(), ExecutionRevisionDigest: rev.digest,
-		SpecDigest: rev.specDigest, Spec: rev.spec, TimeoutMs: timeout, Env: f.env, ScriptTree: rev.scriptTree}
+		SpecDigest: rev.specDigest, Spec: rev.spec, TimeoutMs: timeout, Env: f.env, ScriptTree: rev.scriptTree,
+		ProjectID: rev.projectID.String()}
 }

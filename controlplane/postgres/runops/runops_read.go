@@ -44,11 +44,11 @@ func (o *RunOps) WaitReason(ctx context.Context, runRef string) (controlplane.Wa
 	if err != nil {
 		return controlplane.WaitReason{}, false, err
 	}
-	m, err := dispatch.RevisionMatcher(ws[0].revID, ws[0].canonical, ws[0].digest)
+	m, pin, err := dispatch.RevisionMatcher(ws[0].revID, ws[0].canonical, ws[0].digest)
 	if err != nil {
 		return controlplane.WaitReason{}, false, err
 	}
-	return placementWait(m, sessions, truncated), true, nil
+	return placementWait(revPlacement{m, pin}, sessions, truncated), true, nil
 }
 
 // MaxWaitReasons bounds the Runs of one WaitReasons call (a list page).
@@ -79,7 +79,7 @@ func (o *RunOps) WaitReasons(ctx context.Context, runRefs []string) (map[string]
 	}
 	var sessions []liveSession
 	var truncated, loaded bool
-	revs := map[uuid.UUID]*matcher.Matcher{} // nil: no placement
+	revs := map[uuid.UUID]revPlacement{}
 	for _, r := range ws {
 		w, ok := r.early()
 		if !ok {
@@ -92,14 +92,14 @@ func (o *RunOps) WaitReasons(ctx context.Context, runRefs []string) (map[string]
 				}
 				loaded = true
 			}
-			m, seen := revs[r.revID]
+			rp, seen := revs[r.revID]
 			if !seen {
-				if m, err = dispatch.RevisionMatcher(r.revID, r.canonical, r.digest); err != nil {
+				if rp.m, rp.worker, err = dispatch.RevisionMatcher(r.revID, r.canonical, r.digest); err != nil {
 					return nil, err
 				}
-				revs[r.revID] = m
+				revs[r.revID] = rp
 			}
-			w = placementWait(m, sessions, truncated)
+			w = placementWait(rp, sessions, truncated)
 		}
 		out[r.id.String()] = w.Reason
 	}
@@ -153,6 +153,14 @@ func (o *RunOps) waitingRuns(ctx context.Context, ids []uuid.UUID) ([]waitingRun
 type liveSession struct {
 	caps             string
 	capacity, leases int
+	worker           string
+}
+
+// revPlacement is a revision's placement: m (nil: none) and the worker it
+// is pinned to ("" for any).
+type revPlacement struct {
+	m      *matcher.Matcher
+	worker string
 }
 
 // liveSessions reads up to maxWaitSessions live sessions; truncated says
@@ -160,7 +168,7 @@ type liveSession struct {
 func (o *RunOps) liveSessions(ctx context.Context) ([]liveSession, bool, error) {
 	rows, err := o.db.Query(ctx, `SELECT s.capabilities::text, s.capacity,
 		(SELECT count(*) FROM ql3.run_leases l WHERE l.session_id = s.session_id AND l.status = 'leased'
-			AND l.expires_at_ms > `+postgres.DBNowMs+`)
+			AND l.expires_at_ms > `+postgres.DBNowMs+`), s.worker_id::text
 		FROM ql3.worker_sessions s JOIN ql3.workers w ON w.worker_id = s.worker_id
 		WHERE s.status = 'online' AND s.lease_expires_at_ms > `+postgres.DBNowMs+` AND w.status = 'active'
 		ORDER BY s.session_id LIMIT $1`, maxWaitSessions+1)
@@ -169,7 +177,7 @@ func (o *RunOps) liveSessions(ctx context.Context) ([]liveSession, bool, error) 
 	}
 	sessions, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (liveSession, error) {
 		var l liveSession
-		return l, r.Scan(&l.caps, &l.capacity, &l.leases)
+		return l, r.Scan(&l.caps, &l.capacity, &l.leases, &l.worker)
 	})
 	if err != nil {
 		return nil, false, postgres.TranslateDriver(err)
@@ -180,11 +188,17 @@ func (o *RunOps) liveSessions(ctx context.Context) ([]liveSession, bool, error) 
 	return sessions, false, nil
 }
 
-// placementWait explains a queued Run whose revision places by m (nil: no
-// placement, every worker qualifies) by the live sessions.
-func placementWait(m *matcher.Matcher, sessions []liveSession, truncated bool) controlplane.WaitReason {
+// placementWait explains a queued Run whose revision places by rp (no
+// matcher: every worker qualifies) by the live sessions; a session of
+// another worker than the pinned one counts under "worker".
+func placementWait(rp revPlacement, sessions []liveSession, truncated bool) controlplane.WaitReason {
 	w := controlplane.WaitReason{LiveSessions: len(sessions), Truncated: truncated}
+	m := rp.m
 	for _, s := range sessions {
+		if rp.worker != "" && s.worker != rp.worker {
+			countMismatch(&w, "worker")
+			continue
+		}
 		if m != nil {
 			caps, err := placement.DecodeCapabilities([]byte(s.caps))
 			if err != nil {
