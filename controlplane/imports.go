@@ -41,6 +41,13 @@ type ImportEnv struct {
 	Entry    EnvInput
 }
 
+// ImportDependency is a dependency record an import creates (no install
+// starts: the operator installs from the dependencies page).
+type ImportDependency struct {
+	SourceID   int64
+	Dependency DependencyInput
+}
+
 // ImportBatch is everything one apply writes, in one transaction.
 type ImportBatch struct {
 	ProjectID  string
@@ -51,6 +58,7 @@ type ImportBatch struct {
 	Files      []ImportFile
 	Tasks      []ImportTask
 	Envs       []ImportEnv
+	Deps       []ImportDependency
 }
 
 // ImportRow is what one source row became.

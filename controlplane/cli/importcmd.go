@@ -143,8 +143,8 @@ func importPrinters() map[string]Printer {
 	return map[string]Printer{
 		"import inspect": plan,
 		"import apply": one(func(w io.Writer, _ Args, r controlplane.ImportResult) error {
-			fmt.Fprintf(w, "%s: %d tasks, %d env entries, %d script files into project %s (zone %s)\n",
-				r.Status, r.Tasks, r.Envs, r.Files, r.ProjectID, r.Zone)
+			fmt.Fprintf(w, "%s: %d tasks, %d env entries, %d dependency records, %d script files into project %s (zone %s)\n",
+				r.Status, r.Tasks, r.Envs, r.Deps, r.Files, r.ProjectID, r.Zone)
 			for _, f := range r.Refused {
 				fmt.Fprintf(w, "not copied: scripts/%s: %s\n", f.Path, strings.Join(f.Reasons, "; "))
 			}

@@ -16,17 +16,16 @@ import (
 	"path/filepath"
 
 	"github.com/ql3/ql3/controlplane"
+	"github.com/ql3/ql3/core/depcmd"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/qlimport"
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/qlsource"
 )
 
-// Reasons of the rows the cluster cannot hold yet.
-const (
-	NoSubscriptions = "the cluster keeps no subscriptions yet: create it again by hand once it does"
-	NoDependencies  = "the cluster keeps no dependency records yet: install it on the workers by hand"
-)
+// NoSubscriptions is the reason of the subscription rows the cluster's
+// import does not create yet.
+const NoSubscriptions = "the cluster's import does not create subscriptions yet: add it again on the Subscriptions page"
 
 // Inspect reads the data directory from and plans its import into a
 // project for the legacy zone.
@@ -40,7 +39,10 @@ func Inspect(ctx context.Context, from, zone string) (qlimport.Plan, qlimport.So
 	}
 	p, err := qlimport.Inspect(src, zone, qlimport.Checks{
 		Subscription: func(qlimport.SubscriptionPlan) error { return errs.Invalidf("subscription", NoSubscriptions) },
-		Dependency:   func(qlimport.DependencyPlan) error { return errs.Invalidf("dependency", NoDependencies) },
+		Dependency: func(d qlimport.DependencyPlan) error {
+			_, err := depcmd.Check(depcmd.Dependency{Kind: d.Kind, Name: d.Name, Version: d.Version})
+			return err
+		},
 	})
 	return p, src, err
 }
@@ -159,6 +161,12 @@ func BatchOf(p qlimport.Plan, src qlimport.Source, projectID, from string) (cont
 		if e.Created() {
 			b.Envs = append(b.Envs, controlplane.ImportEnv{SourceID: e.SourceID, Entry: controlplane.EnvInput{Name: e.Name,
 				Value: values[e.SourceID], Remarks: e.Remarks, Enabled: e.Enabled, Pinned: e.Pinned, Labels: e.Labels}})
+		}
+	}
+	for _, d := range p.Dependencies {
+		if d.Created() {
+			b.Deps = append(b.Deps, controlplane.ImportDependency{SourceID: d.SourceID,
+				Dependency: controlplane.DependencyInput{ProjectID: projectID, Kind: d.Kind, Name: d.Name, Version: d.Version}})
 		}
 	}
 	drafts := make(map[int]string, len(src.ConfigExports))

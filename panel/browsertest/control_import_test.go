@@ -19,8 +19,9 @@ import (
 // ql3-control (ADR 0063): into project demo, an uploaded archive of a
 // QingLong data folder and the same folder by path give the same plan
 // digest; the plan says why the subscription is manual on the cluster;
-// apply creates the tasks, env entries and script files in demo and
-// nothing in the other project; applying again says nothing changed.
+// apply creates the tasks, env entries, dependency records and script
+// files in demo and nothing in the other project; applying again says
+// nothing changed.
 func TestControlImportWizard(t *testing.T) {
 	cluster := pgtest.NewCluster(t)
 	db := cluster.NewDB(t)
@@ -73,12 +74,12 @@ func TestControlImportWizard(t *testing.T) {
 		t.Fatalf("digests: by path %q, uploaded %q", byPath, uploaded)
 	}
 	rows := get(t, tab, "rows", chromedp.Evaluate[string](`Array.from(document.querySelectorAll('#import-rows tbody tr')).map(r => r.dataset.kind + ':' + r.dataset.source + ':' + r.dataset.class).join(' ')`))
-	for _, want := range []string{"task:7:requires_manual_action", "task:5:requires_shell_compatibility", "subscription:1:requires_manual_action", "dependency:1:requires_manual_action"} {
+	for _, want := range []string{"task:7:requires_manual_action", "task:5:requires_shell_compatibility", "subscription:1:requires_manual_action"} {
 		if !strings.Contains(rows, want) {
 			t.Errorf("plan rows %q lack %s", rows, want)
 		}
 	}
-	if page := get(t, tab, "page", chromedp.Evaluate[string](`document.body.innerText`)); strings.Contains(page, "AAA111") || !strings.Contains(page, "keeps no subscriptions") {
+	if page := get(t, tab, "page", chromedp.Evaluate[string](`document.body.innerText`)); strings.Contains(page, "AAA111") || !strings.Contains(page, "does not create subscriptions yet") {
 		t.Errorf("page text: a value shown, or the cluster's reason missing")
 	}
 	shot(t, tab, "ql3-control-import-plan")
@@ -110,6 +111,9 @@ func TestControlImportWizard(t *testing.T) {
 	}
 	if code, body := apiRaw(t, tg, "GET", "/api/v1/projects/demo/envs?q=JD_COOKIE", nil); code != 200 || strings.Count(body, `"name":"JD_COOKIE"`) < 2 {
 		t.Errorf("JD_COOKIE entries in demo: %d %s", code, body)
+	}
+	if code, body := apiRaw(t, tg, "GET", "/api/v1/projects/demo/dependencies", nil); code != 200 || strings.Count(body, `"kind":`) != 4 {
+		t.Errorf("dependency records in demo: %d %s", code, body)
 	}
 	do(t, tab, "apply again",
 		chromedp.Click(css("#import-apply")),

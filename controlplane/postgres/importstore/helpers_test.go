@@ -33,11 +33,12 @@ const fixture = "../../../scripts/qlfixture/testdata/qinglong-2.21.0"
 const zone = "Asia/Shanghai"
 
 // What the fixture's plan creates on the cluster (scripts/qlfixture/gen.js;
-// the subscription and the dependencies are manual here).
+// the subscription is manual here).
 const (
 	fixtureTasks = 11 // 8 lossless + 3 requires_shell_compatibility
 	fixtureEnvs  = 9  // 6 rows + 3 config.sh drafts
 	fixtureFiles = 7
+	fixtureDeps  = 4
 )
 
 // copyTree copies the fixture into a fresh folder with fixed modes (git
@@ -163,7 +164,8 @@ func (c *cluster) count(t testing.TB, sql string) int {
 }
 
 // assertCounts checks the project's live tasks, triggers, env entries,
-// script files and ledger rows.
+// script files and ledger rows (and that dependency records come and go
+// with the ledger row: fixtureDeps with it, none without).
 func (c *cluster) assertCounts(t testing.TB, tasks, triggers, envs, files, ledger int) {
 	t.Helper()
 	got := []int{
@@ -173,8 +175,13 @@ func (c *cluster) assertCounts(t testing.TB, tasks, triggers, envs, files, ledge
 		c.count(t, `SELECT count(*) FROM ql3.script_entries WHERE project_id = $1 AND kind = 'file'`),
 		c.count(t, `SELECT count(*) FROM ql3.import_ledger WHERE project_id = $1`),
 	}
-	want := []int{tasks, triggers, envs, files, ledger}
+	deps := 0
+	if ledger > 0 {
+		deps = fixtureDeps
+	}
+	got = append(got, c.count(t, `SELECT count(*) FROM ql3.dependencies WHERE project_id = $1`))
+	want := []int{tasks, triggers, envs, files, ledger, deps}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("tasks, triggers, envs, files, ledger rows = %v, want %v", got, want)
+		t.Fatalf("tasks, triggers, envs, files, ledger rows, dependencies = %v, want %v", got, want)
 	}
 }

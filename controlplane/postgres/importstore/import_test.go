@@ -31,34 +31,26 @@ func TestApplyFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The cluster keeps no subscriptions or dependency records yet: every
-	// row the edge would create is manual here, with the reason.
-	noStore := 0
+	// The cluster's import does not create subscriptions yet: the row the
+	// edge would create is manual here, with the reason.
+	noSub := 0
 	for _, s := range p.Subscriptions {
 		if s.Created() {
-			t.Errorf("subscription %d is created on a cluster that keeps none", s.SourceID)
+			t.Errorf("subscription %d is created by the cluster's import", s.SourceID)
 		}
 		if strings.Contains(strings.Join(s.Reasons, ";"), importer.NoSubscriptions) {
-			noStore++
+			noSub++
 		}
 	}
-	for _, d := range p.Dependencies {
-		if d.Created() {
-			t.Errorf("dependency %d is created on a cluster that keeps none", d.SourceID)
-		}
-		if strings.Contains(strings.Join(d.Reasons, ";"), importer.NoDependencies) {
-			noStore++
-		}
-	}
-	if noStore != 5 { // the edge creates 1 subscription and 4 dependencies
-		t.Errorf("%d rows manual for want of a store, want 5", noStore)
+	if noSub != 1 { // the edge creates 1 subscription
+		t.Errorf("%d subscriptions manual for want of their import, want 1", noSub)
 	}
 	res, err := c.im.Apply(ctx, c.project, from, zone, p.Digest)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Status != controlplane.ImportApplied || res.Tasks != fixtureTasks || res.Envs != fixtureEnvs || res.Files != fixtureFiles ||
-		res.Subs != 0 || res.Deps != 0 {
+		res.Subs != 0 || res.Deps != fixtureDeps {
 		t.Fatalf("result %+v", res)
 	}
 	if after := treeState(t, from); after != before {
@@ -135,13 +127,27 @@ func TestApplyFixture(t *testing.T) {
 			t.Errorf("scripts/%s: %v etag %s", f.Path, err, etag)
 		}
 	}
-	if rec, err := c.store.ImportRecord(ctx, c.project, p.Digest); err != nil || rec.Zone != zone || len(rec.Rows) != fixtureTasks+fixtureEnvs+fixtureFiles {
+	if rec, err := c.store.ImportRecord(ctx, c.project, p.Digest); err != nil || rec.Zone != zone || len(rec.Rows) != fixtureTasks+fixtureEnvs+fixtureFiles+fixtureDeps {
 		t.Errorf("ledger %+v %v", rec, err)
 	}
 	if n := c.count(t, `SELECT count(*) FROM ql3.audit_log WHERE action = 'import.apply' AND subject_id = $1::uuid::text`); n != 1 {
 		t.Errorf("%d import.apply audit lines", n)
 	}
 	c.assertCounts(t, fixtureTasks, triggers, fixtureEnvs, fixtureFiles, 1)
+	// Dependency records as planned, no install started.
+	for _, d := range p.Dependencies {
+		if !d.Created() {
+			continue
+		}
+		var n int
+		if err := c.admin.QueryRow(ctx, `SELECT count(*) FROM ql3.dependencies WHERE project_id = $1 AND kind = $2 AND name = $3 AND version = $4`,
+			c.project, d.Kind, d.Name, d.Version).Scan(&n); err != nil || n != 1 {
+			t.Errorf("dependency %s %s %s: %d records (%v)", d.Kind, d.Name, d.Version, n, err)
+		}
+	}
+	if n := c.count(t, `SELECT count(*) FROM ql3.dependency_installs WHERE project_id = $1`); n != 0 {
+		t.Errorf("%d installs started by the import", n)
+	}
 
 	// Replay: existing, nothing written.
 	again, err := c.im.Apply(ctx, c.project, from, zone, p.Digest)

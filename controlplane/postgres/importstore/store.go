@@ -18,6 +18,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/postgres"
+	"github.com/ql3/ql3/controlplane/postgres/depstore"
 	"github.com/ql3/ql3/controlplane/postgres/envstore"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/controlplane/postgres/scriptstore"
@@ -167,7 +168,7 @@ func (s *Store) ApplyImport(ctx context.Context, b controlplane.ImportBatch) (co
 				counts[r.Kind]++
 			}
 			if err := publication.InsertAudit(ctx, tx, AuditApply, "project", pid.String(), map[string]any{
-				"planDigest": b.PlanDigest, "zone": b.Zone, "tasks": counts["task"], "envs": counts["env"], "files": counts["script"]}); err != nil {
+				"planDigest": b.PlanDigest, "zone": b.Zone, "tasks": counts["task"], "envs": counts["env"], "files": counts["script"], "dependencies": counts["dependency"]}); err != nil {
 				return err
 			}
 			s.hook("ledger")
@@ -222,5 +223,13 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, b controlplane.ImportBatch
 		}
 	}
 	s.hook("envs")
+	for _, d := range b.Deps {
+		d.Dependency.ProjectID = b.ProjectID
+		created, err := depstore.CreateDependencyTx(ctx, tx, d.Dependency)
+		if err != nil {
+			return nil, errs.Prefix(fmt.Sprintf("dependencies[source %d]", d.SourceID), err)
+		}
+		rows = append(rows, controlplane.ImportRow{Kind: "dependency", SourceID: d.SourceID, TargetID: created.ID})
+	}
 	return rows, nil
 }
