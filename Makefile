@@ -1,7 +1,7 @@
 # ql3 — one Makefile for the whole go.work workspace.
 # `make run` starts the edge binary; `make test` runs every test (see README).
 
-MODULES    := core controlplane worker edge httpkit notifykit panel panel/browsertest migrations scripts subfetch
+MODULES    := core controlplane worker edge httpkit notifykit panel panel/browsertest migrations scripts subfetch qlsource
 GO         ?= go
 FUZZTIME   ?= 3s
 LONGFUZZ   ?= 2m

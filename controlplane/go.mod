@@ -15,6 +15,7 @@ require (
 
 require (
 	github.com/Masterminds/semver/v3 v3.5.0 // indirect
+	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/getkin/kin-openapi v0.153.0 // indirect
 	github.com/go-openapi/jsonpointer v0.22.5 // indirect
 	github.com/go-openapi/swag/jsonname v0.25.5 // indirect
@@ -22,6 +23,9 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/mattn/go-isatty v0.0.24 // indirect
+	github.com/ncruces/go-strftime v1.1.0 // indirect
+	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
@@ -31,6 +35,9 @@ require (
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
+	modernc.org/libc v1.80.1 // indirect
+	modernc.org/mathutil v1.7.1 // indirect
+	modernc.org/memory v1.12.1 // indirect
 )
 
 replace github.com/ql3/ql3/migrations => ../migrations
@@ -50,6 +57,7 @@ replace github.com/ql3/ql3/panel => ../panel
 require (
 	github.com/ql3/ql3/httpkit v0.0.0
 	github.com/ql3/ql3/notifykit v0.0.0
+	modernc.org/sqlite v1.62.0
 )
 
 replace github.com/ql3/ql3/httpkit => ../httpkit
@@ -61,3 +69,8 @@ replace github.com/ql3/ql3/notifykit => ../notifykit
 require github.com/ql3/ql3/subfetch v0.0.0
 
 replace github.com/ql3/ql3/subfetch => ../subfetch
+
+// The QingLong source reader the import shares with the edge (ADR 0063).
+require github.com/ql3/ql3/qlsource v0.0.0
+
+replace github.com/ql3/ql3/qlsource => ../qlsource

@@ -71,3 +71,7 @@ replace github.com/ql3/ql3/notifykit => ../notifykit
 require github.com/ql3/ql3/subfetch v0.0.0
 
 replace github.com/ql3/ql3/subfetch => ../subfetch
+// The QingLong source reader the cluster's import shares (ADR 0063).
+require github.com/ql3/ql3/qlsource v0.0.0
+
+replace github.com/ql3/ql3/qlsource => ../qlsource

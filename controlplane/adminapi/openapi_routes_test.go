@@ -188,7 +188,7 @@ func adminRoutes() []openapi.Route {
 		{Method: "DELETE", Path: "/api/v1/apps/{app}", Summary: "delete an app (its tokens end with it)",
 			Params:    []openapi.Param{openapi.PathParam("app", "app id")},
 			Responses: withErrors(map[int]openapi.Response{204: {Description: "deleted"}}, 404, 503)},
-	}, append(append(append(append(scriptRoutes(), notifyRoutes()...), append(tokenRoutes(), userRoutes()...)...), viewRoutes()...), append(subscriptionRoutes(), depRoutes()...)...)...) // openapi_subs_test.go, openapi_scripts_test.go, openapi_notify_test.go, openapi_access_test.go, openapi_views_test.go, openapi_deps_test.go
+	}, append(append(append(append(scriptRoutes(), notifyRoutes()...), append(tokenRoutes(), userRoutes()...)...), viewRoutes()...), append(subscriptionRoutes(), append(depRoutes(), importRoutes()...)...)...)...) // openapi_subs_test.go, openapi_scripts_test.go, openapi_notify_test.go, openapi_access_test.go, openapi_views_test.go, openapi_deps_test.go, openapi_import_test.go
 }
 
 func adminGenerator() *openapi.Generator {

@@ -77,7 +77,8 @@ func TestOpenAPIExamples(t *testing.T) {
 		Notify:  notifyPorts(t, db), // openapi_notify_test.go
 		Apps:    openapps.New(adminPool), Tokens: pub,
 		Accounts: accounts.New(adminPool), Subscriptions: subsService(t, db),
-		Deps: depstore.New(adminPool),
+		Deps:    depstore.New(adminPool),
+		Imports: importService(t, adminPool, pub, envs), // openapi_import_test.go
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, adminPool, ref)
 		}})))
@@ -205,6 +206,8 @@ func TestOpenAPIExamples(t *testing.T) {
 	f.call("POST", "/api/v1/projects/"+proj+"/archive", `{"expectedVersion":99}`, nil)
 	f.call("POST", "/api/v1/projects/"+proj+"/archive", "", nil)
 	exerciseNotify(t, f, id) // openapi_notify_test.go
+
+	importExamples(t, f, send) // openapi_import_test.go
 	send("GET", "/api/v1/projects", "", "Authorization", "Bearer wrong")
 	send("POST", "/api/v1/projects", `{"name":"x"}`, "Authorization", "Bearer "+token, "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site")
 

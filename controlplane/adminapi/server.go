@@ -59,6 +59,7 @@ import (
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/accessapi"
 	"github.com/ql3/ql3/controlplane/depapi"
+	"github.com/ql3/ql3/controlplane/importapi"
 	"github.com/ql3/ql3/controlplane/subapi"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/metrics"
@@ -130,6 +131,8 @@ type Config struct {
 	// Deps stores the projects' dependencies (depapi, ADR 0062); nil
 	// answers those routes 503.
 	Deps controlplane.Dependencies
+	// Imports is the QingLong import (importapi, ADR 0063); nil answers 503.
+	Imports controlplane.Imports
 }
 
 // Server is the admin API handler.
@@ -154,6 +157,7 @@ type Server struct {
 	open     http.Handler
 	access   *accessapi.API
 	depAPI   *depapi.API
+	imports  controlplane.Imports
 
 	collect   Collector
 	httpStats *metrics.HTTPStats
@@ -164,6 +168,7 @@ type Server struct {
 func New(cfg Config) *Server {
 	s := &Server{runs: cfg.Runs, disable: cfg.DisableWorker, b: cfg.Backend, log: cfg.Logger, version: cfg.Version, maxBody: cfg.MaxBodyBytes, ready: cfg.Ready, queue: cfg.Queue, now: cfg.Now,
 		collect: cfg.Metrics, httpStats: metrics.NewHTTPStats(), ui: cfg.UI, envs: cfg.Envs, scripts: cfg.Scripts, notify: cfg.Notify, apps: cfg.Apps, open: cfg.Open}
+	s.imports = cfg.Imports
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -242,6 +247,7 @@ func (s *Server) routes(mux httpkit.Mux) {
 	s.appRoutes(mux)     // apps.go: /api/v1/apps and /open/ (ADR 0057)
 	s.access.Routes(mux) // accessapi: scoped tokens, accounts, password sign-in (ADR 0060)
 	s.depAPI.Routes(mux) // depapi: a project's dependencies (ADR 0062)
+	importapi.New(importapi.Config{Imports: s.imports, Projects: s.b, MaxBodyBytes: s.maxBody, Logger: s.log}).Routes(mux)
 
 	// Everything else is a JSON 404, not the mux's text one.
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

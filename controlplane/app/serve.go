@@ -118,6 +118,8 @@ func (m *Main) serve(ctx context.Context) error {
 		Scripts: scriptStore,
 		Notify:  notifyPorts, Subscriptions: subs,
 		Deps: depstore.New(pool), // the projects' dependencies (ADR 0062)
+		// imports.go (ADR 0063)
+		Imports: m.importService(ctx, pool, pub, envs),
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, pool, ref)
 		},

@@ -58,6 +58,9 @@ func Commands() map[string]Command {
 	for name, c := range depCommands() { // depcmd.go
 		cmds[name] = c
 	}
+	for name, c := range importCommands() { // importcmd.go
+		cmds[name] = c
+	}
 	printers := Printers()
 	for name, p := range subPrinters() { // subcmd.go
 		printers[name] = p
@@ -66,6 +69,9 @@ func Commands() map[string]Command {
 		printers[name] = p
 	}
 	for name, p := range depPrinters() {
+		printers[name] = p
+	}
+	for name, p := range importPrinters() {
 		printers[name] = p
 	}
 	for name, c := range cmds {

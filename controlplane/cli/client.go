@@ -39,6 +39,7 @@ type Args struct {
 	notify                                      notifyArgs // notify commands (notify.go)
 	sub                                         subArgs    // subscription commands (subcmd.go)
 	dep                                         depArgs    // dep commands (depcmd.go)
+	imp                                         importArgs // import commands (importcmd.go)
 	// JSON is --json: print the answer's JSON instead of text (present.go).
 	JSON bool
 }

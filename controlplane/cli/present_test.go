@@ -20,6 +20,7 @@ import (
 	"github.com/ql3/ql3/controlplane/adminapi"
 	"github.com/ql3/ql3/controlplane/depapi"
 	"github.com/ql3/ql3/controlplane/subapi"
+	"github.com/ql3/ql3/core/qlimport"
 	"github.com/ql3/ql3/core/subplan"
 	"github.com/ql3/ql3/notifykit"
 )
@@ -59,6 +60,9 @@ func fakeAdminAPI(t *testing.T, skipped bool) string {
 		Status: "installed"}, Installs: []controlplane.DependencyInstall{{WorkerID: "wk-1", WorkerName: "edge-1", Action: "install",
 		RunID: "run-10", Status: "installed"}}}
 	depAction := depapi.DependencyAction{Dependency: dep, Runs: []depapi.DependencyRun{{WorkerID: "wk-1", WorkerName: "edge-1", RunID: "run-10"}}}
+	importInspection := controlplane.ImportInspection{From: "/ql/data", Digest: "sha256:ab", Plan: qlimport.Plan{Zone: "Asia/Shanghai",
+		Tasks:  []qlimport.TaskPlan{{SourceID: 7, Class: qlimport.RequiresManual, Name: "boot", Reasons: []string{"@boot is not a schedule"}}},
+		Counts: map[string]map[qlimport.Class]int{"tasks": {qlimport.RequiresManual: 1}}}}
 	answers := map[string]any{
 		// subcmd.go's commands
 		"GET /api/v1/projects/ops/subscriptions":             subapi.SubscriptionList{Subscriptions: []subapi.SubscriptionView{subView}},
@@ -76,6 +80,11 @@ func fakeAdminAPI(t *testing.T, skipped bool) string {
 		"POST /api/v1/notify/rules":              notifyRule,
 		"DELETE /api/v1/notify/rules/rule-1":     nil,
 		"GET /api/v1/notify/deliveries":          notifykit.DeliveryList{Items: []notifykit.NotifyDelivery{notifyDelivery}},
+		// importcmd.go's commands
+		"POST /api/v1/projects/ops/import/inspect": importInspection,
+		"POST /api/v1/projects/ops/import/upload":  importInspection,
+		"POST /api/v1/projects/ops/import/apply": controlplane.ImportResult{Status: "applied", ProjectID: "proj-1", Zone: "Asia/Shanghai", Tasks: 2, Envs: 3, Files: 1,
+			Refused: []qlimport.FilePlan{{Path: "node_modules", Class: qlimport.RequiresManual, Reasons: []string{"install the dependencies"}}}},
 		"GET /api/v1/audit": adminapi.List[controlplane.AuditRecord]{Items: []controlplane.AuditRecord{{ID: "a-1", ActorKind: "token",
 			ActorID: "t-1", Action: "task.update", SubjectKind: "task", SubjectID: "task-1", Outcome: "ok"}}},
 		"GET /api/v1/projects":                                  adminapi.List[adminapi.ProjectRecord]{Items: []adminapi.ProjectRecord{{ID: "proj-1", Name: "ops", Status: "active"}}},
@@ -248,6 +257,8 @@ func clientArgs(t *testing.T) map[string][]string {
 		"app list":                  {"--project", "ops"},
 		"app create":                {"--project", "ops", "--name", "phone", "--scopes", "envs,crons"},
 		"app delete":                {"--id", "app-1"},
+		"import inspect":            {"--project", "ops", "--from", "/ql/data", "--zone", "Asia/Shanghai"},
+		"import apply":              {"--project", "ops", "--from", "/ql/data", "--plan", "sha256:ab"},
 	}
 }
 

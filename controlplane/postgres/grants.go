@@ -110,6 +110,9 @@ var tableGrants = []tableGrant{
 	{"dependencies", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE"}},
 	{"dependency_settings", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE"}},
 	{"dependency_installs", map[string]string{RoleAdmin: "SELECT, INSERT, UPDATE, DELETE"}},
+	// 0021: the import ledger (ADR 0063), the admin role's alone.
+	{"import_ledger", map[string]string{RoleAdmin: "SELECT, INSERT"}},
+	{"import_rows", map[string]string{RoleAdmin: "SELECT, INSERT"}},
 }
 
 // grantees are the roles whose privileges InstallGrants owns completely.

@@ -91,6 +91,10 @@ var wantPrivileges = map[string]map[string]string{
 	"dependencies":        {admin: "SIUD"},
 	"dependency_settings": {admin: "SIU"},
 	"dependency_installs": {admin: "SIUD"},
+	// Migration 0021 (the import ledger, ADR 0063): admin's job only; a
+	// ledger row is never rewritten.
+	"import_ledger": {admin: "SI"},
+	"import_rows":   {admin: "SI"},
 }
 
 // mustDeny are the denials issue 4 names explicitly; they guard the table
@@ -222,6 +226,8 @@ INSERT INTO ql3.dependencies (dependency_id, project_id, kind, name, created_at_
 INSERT INTO ql3.dependency_settings (project_id, kind, updated_at_ms) VALUES ({P}, 'node', 1);
 INSERT INTO ql3.dependency_installs (dependency_id, project_id, worker_id, task_id, action, run_key, status, started_at_ms)
 	VALUES ('00000000-0000-7000-8000-0000000000d1', {P}, {W1}, {T}, 'install', 'dep:seed', 'installing', 1);
+INSERT INTO ql3.import_ledger (project_id, plan_digest, zone, source, applied_at_ms) VALUES ({P}, 'sha256:seed', 'Asia/Shanghai', '/ql', 1);
+INSERT INTO ql3.import_rows (project_id, plan_digest, kind, source_id, target_id) VALUES ({P}, 'sha256:seed', 'task', 1, {T});
 `
 
 // tableOps: a valid INSERT of a new row and an UPDATE of exactly one seeded
@@ -390,6 +396,12 @@ var tableOps = map[string]struct{ insert, update string }{
 		`INSERT INTO ql3.dependency_installs (dependency_id, project_id, worker_id, task_id, action, run_key, status, started_at_ms)
 			VALUES ('00000000-0000-7000-8000-0000000000d1', {P}, {W2}, {T}, 'install', 'dep:seed2', 'installing', 1)`,
 		`UPDATE ql3.dependency_installs SET version = '1' WHERE run_key = 'dep:seed'`},
+	"import_ledger": {
+		`INSERT INTO ql3.import_ledger (project_id, plan_digest, zone, source, applied_at_ms) VALUES ({P}, {N}, 'UTC', '/ql', 1)`,
+		`UPDATE ql3.import_ledger SET zone = 'UTC' WHERE plan_digest = 'sha256:seed'`},
+	"import_rows": {
+		`INSERT INTO ql3.import_rows (project_id, plan_digest, kind, source_id, target_id) VALUES ({P}, 'sha256:seed', 'env', 2, 'x')`,
+		`UPDATE ql3.import_rows SET target_id = 'y' WHERE source_id = 1`},
 }
 
 func TestGrantMatrixIsConsistent(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ql3/ql3/edge/qlsource"
+	"github.com/ql3/ql3/qlsource"
 )
 
 // Scale of the import figures (issue #25): 2,000 tasks, 5,000 env rows,

@@ -21,8 +21,8 @@ import (
 	"github.com/ql3/ql3/core/spec"
 	"github.com/ql3/ql3/core/subplan"
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/edge/qlsource"
 	"github.com/ql3/ql3/edge/scripts"
+	"github.com/ql3/ql3/qlsource"
 )
 
 // Importer applies plans to one edge's store and scripts folder.

@@ -17,7 +17,7 @@ import (
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/qlimport"
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/edge/qlsource"
+	"github.com/ql3/ql3/qlsource"
 )
 
 // What the fixture's plan creates (scripts/qlfixture/gen.js).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/qlimport"
+	"github.com/ql3/ql3/qlsource"
 )
 
 // UploadPrefix marks a source that is an uploaded data directory:
@@ -77,7 +78,7 @@ func (s *Service) InspectUpload(ctx context.Context, r io.Reader, format, zone s
 	if err := os.MkdirAll(s.UploadDir, 0o700); err != nil {
 		return Inspection{}, err
 	}
-	root, skipped, err := Unpack(r, format, dir)
+	root, skipped, err := qlsource.Unpack(r, format, dir)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return Inspection{}, err
@@ -141,7 +142,7 @@ func (s *Service) Apply(ctx context.Context, from, zone, digest, actor string) (
 		if len(id) != 16 || strings.Trim(id, "0123456789abcdef") != "" {
 			return Result{}, errs.Invalidf("from", "%q is not an upload of this server", from)
 		}
-		root, err := uploadRoot(filepath.Join(s.UploadDir, id))
+		root, err := qlsource.UploadRoot(filepath.Join(s.UploadDir, id))
 		if err != nil {
 			return Result{}, errs.Invalidf("from", "upload %s is gone (only the last %d are kept): upload it again", id, maxUploads)
 		}
@@ -164,3 +165,11 @@ func zoneRequired(zone string) (string, error) {
 	}
 	return zone, nil
 }
+
+// Archive formats and bounds of an uploaded data directory (qlsource's,
+// which the cluster's import shares).
+const (
+	FormatTar      = qlsource.FormatTar
+	FormatTarGz    = qlsource.FormatTarGz
+	MaxUploadBytes = qlsource.MaxUploadBytes
+)

@@ -3,21 +3,16 @@ package importer
 import (
 	"archive/tar"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/qlimport"
 	"github.com/ql3/ql3/core/scriptpath"
 	"github.com/ql3/ql3/edge"
-	"github.com/ql3/ql3/edge/qlsource"
 	"github.com/ql3/ql3/edge/scripts"
+	"github.com/ql3/ql3/qlsource"
 )
 
 const (
@@ -63,9 +58,8 @@ func (im *Importer) stage(from, digest string, files []qlimport.FilePlan) error 
 	}()
 	im.hook("staging")
 	tw := tar.NewWriter(out)
-	root := filepath.Join(from, qlsource.ScriptsDir)
 	for _, f := range files {
-		if err := stageFile(tw, root, f); err != nil {
+		if err := stageFile(tw, from, f); err != nil {
 			return err
 		}
 	}
@@ -88,40 +82,20 @@ func (im *Importer) stage(from, digest string, files []qlimport.FilePlan) error 
 	return nil
 }
 
-func stageFile(tw *tar.Writer, root string, f qlimport.FilePlan) error {
-	changed := func(what string) error {
-		return errs.E(errs.Conflict, "plan", "scripts/%s %s since it was inspected: inspect again", f.Path, what)
-	}
-	abs := filepath.Join(root, filepath.FromSlash(f.Path))
-	fh, err := os.OpenFile(abs, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return changed("cannot be opened (" + err.Error() + ")")
-	}
-	defer fh.Close()
-	st, err := fh.Stat()
+func stageFile(tw *tar.Writer, dataDir string, f qlimport.FilePlan) error {
+	cf, err := qlsource.OpenChecked(dataDir, f)
 	if err != nil {
 		return err
 	}
-	d := qlsource.Describe(f.Path, st)
-	if d.Mode != qlimport.ModeFile || d.Links != 1 || d.Writable || d.Size != f.Size {
-		return changed("changed type, links, mode or size")
-	}
+	defer cf.Close()
 	mode := int64(0o644)
-	if st.Mode().Perm()&0o111 != 0 {
+	if cf.Executable {
 		mode = 0o755
 	}
 	if err := tw.WriteHeader(&tar.Header{Name: f.Path, Mode: mode, Size: f.Size, Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
 		return err
 	}
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tw, h), io.LimitReader(fh, f.Size+1))
-	if err != nil {
-		return err
-	}
-	if n != f.Size || hex.EncodeToString(h.Sum(nil)) != f.SHA256 {
-		return changed("changed content")
-	}
-	return nil
+	return cf.CopyTo(tw)
 }
 
 func syncDir(dir string) error {

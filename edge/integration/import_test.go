@@ -14,7 +14,7 @@ import (
 	"github.com/ql3/ql3/core/qlimport"
 	"github.com/ql3/ql3/edge/httpapi"
 	"github.com/ql3/ql3/edge/importer"
-	"github.com/ql3/ql3/edge/qlsource"
+	"github.com/ql3/ql3/qlsource"
 )
 
 // TestImportThroughBinary: the real ql3-edge binary imports the committed

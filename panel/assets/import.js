@@ -1,4 +1,6 @@
-// ql3 panel: the QingLong import wizard (ql3-edge; ADR 0056). Served
+// ql3 panel: the QingLong import wizard (ql3-edge, ADR 0056; into a
+// project of ql3-control, ADR 0063: the same routes under
+// /api/v1/projects/{p}/import, the project chosen on the page). Served
 // after app.js in the same response and plugged in through
 // window.ql3Panel. Three steps: the source (a path on the server or an
 // uploaded tar of the data folder) and QingLong's time zone → the plan
@@ -30,7 +32,8 @@
       "import.result": "Result", "import.status.applied": "Applied.", "import.status.existing": "This plan was applied before: nothing changed.",
       "import.done": "{tasks} tasks, {envs} env entries, {subs} subscriptions, {deps} dependencies, {files} script files.",
       "import.refused": "Not copied: scripts/{path} ({reasons})", "import.skipped": "Not unpacked (a link or special file): {path}",
-      "import.line": "line {line}"
+      "import.line": "line {line}",
+      "import.project": "Project", "import.noProject": "Create a project first: an import goes into one project."
     },
     "zh-CN": {
       "nav.import": "导入",
@@ -51,14 +54,20 @@
       "import.result": "结果", "import.status.applied": "已导入。", "import.status.existing": "此计划之前已执行过：没有任何改动。",
       "import.done": "{tasks} 个任务，{envs} 个环境变量，{subs} 个订阅，{deps} 个依赖，{files} 个脚本文件。",
       "import.refused": "未复制：scripts/{path}（{reasons}）", "import.skipped": "未解包（链接或特殊文件）：{path}",
-      "import.line": "第 {line} 行"
+      "import.line": "第 {line} 行",
+      "import.project": "项目", "import.noProject": "请先创建一个项目：导入的内容会进入一个项目。"
     }
   });
+
+  // base is the import's API: the edge's, or the chosen project's on
+  // ql3-control (?project= in the page's address; the first project when
+  // none is chosen).
+  let base = "/api/v1/import";
 
   async function upload(file, zone) {
     const n = file.name.toLowerCase();
     const format = (n.endsWith(".tar.gz") || n.endsWith(".tgz")) ? "tar.gz" : "tar";
-    const r = await fetch("/api/v1/import/upload?" + new URLSearchParams({ zone, format }).toString(), {
+    const r = await fetch(base + "/upload?" + new URLSearchParams({ zone, format }).toString(), {
       method: "POST", credentials: "same-origin", cache: "no-store", body: file,
       headers: { "Content-Type": "application/octet-stream", Accept: "application/json" },
     });
@@ -94,6 +103,7 @@
 
   function planView(ins, g, zone, msg, say) {
     const plan = ins.plan;
+    const at = base; // the server (and project) that inspected it
     const only = h("input", { type: "checkbox", id: "import-only", checked: true });
     const table = h("table", { class: "cards", id: "import-rows" });
     const head = h("thead", {}, h("tr", {}, ["kind", "sourceId", "class", "name", "becomes", "reasons"].map((k) => h("th", { text: t("import." + k, k) }))));
@@ -124,7 +134,7 @@
       apply.disabled = true;
       say(t("import.applying", "Applying…"));
       try {
-        const res = await api("POST", "/api/v1/import/apply", { plan: ins.planDigest, from: ins.from, zone });
+        const res = await api("POST", at + "/apply", { plan: ins.planDigest, from: ins.from, zone });
         say("");
         result.replaceChildren(
           h("h2", { text: t("import.result", "Result") }),
@@ -150,6 +160,16 @@
   }
 
   async function show(p, params, g) {
+    let picker = null;
+    base = "/api/v1/import";
+    if (P.S.control) {
+      const projects = (await api("GET", "/api/v1/projects?limit=200")).items.filter((x) => x.status === "active");
+      const project = params.get("project") || (projects[0] ? projects[0].name : "");
+      if (!project) { render(g, h("h1", { text: t("import.title", "Import from QingLong") }), h("p", { class: "muted", id: "import-no-project", text: t("import.noProject", "Create a project first: an import goes into one project.") })); return; }
+      base = "/api/v1/projects/" + encodeURIComponent(project) + "/import";
+      picker = h("select", { id: "import-project", "aria-label": t("import.project", "Project"), onchange: (ev) => { location.hash = "#/import?" + new URLSearchParams({ project: ev.target.value }).toString(); } },
+        projects.map((x) => h("option", { value: x.name, text: x.name, selected: x.name === project })));
+    }
     const msg = h("p", { class: "notice", id: "import-msg", role: "status" });
     const say = (text, cls) => { msg.textContent = text; msg.className = cls || "notice"; };
     const modePath = h("input", { type: "radio", name: "import-mode", id: "import-mode-path", value: "path", checked: true });
@@ -169,7 +189,7 @@
           if (!file.files[0]) throw new Error(t("import.file", "Archive") + "?");
           ins = await upload(file.files[0], zone.value.trim());
         } else {
-          ins = await api("POST", "/api/v1/import/inspect", { from: from.value.trim(), zone: zone.value.trim() });
+          ins = await api("POST", base + "/inspect", { from: from.value.trim(), zone: zone.value.trim() });
         }
         say("");
         planBox.replaceChildren(planView(ins, g, zone.value.trim(), msg, say));
@@ -182,6 +202,7 @@
     render(g,
       h("h1", { text: t("import.title", "Import from QingLong") }),
       h("p", { class: "muted", text: t("import.help", "") }),
+      picker ? h("p", { class: "bar" }, h("label", { for: "import-project", text: t("import.project", "Project") + " " }), picker) : null,
       h("fieldset", {},
         h("legend", { text: t("import.source", "Source") }),
         h("label", {}, modePath, " ", t("import.fromPath", "Folder on the server")),
@@ -196,7 +217,6 @@
       planBox);
   }
 
-  // The import writes the edge's own store and scripts folder (the
-  // control plane's comes with its cluster stores).
-  P.register("import", (S) => !S.control, show);
+  // Both servers: the edge's own stores, or a project's on ql3-control.
+  P.register("import", () => true, show);
 })();

@@ -7,11 +7,19 @@ import (
 )
 
 // TestControlLinksNoEdgeOrWorker: dependencies point one way (DESIGN.md §1);
-// the control plane never links the edge profile, its SQLite driver or the
-// worker.
+// the control plane never links the edge profile or the worker. The SQLite
+// driver is linked for one thing only: the QingLong import reads a QingLong
+// database through the shared reader (qlsource, ADR 0063), from package
+// importer; no other package of the control plane reaches it.
 func TestControlLinksNoEdgeOrWorker(t *testing.T) {
 	deptest.Forbid(t, "../..", "github.com/ql3/ql3/controlplane/cmd/ql3-control", deptest.ServerTargets,
-		[]string{"github.com/ql3/ql3/edge", "github.com/ql3/ql3/worker", "modernc.org/sqlite"})
+		[]string{"github.com/ql3/ql3/edge", "github.com/ql3/ql3/worker"})
+	const cp = "github.com/ql3/ql3/controlplane"
+	host := deptest.ServerTargets[:1]
+	for _, pkg := range []string{cp, cp + "/adminapi", cp + "/accessapi", cp + "/importapi", cp + "/cli", cp + "/coordinator", cp + "/ingress",
+		cp + "/postgres", cp + "/postgres/importstore", cp + "/postgres/publication", cp + "/postgres/envstore", cp + "/postgres/scriptstore"} {
+		deptest.Forbid(t, "../..", pkg, host, []string{"modernc.org/sqlite"})
+	}
 }
 
 // TestControlLinksTimeZoneData: replicas must agree on every trigger zone.
@@ -41,7 +49,8 @@ func TestControlPlaneRoomsPointOneWay(t *testing.T) {
 	const cp = "github.com/ql3/ql3/controlplane"
 	host := deptest.ServerTargets[:1]
 	deptest.Forbid(t, "../..", cp, host, []string{cp + "/", "github.com/jackc/", "net/http"})
-	for _, pkg := range []string{cp + "/coordinator", cp + "/adminapi", cp + "/accessapi", cp + "/depapi", cp + "/ingress", cp + "/cli"} {
+	for _, pkg := range []string{cp + "/coordinator", cp + "/adminapi", cp + "/accessapi", cp + "/depapi", cp + "/ingress", cp + "/cli",
+		cp + "/importapi", cp + "/importer"} {
 		deptest.Forbid(t, "../..", pkg, host, []string{cp + "/postgres", cp + "/postgres/", "github.com/jackc/"})
 	}
 	for _, pkg := range []string{cp + "/postgres", cp + "/postgres/publication", cp + "/postgres/dispatch",

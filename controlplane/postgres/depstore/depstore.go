@@ -93,6 +93,19 @@ func CheckLabels(labels map[string]string) (map[string]string, error) {
 
 // CreateDependency implements controlplane.Dependencies.
 func (s *Store) CreateDependency(ctx context.Context, in controlplane.DependencyInput) (controlplane.Dependency, error) {
+	var out controlplane.Dependency
+	err := tx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		out, err = CreateDependencyTx(ctx, tx, in)
+		return err
+	})
+	return out, err
+}
+
+// CreateDependencyTx is CreateDependency inside the caller's transaction
+// (the cluster's QingLong import, ADR 0063): the same checks, record and
+// audit line; no install starts.
+func CreateDependencyTx(ctx context.Context, tx pgx.Tx, in controlplane.DependencyInput) (controlplane.Dependency, error) {
 	d, err := depcmd.Check(depcmd.Dependency{Kind: in.Kind, Name: in.Name, Version: in.Version})
 	if err != nil {
 		return controlplane.Dependency{}, err
@@ -110,33 +123,28 @@ func (s *Store) CreateDependency(ctx context.Context, in controlplane.Dependency
 		return controlplane.Dependency{}, err
 	}
 	lj, _ := json.Marshal(labels)
-	var out controlplane.Dependency
-	err = tx(ctx, s.db, func(ctx context.Context, tx pgx.Tx) error {
-		var n int
-		var exists, live bool
-		if err := tx.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE kind = $2 AND name = $3) > 0,
-			(SELECT status = 'active' FROM ql3.projects WHERE project_id = $1) IS TRUE
-			FROM ql3.dependencies WHERE project_id = $1`, project, d.Kind, d.Name).Scan(&n, &exists, &live); err != nil {
-			return err
-		}
-		switch {
-		case !live:
-			return errs.NotFoundf("no active project %s", project)
-		case exists:
-			return errs.E(errs.Conflict, "name", "the project has a %s dependency %.64q", d.Kind, d.Name)
-		case n >= controlplane.MaxDependencies:
-			return errs.TooLargef("dependencies", "at most %d dependencies per project", controlplane.MaxDependencies)
-		}
-		var err error
-		out, err = scanDep(tx.QueryRow(ctx, `INSERT INTO ql3.dependencies (dependency_id, project_id, kind, name, version, labels, created_at_ms, updated_at_ms)
-			VALUES ($1, $2, $3, $4, $5, $6, `+postgres.DBNowMs+`, `+postgres.DBNowMs+`) RETURNING `+depColumns, id, project, d.Kind, d.Name, d.Version, lj))
-		if err != nil {
-			return err
-		}
-		return publication.InsertAudit(ctx, tx, AuditCreate, "dependency", out.ID,
-			map[string]any{"projectId": out.ProjectID, "kind": d.Kind, "name": d.Name, "version": d.Version, "labels": labels})
-	})
-	return out, err
+	var n int
+	var exists, live bool
+	if err := tx.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE kind = $2 AND name = $3) > 0,
+		(SELECT status = 'active' FROM ql3.projects WHERE project_id = $1) IS TRUE
+		FROM ql3.dependencies WHERE project_id = $1`, project, d.Kind, d.Name).Scan(&n, &exists, &live); err != nil {
+		return controlplane.Dependency{}, err
+	}
+	switch {
+	case !live:
+		return controlplane.Dependency{}, errs.NotFoundf("no active project %s", project)
+	case exists:
+		return controlplane.Dependency{}, errs.E(errs.Conflict, "name", "the project has a %s dependency %.64q", d.Kind, d.Name)
+	case n >= controlplane.MaxDependencies:
+		return controlplane.Dependency{}, errs.TooLargef("dependencies", "at most %d dependencies per project", controlplane.MaxDependencies)
+	}
+	out, err := scanDep(tx.QueryRow(ctx, `INSERT INTO ql3.dependencies (dependency_id, project_id, kind, name, version, labels, created_at_ms, updated_at_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, `+postgres.DBNowMs+`, `+postgres.DBNowMs+`) RETURNING `+depColumns, id, project, d.Kind, d.Name, d.Version, lj))
+	if err != nil {
+		return out, err
+	}
+	return out, publication.InsertAudit(ctx, tx, AuditCreate, "dependency", out.ID,
+		map[string]any{"projectId": out.ProjectID, "kind": d.Kind, "name": d.Name, "version": d.Version, "labels": labels})
 }
 
 // GetDependency implements controlplane.Dependencies.

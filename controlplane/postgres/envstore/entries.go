@@ -14,6 +14,7 @@ import (
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/env"
+	"github.com/ql3/ql3/core/envseal"
 	"github.com/ql3/ql3/core/errs"
 )
 
@@ -125,82 +126,102 @@ func (s *Store) CreateEnvs(ctx context.Context, projectID string, in []controlpl
 	if err != nil {
 		return nil, err
 	}
-	if len(in) == 0 {
-		return nil, errs.Invalidf("entries", "at least one entry is required")
-	}
-	if len(in) > env.MaxEntries {
-		return nil, errs.Invalidf("entries", "has %d entries, a project's env store holds at most %d", len(in), env.MaxEntries)
-	}
-	field := func(i int, err error) error {
-		if len(in) == 1 {
-			return err
-		}
-		return errs.Prefix("entries["+strconv.Itoa(i)+"]", err)
-	}
-	for i, e := range in {
-		if err := (env.Entry{Name: e.Name, Value: e.Value, Remarks: e.Remarks, Labels: e.Labels}).Validate(); err != nil {
-			return nil, field(i, err)
-		}
+	if err := checkInputs(in); err != nil {
+		return nil, err
 	}
 	var out []env.Entry
 	err = s.inTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		out = out[:0]
-		pid, err := checkProject(ctx, tx, projectID)
-		if err != nil {
-			return err
-		}
-		var (
-			count  int
-			lowest int64
-			now    int64
-		)
-		if err := tx.QueryRow(ctx, `SELECT count(*), coalesce(min(position), 0), `+postgres.DBNowMs+` FROM ql3.env_entries WHERE project_id = $1`, pid).
-			Scan(&count, &lowest, &now); err != nil {
-			return err
-		}
-		if count+len(in) > env.MaxEntries {
-			return errs.Invalidf("entries", "a project's env store holds at most %d entries; it has %d, adding %d would exceed the limit", env.MaxEntries, count, len(in))
-		}
-		sizes, err := enabledSizes(ctx, tx, pid, "")
-		if err != nil {
-			return err
-		}
-		for _, e := range in {
-			if e.Enabled {
-				sizes = append(sizes, env.Size{Name: e.Name, ValueBytes: len(e.Value)})
-			}
-		}
-		if err := env.CheckSizes(sizes); err != nil {
-			return err
-		}
-		positions := env.NextPositions(lowest, len(in))
-		b := &pgx.Batch{}
-		names := make([]string, 0, len(in))
-		for i, e := range in {
-			id, err := newEntryID()
-			if err != nil {
-				return err
-			}
-			b.Queue(`INSERT INTO ql3.env_entries (entry_id, project_id, name, value_ct, value_bytes, remarks, enabled, pinned, position, labels, created_at_ms, updated_at_ms)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`,
-				id, pid, e.Name, c.Seal(id, e.Name, e.Value), len(e.Value), e.Remarks, e.Enabled, e.Pinned, positions[i], labels(e.Labels), now)
-			out = append(out, env.Entry{ID: id, Name: e.Name, Remarks: e.Remarks, Enabled: e.Enabled, Position: positions[i], Pinned: e.Pinned,
-				Labels: e.Labels, CreatedAtMs: now, UpdatedAtMs: now})
-			if len(names) < 32 {
-				names = append(names, e.Name)
-			}
-		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
-		}
-		subject := out[0].ID
-		if len(out) > 1 {
-			subject = ""
-		}
-		return publication.InsertAudit(ctx, tx, controlplane.AuditEnvCreate, "env_entry", subject,
-			map[string]any{"projectId": projectID, "count": len(out), "names": strings.Join(names, ",")})
+		var cerr error
+		out, cerr = createEnvsTx(ctx, tx, c, projectID, in)
+		return cerr
 	})
 	return out, err
+}
+
+// CreateEnvsTx is CreateEnvs inside the caller's transaction (the cluster
+// import, ADR 0063): the same checks, positions, sealing and audit line.
+// c is the store's Cipher.
+func CreateEnvsTx(ctx context.Context, tx pgx.Tx, c *envseal.Cipher, projectID string, in []controlplane.EnvInput) ([]env.Entry, error) {
+	if err := checkInputs(in); err != nil {
+		return nil, err
+	}
+	return createEnvsTx(ctx, tx, c, projectID, in)
+}
+
+func checkInputs(in []controlplane.EnvInput) error {
+	if len(in) == 0 {
+		return errs.Invalidf("entries", "at least one entry is required")
+	}
+	if len(in) > env.MaxEntries {
+		return errs.Invalidf("entries", "has %d entries, a project's env store holds at most %d", len(in), env.MaxEntries)
+	}
+	for i, e := range in {
+		if err := (env.Entry{Name: e.Name, Value: e.Value, Remarks: e.Remarks, Labels: e.Labels}).Validate(); err != nil {
+			if len(in) == 1 {
+				return err
+			}
+			return errs.Prefix("entries["+strconv.Itoa(i)+"]", err)
+		}
+	}
+	return nil
+}
+
+func createEnvsTx(ctx context.Context, tx pgx.Tx, c *envseal.Cipher, projectID string, in []controlplane.EnvInput) ([]env.Entry, error) {
+	out := make([]env.Entry, 0, len(in))
+	pid, err := checkProject(ctx, tx, projectID)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		count  int
+		lowest int64
+		now    int64
+	)
+	if err := tx.QueryRow(ctx, `SELECT count(*), coalesce(min(position), 0), `+postgres.DBNowMs+` FROM ql3.env_entries WHERE project_id = $1`, pid).
+		Scan(&count, &lowest, &now); err != nil {
+		return nil, err
+	}
+	if count+len(in) > env.MaxEntries {
+		return nil, errs.Invalidf("entries", "a project's env store holds at most %d entries; it has %d, adding %d would exceed the limit", env.MaxEntries, count, len(in))
+	}
+	sizes, err := enabledSizes(ctx, tx, pid, "")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range in {
+		if e.Enabled {
+			sizes = append(sizes, env.Size{Name: e.Name, ValueBytes: len(e.Value)})
+		}
+	}
+	if err := env.CheckSizes(sizes); err != nil {
+		return nil, err
+	}
+	positions := env.NextPositions(lowest, len(in))
+	b := &pgx.Batch{}
+	names := make([]string, 0, len(in))
+	for i, e := range in {
+		id, err := newEntryID()
+		if err != nil {
+			return nil, err
+		}
+		b.Queue(`INSERT INTO ql3.env_entries (entry_id, project_id, name, value_ct, value_bytes, remarks, enabled, pinned, position, labels, created_at_ms, updated_at_ms)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11)`,
+			id, pid, e.Name, c.Seal(id, e.Name, e.Value), len(e.Value), e.Remarks, e.Enabled, e.Pinned, positions[i], labels(e.Labels), now)
+		out = append(out, env.Entry{ID: id, Name: e.Name, Remarks: e.Remarks, Enabled: e.Enabled, Position: positions[i], Pinned: e.Pinned,
+			Labels: e.Labels, CreatedAtMs: now, UpdatedAtMs: now})
+		if len(names) < 32 {
+			names = append(names, e.Name)
+		}
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	subject := out[0].ID
+	if len(out) > 1 {
+		subject = ""
+	}
+	return out, publication.InsertAudit(ctx, tx, controlplane.AuditEnvCreate, "env_entry", subject,
+		map[string]any{"projectId": projectID, "count": len(out), "names": strings.Join(names, ",")})
 }
 
 // UpdateEnv implements controlplane.EnvStore.

@@ -94,6 +94,9 @@ func checkShellTask(cmd spec.Command) error {
 // project's scripts folder as it is in tx and returns its digest. The same
 // files give the same digest, stored once.
 func SnapshotScriptTree(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, dir string) (canonjson.Digest, error) {
+	if d, ok := treeMemoOf(ctx).get(projectID, dir); ok { // importtx.go
+		return d, nil
+	}
 	rows, err := tx.Query(ctx, `SELECT path, sha256, size, executable FROM ql3.script_entries
 		WHERE project_id = $1 AND kind = 'file' AND ($2::text = '' OR starts_with(path, $2::text || '/'))
 		ORDER BY path`, projectID, dir)
@@ -128,6 +131,7 @@ func SnapshotScriptTree(ctx context.Context, tx pgx.Tx, projectID uuid.UUID, dir
 	for _, f := range files {
 		total += f.Size
 	}
+	treeMemoOf(ctx).put(projectID, dir, digest)
 	tag, err := tx.Exec(ctx, `INSERT INTO ql3.script_trees (project_id, digest, files, bytes, created_at_ms)
 		VALUES ($1, $2, $3, $4, `+dbNowMs+`) ON CONFLICT DO NOTHING`, projectID, digest[:], len(files), total)
 	if err != nil || tag.RowsAffected() == 0 {

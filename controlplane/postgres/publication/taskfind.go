@@ -13,6 +13,7 @@ import (
 	"github.com/ql3/ql3/controlplane/postgres"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/find"
+	"github.com/ql3/ql3/core/spec"
 )
 
 // Task labels, the filtered task list with its total, saved views
@@ -127,20 +128,27 @@ func (p *Publisher) SetTaskLabels(ctx context.Context, taskRef string, labels []
 		if err := tx.QueryRow(ctx, `SELECT project_id FROM ql3.tasks WHERE task_id = $1 FOR UPDATE`, taskID).Scan(&projectID); err != nil {
 			return controlplane.Task{}, err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE ql3.tasks SET labels = $2, search_text = $3,
-			updated_at_ms = greatest(updated_at_ms, `+dbNowMs+`) WHERE task_id = $1`,
-			taskID, ls, find.Text(t.Name, t.Spec, ls)); err != nil {
-			return controlplane.Task{}, err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM ql3.task_labels WHERE task_id = $1`, taskID); err != nil {
-			return controlplane.Task{}, err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO ql3.task_labels (label, task_id, project_id)
-			SELECT l, $1, $2 FROM unnest($3::text[]) AS l`, taskID, projectID, ls); err != nil {
+		if err := writeTaskLabels(ctx, tx, taskID, projectID, t.Name, t.Spec, ls); err != nil {
 			return controlplane.Task{}, err
 		}
 		return readTask(ctx, tx, taskID)
 	})
+}
+
+// writeTaskLabels replaces the labels (already checked) of a task locked
+// by tx and its search text.
+func writeTaskLabels(ctx context.Context, tx pgx.Tx, taskID, projectID uuid.UUID, name string, cmd spec.Command, ls []string) error {
+	if _, err := tx.Exec(ctx, `UPDATE ql3.tasks SET labels = $2, search_text = $3,
+		updated_at_ms = greatest(updated_at_ms, `+dbNowMs+`) WHERE task_id = $1`,
+		taskID, ls, find.Text(name, cmd, ls)); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM ql3.task_labels WHERE task_id = $1`, taskID); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO ql3.task_labels (label, task_id, project_id)
+		SELECT l, $1, $2 FROM unnest($3::text[]) AS l`, taskID, projectID, ls)
+	return err
 }
 
 const viewSelect = `SELECT view_id::text, project_id::text, name, filter_q, filter_label, filter_enabled, created_at_ms FROM ql3.task_views`

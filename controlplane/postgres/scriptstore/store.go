@@ -72,19 +72,28 @@ func (s *Store) inTx(ctx context.Context, projectID string, fn func(ctx context.
 		return err
 	}
 	return postgres.InTx(ctx, s.db, postgres.Serializable, func(ctx context.Context, tx pgx.Tx) error {
-		var status string
-		err := tx.QueryRow(ctx, `SELECT status FROM ql3.projects WHERE project_id = $1 FOR SHARE`, project).Scan(&status)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.NotFoundf("no project %s", project)
-		}
-		if err != nil {
+		if err := lockActiveProject(ctx, tx, project); err != nil {
 			return err
-		}
-		if status != "active" {
-			return errs.E(errs.Conflict, "project", "project %s is %s: its scripts folder is read-only", project, status)
 		}
 		return fn(ctx, tx, project)
 	})
+}
+
+// lockActiveProject holds the project's row FOR SHARE and refuses a
+// project that is not active.
+func lockActiveProject(ctx context.Context, tx pgx.Tx, project uuid.UUID) error {
+	var status string
+	err := tx.QueryRow(ctx, `SELECT status FROM ql3.projects WHERE project_id = $1 FOR SHARE`, project).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errs.NotFoundf("no project %s", project)
+	}
+	if err != nil {
+		return err
+	}
+	if status != "active" {
+		return errs.E(errs.Conflict, "project", "project %s is %s: its scripts folder is read-only", project, status)
+	}
+	return nil
 }
 
 // audit writes the change's audit line in its transaction.

@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-const fixture = "../../scripts/qlfixture/testdata/qinglong-2.21.0"
+const fixture = "../scripts/qlfixture/testdata/qinglong-2.21.0"
 
 func copyFixture(t *testing.T) string {
 	t.Helper()

@@ -1,4 +1,4 @@
-package importer
+package qlsource
 
 import (
 	"archive/tar"

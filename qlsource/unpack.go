@@ -1,4 +1,4 @@
-package importer
+package qlsource
 
 import (
 	"archive/tar"
@@ -14,19 +14,19 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ql3/ql3/core/errs"
-	"github.com/ql3/ql3/edge/qlsource"
+	"github.com/ql3/ql3/core/qlimport"
 )
 
-// Archive formats of an uploaded data directory.
+// Archive formats of an uploaded data directory (core/qlimport's).
 const (
-	FormatTar   = "tar"
-	FormatTarGz = "tar.gz"
+	FormatTar   = qlimport.FormatTar
+	FormatTarGz = qlimport.FormatTarGz
 )
 
 // Bounds of an uploaded data directory.
 const (
-	MaxUploadBytes   = 2 << 30 // unpacked: a database and a full scripts folder
-	MaxUploadMembers = qlsource.MaxWalkEntries + 64
+	MaxUploadBytes   = qlimport.MaxUploadBytes // unpacked: a database and a full scripts folder
+	MaxUploadMembers = MaxWalkEntries + 64
 )
 
 // Unpack writes the regular files and folders of a tar (or tar.gz) of a
@@ -88,7 +88,7 @@ func Unpack(r io.Reader, format, dir string) (root string, skipped []string, err
 			skipped = append(skipped, name)
 		}
 	}
-	root, err = uploadRoot(dir)
+	root, err = UploadRoot(dir)
 	return root, skipped, err
 }
 
@@ -135,10 +135,10 @@ func writeMember(target string, h *tar.Header, r io.Reader) error {
 	return err
 }
 
-// uploadRoot is the folder of dir that holds the database: dir, or its
+// UploadRoot is the folder of dir that holds the database: dir, or its
 // only top-level folder.
-func uploadRoot(dir string) (string, error) {
-	if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(qlsource.DBFile))); err == nil {
+func UploadRoot(dir string) (string, error) {
+	if _, err := os.Lstat(filepath.Join(dir, filepath.FromSlash(DBFile))); err == nil {
 		return dir, nil
 	}
 	entries, err := os.ReadDir(dir)
@@ -147,9 +147,9 @@ func uploadRoot(dir string) (string, error) {
 	}
 	if len(entries) == 1 && entries[0].IsDir() {
 		sub := filepath.Join(dir, entries[0].Name())
-		if _, err := os.Lstat(filepath.Join(sub, filepath.FromSlash(qlsource.DBFile))); err == nil {
+		if _, err := os.Lstat(filepath.Join(sub, filepath.FromSlash(DBFile))); err == nil {
 			return sub, nil
 		}
 	}
-	return "", errs.Invalidf("archive", "holds no %s (archive the QingLong data folder: db/, scripts/, config/)", qlsource.DBFile)
+	return "", errs.Invalidf("archive", "holds no %s (archive the QingLong data folder: db/, scripts/, config/)", DBFile)
 }
