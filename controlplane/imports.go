@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/ql3/ql3/core/qlimport"
+	"github.com/ql3/ql3/core/subdef"
 )
 
 // The cluster's QingLong import (ADR 0056 for the import, ADR 0063 for the
@@ -48,6 +49,13 @@ type ImportDependency struct {
 	Dependency DependencyInput
 }
 
+// ImportSubscription is a subscription row to create (its system task is
+// published after the commit).
+type ImportSubscription struct {
+	SourceID     int64
+	Subscription subdef.Def
+}
+
 // ImportBatch is everything one apply writes, in one transaction.
 type ImportBatch struct {
 	ProjectID  string
@@ -59,6 +67,7 @@ type ImportBatch struct {
 	Tasks      []ImportTask
 	Envs       []ImportEnv
 	Deps       []ImportDependency
+	Subs       []ImportSubscription
 }
 
 // ImportRow is what one source row became.

@@ -119,7 +119,7 @@ func (m *Main) serve(ctx context.Context) error {
 		Notify:  notifyPorts, Subscriptions: subs,
 		Deps: depstore.New(pool), // the projects' dependencies (ADR 0062)
 		// imports.go (ADR 0063)
-		Imports: m.importService(ctx, pool, pub, envs),
+		Imports: m.importService(ctx, pool, pub, envs, subs),
 		DisableWorker: func(ctx context.Context, ref string) (bool, error) {
 			return runops.DisableWorker(ctx, pool, ref)
 		},

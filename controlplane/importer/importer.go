@@ -3,7 +3,8 @@
 // reads the data directory (qlsource, never writing it) and returns the
 // plan of core/qlimport — the edge's plan, classification and digest;
 // Apply recomputes the plan, refuses a digest that differs and hands the
-// whole of it — script files, tasks with triggers, env entries — to the
+// whole of it — script files, tasks with triggers, env entries,
+// dependency and subscription records — to the
 // store's one transaction (controlplane.ImportStore), whose ledger row makes
 // a replay answer existing. It links the root package, core and qlsource
 // only; the store is PostgreSQL's (postgres/importstore).
@@ -20,12 +21,9 @@ import (
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/qlimport"
 	"github.com/ql3/ql3/core/spec"
+	"github.com/ql3/ql3/core/subdef"
 	"github.com/ql3/ql3/qlsource"
 )
-
-// NoSubscriptions is the reason of the subscription rows the cluster's
-// import does not create yet.
-const NoSubscriptions = "the cluster's import does not create subscriptions yet: add it again on the Subscriptions page"
 
 // Inspect reads the data directory from and plans its import into a
 // project for the legacy zone.
@@ -38,7 +36,10 @@ func Inspect(ctx context.Context, from, zone string) (qlimport.Plan, qlimport.So
 		return qlimport.Plan{}, qlimport.Source{}, err
 	}
 	p, err := qlimport.Inspect(src, zone, qlimport.Checks{
-		Subscription: func(qlimport.SubscriptionPlan) error { return errs.Invalidf("subscription", NoSubscriptions) },
+		Subscription: func(s qlimport.SubscriptionPlan) error {
+			_, err := subdef.Check(qlimport.SubscriptionDef(s, zone))
+			return err
+		},
 		Dependency: func(d qlimport.DependencyPlan) error {
 			_, err := depcmd.Check(depcmd.Dependency{Kind: d.Kind, Name: d.Name, Version: d.Version})
 			return err
@@ -47,9 +48,20 @@ func Inspect(ctx context.Context, from, zone string) (qlimport.Plan, qlimport.So
 	return p, src, err
 }
 
+// SubscriptionTasks publishes an imported subscription's system task — its
+// pulls, on its schedule — after the import's commit (subrun.Service). The
+// subscription rows are in the transaction; their tasks go through the
+// publication room's own, so a crash between the two leaves subscriptions
+// without a task, which the next apply of the same plan (existing)
+// publishes.
+type SubscriptionTasks interface {
+	PublishSystemTask(ctx context.Context, subscriptionID string) error
+}
+
 // Importer applies plans to the cluster's projects.
 type Importer struct {
-	Store controlplane.ImportStore
+	Store    controlplane.ImportStore
+	SubTasks SubscriptionTasks // nil: imported subscriptions get their task at their first pull
 }
 
 // Apply imports from into project for zone if its plan's digest is digest.
@@ -59,7 +71,7 @@ func (im *Importer) Apply(ctx context.Context, projectID, from, zone, digest str
 		return controlplane.ImportResult{}, errs.Invalidf("plan", "is required: the digest inspect printed")
 	}
 	if rec, err := im.Store.ImportRecord(ctx, projectID, digest); err == nil {
-		return resultOf(controlplane.ImportExisting, rec, nil), nil
+		return im.publishSubscriptionTasks(ctx, resultOf(controlplane.ImportExisting, rec, nil)), nil
 	} else if errs.Code(err) != errs.NotFound {
 		return controlplane.ImportResult{}, err
 	}
@@ -82,7 +94,25 @@ func (im *Importer) Apply(ctx context.Context, projectID, from, zone, digest str
 	if existing {
 		status = controlplane.ImportExisting
 	}
-	return resultOf(status, rec, refusedFiles(p)), nil
+	return im.publishSubscriptionTasks(ctx, resultOf(status, rec, refusedFiles(p))), nil
+}
+
+// publishSubscriptionTasks publishes the system tasks of the result's
+// subscriptions that have none yet; a failure is a warning (the import
+// stands), naming the way to finish it.
+func (im *Importer) publishSubscriptionTasks(ctx context.Context, r controlplane.ImportResult) controlplane.ImportResult {
+	if im.SubTasks == nil {
+		return r
+	}
+	for _, row := range r.Rows {
+		if row.Kind != "subscription" {
+			continue
+		}
+		if err := im.SubTasks.PublishSystemTask(ctx, row.TargetID); err != nil {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("subscription %s is imported, but its pull task was not published (%v): apply the same plan again, or pull it once", row.TargetID, err))
+		}
+	}
+	return r
 }
 
 // summary is the ledger's summary column.
@@ -167,6 +197,11 @@ func BatchOf(p qlimport.Plan, src qlimport.Source, projectID, from string) (cont
 		if d.Created() {
 			b.Deps = append(b.Deps, controlplane.ImportDependency{SourceID: d.SourceID,
 				Dependency: controlplane.DependencyInput{ProjectID: projectID, Kind: d.Kind, Name: d.Name, Version: d.Version}})
+		}
+	}
+	for _, sub := range p.Subscriptions {
+		if sub.Created() {
+			b.Subs = append(b.Subs, controlplane.ImportSubscription{SourceID: sub.SourceID, Subscription: qlimport.SubscriptionDef(sub, p.Zone)})
 		}
 	}
 	drafts := make(map[int]string, len(src.ConfigExports))

@@ -113,6 +113,18 @@ func (s *Service) EnsureTask(ctx context.Context, sub controlplane.Subscription)
 	return t, nil
 }
 
+// PublishSystemTask publishes the system task of a subscription that has
+// none yet (one the QingLong import created in its transaction); one that
+// has its task is left as it is.
+func (s *Service) PublishSystemTask(ctx context.Context, id string) error {
+	sub, err := s.Subs.GetSubscription(ctx, id)
+	if err != nil || sub.TaskID != "" {
+		return err
+	}
+	_, err = s.EnsureTask(ctx, sub)
+	return err
+}
+
 // Create stores a subscription of the project and publishes its system task.
 func (s *Service) Create(ctx context.Context, projectID string, in subdef.Def) (controlplane.Subscription, error) {
 	sub, err := s.Subs.CreateSubscription(ctx, projectID, in)

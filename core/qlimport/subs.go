@@ -9,6 +9,8 @@ import (
 
 	"github.com/ql3/ql3/core/cron"
 	"github.com/ql3/ql3/core/scriptpath"
+	"github.com/ql3/ql3/core/subdef"
+	"github.com/ql3/ql3/core/subplan"
 )
 
 // SubscriptionPlan is what one Subscriptions row becomes.
@@ -175,4 +177,14 @@ func planDependencies(rows []Dependence) []DependencyPlan {
 		out = append(out, p)
 	}
 	return out
+}
+
+// SubscriptionDef is the subscription record a created plan row becomes
+// on either binary: its pulls and its tasks' triggers in the legacy zone,
+// no credential (private repositories are manual), removals disabling
+// tasks.
+func SubscriptionDef(s SubscriptionPlan, zone string) subdef.Def {
+	return subdef.Def{Name: s.Name, Slug: s.Folder, Kind: s.Kind, URL: s.URL, Branch: s.Branch,
+		Filter:   subplan.Filter{Include: s.Include, Exclude: s.Exclude, Extensions: s.Extensions},
+		Schedule: s.Schedule, AutoAdd: s.AutoAdd, AutoRemove: s.AutoRemove, Proxy: s.Proxy, TimeZone: zone, Enabled: s.Enabled}
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/qlimport"
 	"github.com/ql3/ql3/core/spec"
-	"github.com/ql3/ql3/core/subplan"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/scripts"
 	"github.com/ql3/ql3/qlsource"
@@ -86,13 +85,10 @@ func Inspect(ctx context.Context, from, zone string) (qlimport.Plan, qlimport.So
 	return p, src, err
 }
 
-// SubscriptionOf is the subscription record a created plan row becomes:
-// its pulls and its tasks' triggers in the legacy zone, no credential
-// (private repositories are manual), removals disabling tasks.
+// SubscriptionOf is the subscription record a created plan row becomes
+// (core/qlimport.SubscriptionDef, shared with the control plane).
 func SubscriptionOf(s qlimport.SubscriptionPlan, zone string) edge.NewSubscription {
-	return edge.NewSubscription{Name: s.Name, Slug: s.Folder, Kind: s.Kind, URL: s.URL, Branch: s.Branch,
-		Filter:   subplan.Filter{Include: s.Include, Exclude: s.Exclude, Extensions: s.Extensions},
-		Schedule: s.Schedule, AutoAdd: s.AutoAdd, AutoRemove: s.AutoRemove, Proxy: s.Proxy, TimeZone: zone, Enabled: s.Enabled}
+	return qlimport.SubscriptionDef(s, zone)
 }
 
 // DependencyOf is the dependency record a created plan row becomes.

@@ -74,13 +74,16 @@ func TestControlImportWizard(t *testing.T) {
 		t.Fatalf("digests: by path %q, uploaded %q", byPath, uploaded)
 	}
 	rows := get(t, tab, "rows", chromedp.Evaluate[string](`Array.from(document.querySelectorAll('#import-rows tbody tr')).map(r => r.dataset.kind + ':' + r.dataset.source + ':' + r.dataset.class).join(' ')`))
-	for _, want := range []string{"task:7:requires_manual_action", "task:5:requires_shell_compatibility", "subscription:1:requires_manual_action"} {
+	for _, want := range []string{"task:7:requires_manual_action", "task:5:requires_shell_compatibility", "subscription:2:requires_manual_action"} {
 		if !strings.Contains(rows, want) {
 			t.Errorf("plan rows %q lack %s", rows, want)
 		}
 	}
-	if page := get(t, tab, "page", chromedp.Evaluate[string](`document.body.innerText`)); strings.Contains(page, "AAA111") || !strings.Contains(page, "does not create subscriptions yet") {
-		t.Errorf("page text: a value shown, or the cluster's reason missing")
+	if strings.Contains(rows, "subscription:1:requires_manual_action") {
+		t.Errorf("plan rows %q: the cluster refuses the subscription the edge imports", rows)
+	}
+	if page := get(t, tab, "page", chromedp.Evaluate[string](`document.body.innerText`)); strings.Contains(page, "AAA111") {
+		t.Errorf("page text: a value shown")
 	}
 	shot(t, tab, "ql3-control-import-plan")
 
@@ -100,8 +103,12 @@ func TestControlImportWizard(t *testing.T) {
 		}
 		return page.Total
 	}
-	if n := total("demo"); n != 11 {
-		t.Errorf("demo has %d tasks after the import, want 11", n)
+	// 11 imported tasks and the imported subscription's pull task.
+	if n := total("demo"); n != 12 {
+		t.Errorf("demo has %d tasks after the import, want 12", n)
+	}
+	if code, body := apiRaw(t, tg, "GET", "/api/v1/projects/demo/subscriptions", nil); code != 200 || strings.Count(body, `"url":"https://example.invalid/faker2.git"`) != 1 {
+		t.Errorf("the imported subscription in demo: %d %s", code, body)
 	}
 	if n := total("other"); n != 0 {
 		t.Errorf("the other project has %d tasks", n)
@@ -119,8 +126,8 @@ func TestControlImportWizard(t *testing.T) {
 		chromedp.Click(css("#import-apply")),
 		poll(`document.querySelector('#import-status').dataset.status === 'existing'`),
 	)
-	if n := total("demo"); n != 11 {
-		t.Errorf("demo has %d tasks after the replay, want 11", n)
+	if n := total("demo"); n != 12 {
+		t.Errorf("demo has %d tasks after the replay, want 12", n)
 	}
 	if t.Failed() {
 		out, _ := os.ReadFile(logPath)

@@ -84,7 +84,7 @@ func TestKillDuringApply(t *testing.T) {
 				t.Fatalf("re-run: %+v %v", res, err)
 			}
 			triggers := c.count(t, `SELECT count(*) FROM ql3.triggers WHERE project_id = $1`)
-			c.assertCounts(t, fixtureTasks, triggers, fixtureEnvs, fixtureFiles, 1)
+			c.assertCounts(t, fixtureTasks+fixtureSubs, triggers, fixtureEnvs, fixtureFiles, 1)
 			if triggers < fixtureTasks {
 				t.Fatalf("%d triggers for %d tasks", triggers, fixtureTasks)
 			}
@@ -92,7 +92,7 @@ func TestKillDuringApply(t *testing.T) {
 			if err != nil || again.Status != controlplane.ImportExisting {
 				t.Fatalf("replay: %+v %v", again, err)
 			}
-			c.assertCounts(t, fixtureTasks, triggers, fixtureEnvs, fixtureFiles, 1)
+			c.assertCounts(t, fixtureTasks+fixtureSubs, triggers, fixtureEnvs, fixtureFiles, 1)
 		})
 	}
 }

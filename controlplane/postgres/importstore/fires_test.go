@@ -93,6 +93,11 @@ func TestImportedTasksFireAsQingLong(t *testing.T) {
 			want = append(want, tp.Schedules...)
 		}
 	}
+	for _, sp := range p.Subscriptions { // a subscription's pulls fire on its schedule, as QingLong's do
+		if sp.Created() && sp.Enabled && sp.Schedule != "" {
+			want = append(want, sp.Schedule)
+		}
+	}
 	sort.Strings(got)
 	sort.Strings(want)
 	if strings.Join(got, "|") != strings.Join(want, "|") || len(got) < 10 {

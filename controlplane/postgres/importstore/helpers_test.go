@@ -23,6 +23,8 @@ import (
 	"github.com/ql3/ql3/controlplane/postgres/importstore"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/controlplane/postgres/scriptstore"
+	"github.com/ql3/ql3/controlplane/postgres/substore"
+	"github.com/ql3/ql3/controlplane/subrun"
 	"github.com/ql3/ql3/core/envseal"
 )
 
@@ -39,6 +41,7 @@ const (
 	fixtureEnvs  = 9  // 6 rows + 3 config.sh drafts
 	fixtureFiles = 7
 	fixtureDeps  = 4
+	fixtureSubs  = 1 // its pull task is one more task of the project (subrun.SystemLabels)
 )
 
 // copyTree copies the fixture into a fresh folder with fixed modes (git
@@ -151,7 +154,7 @@ func openCluster(t testing.TB, admin *pgxpool.Pool, kek envseal.KEK) *cluster {
 	}
 	st := importstore.New(admin, pub, envs)
 	return &cluster{admin: admin, pub: pub, envs: envs, scripts: scriptstore.New(admin), store: st,
-		im: &importer.Importer{Store: st}, kek: kek}
+		im: &importer.Importer{Store: st, SubTasks: &subrun.Service{Subs: substore.New(admin), Tasks: pub}}, kek: kek}
 }
 
 func (c *cluster) count(t testing.TB, sql string) int {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/controlplane/importer"
+	"github.com/ql3/ql3/controlplane/postgres/substore"
 	"github.com/ql3/ql3/core/env"
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/qlimport"
@@ -31,30 +32,53 @@ func TestApplyFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The cluster's import does not create subscriptions yet: the row the
-	// edge would create is manual here, with the reason.
-	noSub := 0
+	// The subscriptions the edge creates, the cluster creates too.
+	wantSubs := 0
 	for _, s := range p.Subscriptions {
 		if s.Created() {
-			t.Errorf("subscription %d is created by the cluster's import", s.SourceID)
-		}
-		if strings.Contains(strings.Join(s.Reasons, ";"), importer.NoSubscriptions) {
-			noSub++
+			wantSubs++
 		}
 	}
-	if noSub != 1 { // the edge creates 1 subscription
-		t.Errorf("%d subscriptions manual for want of their import, want 1", noSub)
+	if wantSubs != fixtureSubs {
+		t.Errorf("%d subscriptions created by the plan, want the edge's 1", wantSubs)
 	}
 	res, err := c.im.Apply(ctx, c.project, from, zone, p.Digest)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Status != controlplane.ImportApplied || res.Tasks != fixtureTasks || res.Envs != fixtureEnvs || res.Files != fixtureFiles ||
-		res.Subs != 0 || res.Deps != fixtureDeps {
+		res.Subs != wantSubs || res.Deps != fixtureDeps || len(res.Warnings) != 0 {
 		t.Fatalf("result %+v", res)
 	}
 	if after := treeState(t, from); after != before {
 		t.Fatalf("the source changed:\n%s\n---\n%s", before, after)
+	}
+
+	// Subscriptions: the record as planned, in the legacy zone, with its
+	// pull task published after the commit on the subscription's schedule.
+	subs, err := substore.New(c.admin).ListSubscriptions(ctx, c.project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(subs) != wantSubs {
+		t.Fatalf("%d subscriptions in the project, want %d", len(subs), wantSubs)
+	}
+	for _, sp := range p.Subscriptions {
+		if !sp.Created() {
+			continue
+		}
+		got := subs[0]
+		if got.URL != sp.URL || got.Schedule != sp.Schedule || got.TimeZone != zone || got.Slug != sp.Folder || got.TaskID == "" {
+			t.Errorf("subscription %d: %+v, plan %+v", sp.SourceID, got, sp)
+			continue
+		}
+		trs, err := c.pub.ListTriggers(ctx, got.TaskID, controlplane.ListRequest{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sp.Schedule != "" && (len(trs.Items) != 1 || trs.Items[0].Expression != sp.Schedule || trs.Items[0].TimeZone != zone) {
+			t.Errorf("subscription %d's pull task triggers: %+v", sp.SourceID, trs.Items)
+		}
 	}
 
 	// Tasks: each created plan row is a task as mapped, a trigger per
@@ -65,7 +89,9 @@ func TestApplyFixture(t *testing.T) {
 	}
 	byName := map[string]controlplane.Task{}
 	for _, tk := range page.Items {
-		byName[tk.Name] = tk
+		if tk.ID != subs[0].TaskID { // the subscription's pull task, checked above
+			byName[tk.Name] = tk
+		}
 	}
 	if len(byName) != fixtureTasks {
 		t.Fatalf("%d tasks", len(byName))
@@ -114,6 +140,7 @@ func TestApplyFixture(t *testing.T) {
 		}
 		triggers += len(want)
 	}
+	triggers += fixtureSubs // the subscription's pull task's schedule, checked above
 
 	checkJoined(t, c, p, src)
 
@@ -127,13 +154,13 @@ func TestApplyFixture(t *testing.T) {
 			t.Errorf("scripts/%s: %v etag %s", f.Path, err, etag)
 		}
 	}
-	if rec, err := c.store.ImportRecord(ctx, c.project, p.Digest); err != nil || rec.Zone != zone || len(rec.Rows) != fixtureTasks+fixtureEnvs+fixtureFiles+fixtureDeps {
+	if rec, err := c.store.ImportRecord(ctx, c.project, p.Digest); err != nil || rec.Zone != zone || len(rec.Rows) != fixtureTasks+fixtureEnvs+fixtureFiles+fixtureDeps+fixtureSubs {
 		t.Errorf("ledger %+v %v", rec, err)
 	}
 	if n := c.count(t, `SELECT count(*) FROM ql3.audit_log WHERE action = 'import.apply' AND subject_id = $1::uuid::text`); n != 1 {
 		t.Errorf("%d import.apply audit lines", n)
 	}
-	c.assertCounts(t, fixtureTasks, triggers, fixtureEnvs, fixtureFiles, 1)
+	c.assertCounts(t, fixtureTasks+fixtureSubs, triggers, fixtureEnvs, fixtureFiles, 1)
 	// Dependency records as planned, no install started.
 	for _, d := range p.Dependencies {
 		if !d.Created() {
@@ -154,7 +181,7 @@ func TestApplyFixture(t *testing.T) {
 	if err != nil || again.Status != controlplane.ImportExisting || again.Tasks != fixtureTasks || again.Files != fixtureFiles {
 		t.Fatalf("replay %+v %v", again, err)
 	}
-	c.assertCounts(t, fixtureTasks, triggers, fixtureEnvs, fixtureFiles, 1)
+	c.assertCounts(t, fixtureTasks+fixtureSubs, triggers, fixtureEnvs, fixtureFiles, 1)
 	if after := treeState(t, from); after != before {
 		t.Fatal("the source changed during the replay")
 	}

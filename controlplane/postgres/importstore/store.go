@@ -22,6 +22,7 @@ import (
 	"github.com/ql3/ql3/controlplane/postgres/envstore"
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/controlplane/postgres/scriptstore"
+	"github.com/ql3/ql3/controlplane/postgres/substore"
 	"github.com/ql3/ql3/core/errs"
 )
 
@@ -168,7 +169,8 @@ func (s *Store) ApplyImport(ctx context.Context, b controlplane.ImportBatch) (co
 				counts[r.Kind]++
 			}
 			if err := publication.InsertAudit(ctx, tx, AuditApply, "project", pid.String(), map[string]any{
-				"planDigest": b.PlanDigest, "zone": b.Zone, "tasks": counts["task"], "envs": counts["env"], "files": counts["script"], "dependencies": counts["dependency"]}); err != nil {
+				"planDigest": b.PlanDigest, "zone": b.Zone, "tasks": counts["task"], "envs": counts["env"], "files": counts["script"], "dependencies": counts["dependency"],
+				"subscriptions": counts["subscription"]}); err != nil {
 				return err
 			}
 			s.hook("ledger")
@@ -230,6 +232,13 @@ func (s *Store) write(ctx context.Context, tx pgx.Tx, b controlplane.ImportBatch
 			return nil, errs.Prefix(fmt.Sprintf("dependencies[source %d]", d.SourceID), err)
 		}
 		rows = append(rows, controlplane.ImportRow{Kind: "dependency", SourceID: d.SourceID, TargetID: created.ID})
+	}
+	for _, sub := range b.Subs {
+		created, err := substore.CreateSubscriptionTx(ctx, tx, b.ProjectID, sub.Subscription)
+		if err != nil {
+			return nil, errs.Prefix(fmt.Sprintf("subscriptions[source %d]", sub.SourceID), err)
+		}
+		rows = append(rows, controlplane.ImportRow{Kind: "subscription", SourceID: sub.SourceID, TargetID: created.ID})
 	}
 	return rows, nil
 }

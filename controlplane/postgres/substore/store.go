@@ -121,6 +121,20 @@ func nameTaken(err error, in subdef.Def) error {
 
 // CreateSubscription checks and stores a subscription of the project.
 func (s *Store) CreateSubscription(ctx context.Context, projectID string, in subdef.Def) (controlplane.Subscription, error) {
+	var out controlplane.Subscription
+	err := postgres.InTx(ctx, s.db, postgres.Serializable, func(ctx context.Context, tx pgx.Tx) error {
+		var err error
+		out, err = CreateSubscriptionTx(ctx, tx, projectID, in)
+		return err
+	})
+	return out, err
+}
+
+// CreateSubscriptionTx is CreateSubscription inside the caller's
+// transaction (the QingLong import writes subscriptions with everything
+// else, ADR 0063); its system task is published after the commit
+// (subrun.Service.EnsureTask).
+func CreateSubscriptionTx(ctx context.Context, tx pgx.Tx, projectID string, in subdef.Def) (controlplane.Subscription, error) {
 	project, err := parseID("project", projectID)
 	if err != nil {
 		return controlplane.Subscription{}, err
@@ -132,35 +146,31 @@ func (s *Store) CreateSubscription(ctx context.Context, projectID string, in sub
 	if err != nil {
 		return controlplane.Subscription{}, err
 	}
-	var out controlplane.Subscription
-	err = postgres.InTx(ctx, s.db, postgres.Serializable, func(ctx context.Context, tx pgx.Tx) error {
-		if err := lockProject(ctx, tx, project); err != nil {
-			return err
-		}
-		var n int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM ql3.subscriptions WHERE project_id = $1`, project).Scan(&n); err != nil {
-			return err
-		}
-		if n >= controlplane.MaxSubscriptionsPerProject {
-			return errs.TooLargef("subscriptions", "the project has %d subscriptions, the limit", n)
-		}
-		id, err := controlplane.NewID()
-		if err != nil {
-			return err
-		}
-		out, err = scan(tx.QueryRow(ctx, `INSERT INTO ql3.subscriptions (subscription_id, project_id, name, slug, kind, url, branch,
-			credential, credential_kind, filter, schedule, auto_add, auto_remove, remove_mode, default_cron, proxy, time_zone, enabled,
-			created_at_ms, updated_at_ms)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text::jsonb, $11, $12, $13, $14, $15, $16, $17, $18, `+dbNowMs+`, `+dbNowMs+`)
-			RETURNING `+columns,
-			id, project, in.Name, in.Slug, in.Kind, in.URL, in.Branch, in.Credential, in.CredentialKind, filter, in.Schedule,
-			in.AutoAdd, in.AutoRemove, in.RemoveMode, in.DefaultCron, in.Proxy, in.TimeZone, in.Enabled))
-		if err != nil {
-			return nameTaken(err, in)
-		}
-		return audit(ctx, tx, controlplane.AuditSubCreate, out, map[string]any{"kind": out.Kind})
-	})
-	return out, err
+	if err := lockProject(ctx, tx, project); err != nil {
+		return controlplane.Subscription{}, err
+	}
+	var n int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM ql3.subscriptions WHERE project_id = $1`, project).Scan(&n); err != nil {
+		return controlplane.Subscription{}, err
+	}
+	if n >= controlplane.MaxSubscriptionsPerProject {
+		return controlplane.Subscription{}, errs.TooLargef("subscriptions", "the project has %d subscriptions, the limit", n)
+	}
+	id, err := controlplane.NewID()
+	if err != nil {
+		return controlplane.Subscription{}, err
+	}
+	out, err := scan(tx.QueryRow(ctx, `INSERT INTO ql3.subscriptions (subscription_id, project_id, name, slug, kind, url, branch,
+		credential, credential_kind, filter, schedule, auto_add, auto_remove, remove_mode, default_cron, proxy, time_zone, enabled,
+		created_at_ms, updated_at_ms)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::text::jsonb, $11, $12, $13, $14, $15, $16, $17, $18, `+dbNowMs+`, `+dbNowMs+`)
+		RETURNING `+columns,
+		id, project, in.Name, in.Slug, in.Kind, in.URL, in.Branch, in.Credential, in.CredentialKind, filter, in.Schedule,
+		in.AutoAdd, in.AutoRemove, in.RemoveMode, in.DefaultCron, in.Proxy, in.TimeZone, in.Enabled))
+	if err != nil {
+		return out, nameTaken(err, in)
+	}
+	return out, audit(ctx, tx, controlplane.AuditSubCreate, out, map[string]any{"kind": out.Kind})
 }
 
 // UpdateSubscription replaces a subscription's definition.
