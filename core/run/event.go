@@ -51,22 +51,35 @@ const (
 	EventLateCallback EventType = "attempt.late_callback"
 )
 
-var eventStatus = map[EventType]RunStatus{
-	EventCreated:         RunCreated,
-	EventQueued:          RunQueued,
-	EventDispatched:      RunDispatching,
-	EventRunning:         RunRunning,
-	EventSucceeded:       RunSucceeded,
-	EventFailed:          RunFailed,
-	EventCancelled:       RunCancelled,
-	EventTimedOut:        RunTimedOut,
-	EventLost:            RunLost,
-	EventRetryScheduled:  RunRetryWait,
-	EventSkipped:         RunCancelled,
-	EventStarting:        "",
-	EventCancelRequested: "",
-	EventLeaseReleased:   "",
-	EventLateCallback:    "",
+// eventStatus is the status a status event records the Run entering, ""
+// for an annotation event; ok is false for an unknown type (a switch, not a
+// map: no init code in every binary, see runNext).
+func eventStatus(e EventType) (s RunStatus, ok bool) {
+	switch e {
+	case EventCreated:
+		return RunCreated, true
+	case EventQueued:
+		return RunQueued, true
+	case EventDispatched:
+		return RunDispatching, true
+	case EventRunning:
+		return RunRunning, true
+	case EventSucceeded:
+		return RunSucceeded, true
+	case EventFailed:
+		return RunFailed, true
+	case EventCancelled, EventSkipped:
+		return RunCancelled, true
+	case EventTimedOut:
+		return RunTimedOut, true
+	case EventLost:
+		return RunLost, true
+	case EventRetryScheduled:
+		return RunRetryWait, true
+	case EventStarting, EventCancelRequested, EventLeaseReleased, EventLateCallback:
+		return "", true
+	}
+	return "", false
 }
 
 // EventTypes lists every event type.
@@ -78,14 +91,14 @@ func EventTypes() []EventType {
 
 // Valid reports whether e is a known event type.
 func (e EventType) Valid() bool {
-	_, ok := eventStatus[e]
+	_, ok := eventStatus(e)
 	return ok
 }
 
 // RunStatus returns the status a status event records the Run entering;
 // ok is false for annotation events and unknown types.
 func (e EventType) RunStatus() (status RunStatus, ok bool) {
-	s := eventStatus[e]
+	s, _ := eventStatus(e)
 	return s, s != ""
 }
 

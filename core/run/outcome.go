@@ -28,7 +28,7 @@ func AfterAttempt(end AttemptStatus, class ErrorClass, attempt int, r Retry) (Ru
 	}
 	switch end {
 	case AttemptSucceeded, AttemptCancelled, AttemptTimedOut, AttemptLost:
-		if want := endClass[end]; class != want {
+		if want := endClass(end); class != want {
 			return "", errs.Invalidf("errorClass", "must be %q when the attempt ended %s, got %q", want, end, class)
 		}
 	case AttemptFailed:
@@ -71,10 +71,18 @@ func AfterLost(attempt int, r Retry) (RunStatus, error) {
 	return RunFailed, nil
 }
 
-// endClass is the only error class each non-failure end status may carry.
-var endClass = map[AttemptStatus]ErrorClass{
-	AttemptSucceeded: "", AttemptCancelled: ErrorCancelledByUser,
-	AttemptTimedOut: ErrorTimeout, AttemptLost: ErrorWorkerLost,
+// endClass is the only error class each non-failure end status may carry
+// (a switch, not a map: no init code in every binary, see runNext).
+func endClass(end AttemptStatus) ErrorClass {
+	switch end {
+	case AttemptCancelled:
+		return ErrorCancelledByUser
+	case AttemptTimedOut:
+		return ErrorTimeout
+	case AttemptLost:
+		return ErrorWorkerLost
+	}
+	return ""
 }
 
 func checkRetry(attempt int, r Retry) error {

@@ -48,39 +48,68 @@ const (
 	AttemptLost      AttemptStatus = "lost"
 )
 
-// runTransitions is the only definition of the Run state machine.
-var runTransitions = map[RunStatus][]RunStatus{
+// The Run and Attempt state machines: runNext and attemptNext are their
+// only definition. Switches over statically initialized slices, not maps:
+// a package-level map literal is built by init code that every binary
+// linking this package carries (the worker's size is capped, ADR 0020).
+var (
 	// Admission writes created and queued in one transaction; created →
 	// cancelled is an occurrence refused before it was queued (for example
 	// by the concurrency policy "forbid", recorded as run.skipped).
-	RunCreated: {RunQueued, RunCancelled},
-	RunQueued:  {RunDispatching, RunCancelled, RunTimedOut},
+	runFromCreated = []RunStatus{RunQueued, RunCancelled}
+	runFromQueued  = []RunStatus{RunDispatching, RunCancelled, RunTimedOut}
 	// dispatching → queued: the RunLease expired or was released before
 	// the starting ACK. Nothing ran, so the same Attempt is offered again
 	// under lease generation + 1; it is never lost.
-	RunDispatching: {RunQueued, RunRunning, RunRetryWait, RunFailed, RunCancelled, RunLost, RunTimedOut},
-	RunRunning:     {RunSucceeded, RunFailed, RunCancelled, RunTimedOut, RunLost, RunRetryWait},
-	RunRetryWait:   {RunQueued, RunCancelled, RunTimedOut},
+	runFromDispatching = []RunStatus{RunQueued, RunRunning, RunRetryWait, RunFailed, RunCancelled, RunLost, RunTimedOut}
+	runFromRunning     = []RunStatus{RunSucceeded, RunFailed, RunCancelled, RunTimedOut, RunLost, RunRetryWait}
+	runFromRetryWait   = []RunStatus{RunQueued, RunCancelled, RunTimedOut}
 	// lost → retry_wait: the policy retries lost workers and attempts are
 	// left; the next Attempt waits for the backoff like any other retry
 	// (never queued at once: the lost process may still be fencing itself).
-	RunLost:      {RunRetryWait, RunFailed, RunCancelled},
-	RunSucceeded: nil,
-	RunFailed:    nil,
-	RunCancelled: nil,
-	RunTimedOut:  nil,
+	runFromLost = []RunStatus{RunRetryWait, RunFailed, RunCancelled}
+
+	attemptFromClaimed  = []AttemptStatus{AttemptStarting, AttemptCancelled, AttemptLost}
+	attemptFromStarting = []AttemptStatus{AttemptRunning, AttemptFailed, AttemptCancelled, AttemptTimedOut, AttemptLost}
+	attemptFromRunning  = []AttemptStatus{AttemptSucceeded, AttemptFailed, AttemptCancelled, AttemptTimedOut, AttemptLost}
+)
+
+// runNext is where a Run may go from s; ok is false for an unknown status.
+// Terminal statuses have no next status.
+func runNext(s RunStatus) (next []RunStatus, ok bool) {
+	switch s {
+	case RunCreated:
+		return runFromCreated, true
+	case RunQueued:
+		return runFromQueued, true
+	case RunDispatching:
+		return runFromDispatching, true
+	case RunRunning:
+		return runFromRunning, true
+	case RunRetryWait:
+		return runFromRetryWait, true
+	case RunLost:
+		return runFromLost, true
+	case RunSucceeded, RunFailed, RunCancelled, RunTimedOut:
+		return nil, true
+	}
+	return nil, false
 }
 
-// attemptTransitions is the only definition of the Attempt state machine.
-var attemptTransitions = map[AttemptStatus][]AttemptStatus{
-	AttemptClaimed:   {AttemptStarting, AttemptCancelled, AttemptLost},
-	AttemptStarting:  {AttemptRunning, AttemptFailed, AttemptCancelled, AttemptTimedOut, AttemptLost},
-	AttemptRunning:   {AttemptSucceeded, AttemptFailed, AttemptCancelled, AttemptTimedOut, AttemptLost},
-	AttemptSucceeded: nil,
-	AttemptFailed:    nil,
-	AttemptCancelled: nil,
-	AttemptTimedOut:  nil,
-	AttemptLost:      nil,
+// attemptNext is where an Attempt may go from s; ok is false for an
+// unknown status.
+func attemptNext(s AttemptStatus) (next []AttemptStatus, ok bool) {
+	switch s {
+	case AttemptClaimed:
+		return attemptFromClaimed, true
+	case AttemptStarting:
+		return attemptFromStarting, true
+	case AttemptRunning:
+		return attemptFromRunning, true
+	case AttemptSucceeded, AttemptFailed, AttemptCancelled, AttemptTimedOut, AttemptLost:
+		return nil, true
+	}
+	return nil, false
 }
 
 // RunStatuses lists every Run status in lifecycle order.
@@ -97,31 +126,32 @@ func AttemptStatuses() []AttemptStatus {
 
 // Valid reports whether s is a known Run status.
 func (s RunStatus) Valid() bool {
-	_, ok := runTransitions[s]
+	_, ok := runNext(s)
 	return ok
 }
 
 // Terminal reports whether no transition leaves s. Lost is not terminal.
 func (s RunStatus) Terminal() bool {
-	next, ok := runTransitions[s]
+	next, ok := runNext(s)
 	return ok && len(next) == 0
 }
 
 // Valid reports whether s is a known Attempt status.
 func (s AttemptStatus) Valid() bool {
-	_, ok := attemptTransitions[s]
+	_, ok := attemptNext(s)
 	return ok
 }
 
 // Terminal reports whether no transition leaves s.
 func (s AttemptStatus) Terminal() bool {
-	next, ok := attemptTransitions[s]
+	next, ok := attemptNext(s)
 	return ok && len(next) == 0
 }
 
 // RunTransitionAllowed reports whether a Run may move from → to.
 func RunTransitionAllowed(from, to RunStatus) bool {
-	for _, s := range runTransitions[from] {
+	next, _ := runNext(from)
+	for _, s := range next {
 		if s == to {
 			return true
 		}
@@ -131,7 +161,8 @@ func RunTransitionAllowed(from, to RunStatus) bool {
 
 // AttemptTransitionAllowed reports whether an Attempt may move from → to.
 func AttemptTransitionAllowed(from, to AttemptStatus) bool {
-	for _, s := range attemptTransitions[from] {
+	next, _ := attemptNext(from)
+	for _, s := range next {
 		if s == to {
 			return true
 		}
