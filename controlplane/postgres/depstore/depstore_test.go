@@ -94,6 +94,15 @@ func TestDependencyRecords(t *testing.T) {
 	if err != nil || len(ws) != 2 {
 		t.Fatalf("workers of {}: %+v %v", ws, err)
 	}
+	// The control plane's own executor (the subscription puller, ADR 0061)
+	// holds a session like a worker but installs nothing.
+	executor := uuid.New()
+	f.Exec(t, `INSERT INTO ql3.workers (worker_id, name, status, created_at_ms, updated_at_ms) VALUES ($1::uuid, 'executor', 'active', 1, 1)`, executor)
+	f.Session(t, uuid.New(), executor, 1, "online", 60_000)
+	f.Exec(t, `UPDATE ql3.worker_sessions SET capabilities = '{"executors":["`+placement.SubscriptionExecutor+`"]}' WHERE worker_id = $1::uuid`, executor)
+	if ws, err = f.store.DependencyWorkers(ctx, py.ID); err != nil || len(ws) != 2 {
+		t.Fatalf("the subscription executor is targeted: %+v %v", ws, err)
+	}
 	f.Exec(t, `UPDATE ql3.worker_sessions SET status = 'offline', closed_at_ms = updated_at_ms WHERE worker_id = $1::uuid`, f.WorkerID)
 	if ws, err = f.store.DependencyWorkers(ctx, py.ID); err != nil || len(ws) != 1 {
 		t.Fatalf("an offline worker is not targeted: %+v %v", ws, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/ql3/ql3/controlplane/postgres/publication"
 	"github.com/ql3/ql3/core/depcmd"
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/placement"
 )
 
 // runKeyPrefix is how postgres/runops stores a run-now key (the Run's
@@ -33,6 +34,9 @@ func (s *Store) DependencyWorkers(ctx context.Context, id string) ([]controlplan
 		FROM ql3.dependencies d
 		JOIN ql3.worker_sessions ws ON ws.status = 'online' AND ws.lease_expires_at_ms > `+postgres.DBNowMs+`
 			AND coalesce(ws.capabilities->'labels', '{}') @> d.labels
+			-- the control plane's own executors (ADR 0061) install nothing
+			AND NOT EXISTS (SELECT 1 FROM jsonb_array_elements_text(coalesce(ws.capabilities->'executors', '[]')) e
+				WHERE starts_with(e, '`+placement.SystemExecutorPrefix+`'))
 		JOIN ql3.workers w ON w.worker_id = ws.worker_id AND w.status = 'active'
 		WHERE d.dependency_id = $1 ORDER BY w.name LIMIT $2`, depID, controlplane.MaxDependencyWorkers)
 	if err != nil {
