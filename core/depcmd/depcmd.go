@@ -8,11 +8,11 @@
 package depcmd
 
 import (
-	"net/url"
 	"regexp"
 	"strings"
 
 	"github.com/ql3/ql3/core/errs"
+	"github.com/ql3/ql3/core/weburl"
 )
 
 // Kinds of a dependency.
@@ -102,33 +102,9 @@ func CheckSettings(s Settings) (Settings, error) {
 	return s, nil
 }
 
-// CheckURL validates a URL of one of schemes: at most 2,048 bytes, no
-// spaces or leading '-', a host unless file://, no password.
+// CheckURL validates a URL of one of schemes (core/weburl.Check).
 func CheckURL(field, raw string, schemes ...string) error {
-	if len(raw) > 2048 {
-		return errs.TooLargef(field, "is %d bytes, limit is 2048", len(raw))
-	}
-	if strings.HasPrefix(raw, "-") || strings.ContainsAny(raw, " \t\r\n\x00") {
-		return errs.Invalidf(field, "%.64q is not a URL", raw)
-	}
-	p, err := url.Parse(raw)
-	if err != nil || p.Scheme == "" {
-		return errs.Invalidf(field, "%.64q is not a URL", raw)
-	}
-	ok := false
-	for _, s := range schemes {
-		ok = ok || p.Scheme == s
-	}
-	if !ok {
-		return errs.Invalidf(field, "scheme must be one of %s, got %.16q", strings.Join(schemes, ", "), p.Scheme)
-	}
-	if p.Scheme != "file" && p.Host == "" {
-		return errs.Invalidf(field, "%.64q has no host", raw)
-	}
-	if _, has := p.User.Password(); has {
-		return errs.Invalidf(field, "must not carry a password: name an env store entry in credential instead")
-	}
-	return nil
+	return weburl.Check(field, raw, schemes...)
 }
 
 // PackageManager is a host's linux package manager.

@@ -5,7 +5,6 @@
 package subdef
 
 import (
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/ql3/ql3/core/errs"
 	"github.com/ql3/ql3/core/names"
 	"github.com/ql3/ql3/core/subplan"
+	"github.com/ql3/ql3/core/weburl"
 )
 
 // Subscription kinds (ADR 0054).
@@ -141,34 +141,9 @@ func checkGitURL(u string) error {
 	return CheckURL("url", u, "https", "http", "ssh", "git", "file")
 }
 
-// CheckURL checks raw is a URL of one of schemes, at most 2048 bytes,
-// with a host (but for file), never starting with '-' and without a
-// password.
+// CheckURL checks a URL of one of schemes (core/weburl.Check).
 func CheckURL(field, raw string, schemes ...string) error {
-	if len(raw) > 2048 {
-		return errs.TooLargef(field, "is %d bytes, limit is 2048", len(raw))
-	}
-	if strings.HasPrefix(raw, "-") || strings.ContainsAny(raw, " \t\r\n\x00") {
-		return errs.Invalidf(field, "%.64q is not a URL", raw)
-	}
-	p, err := url.Parse(raw)
-	if err != nil || p.Scheme == "" {
-		return errs.Invalidf(field, "%.64q is not a URL", raw)
-	}
-	ok := false
-	for _, s := range schemes {
-		ok = ok || p.Scheme == s
-	}
-	if !ok {
-		return errs.Invalidf(field, "scheme must be one of %s, got %.16q", strings.Join(schemes, ", "), p.Scheme)
-	}
-	if p.Scheme != "file" && p.Host == "" {
-		return errs.Invalidf(field, "%.64q has no host", raw)
-	}
-	if _, has := p.User.Password(); has {
-		return errs.Invalidf(field, "must not carry a password: name an env store entry in credential instead")
-	}
-	return nil
+	return weburl.Check(field, raw, schemes...)
 }
 
 // SlugFromURL derives a folder name from a URL's last path element
