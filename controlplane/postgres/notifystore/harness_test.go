@@ -216,10 +216,44 @@ func (f *fixture) settled(t *testing.T, n int) []notifykit.Delivery {
 			return ds
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 60 s: %d rows (want %d), %d pending: %+v", len(ds), n, pending, ds)
+			f.logOpenTransactions(t)
+			t.Fatalf("after 3 min: %d rows (want %d), %d pending: %+v", len(ds), n, pending, ds)
 		}
 		<-tick.C
 	}
+}
+
+// logOpenTransactions logs the server's transactions that hold an xid or
+// an xmin (what holds the feed's horizon back), the feed's consumer row and
+// the feed's newest events, when settled gives up.
+func (f *fixture) logOpenTransactions(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := f.SU.Query(ctx, `SELECT pid, datname, coalesce(state, ''), coalesce(backend_xid::text, ''), coalesce(backend_xmin::text, ''),
+		coalesce(extract(epoch FROM now() - xact_start)::int, -1), left(coalesce(query, ''), 160)
+		FROM pg_stat_activity WHERE backend_xid IS NOT NULL OR backend_xmin IS NOT NULL ORDER BY xact_start`)
+	if err != nil {
+		t.Logf("pg_stat_activity: %v", err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pid, age int
+		var db, state, xid, xmin, query string
+		if err := rows.Scan(&pid, &db, &state, &xid, &xmin, &age, &query); err != nil {
+			t.Logf("pg_stat_activity: %v", err)
+			return
+		}
+		t.Logf("open: pid %d db %s %s xid %s xmin %s for %d s: %s", pid, db, state, xid, xmin, age, query)
+	}
+	var horizon, cursor string
+	_ = f.SU.QueryRow(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text`).Scan(&horizon)
+	_ = f.SU.QueryRow(ctx, `SELECT coalesce(string_agg(consumer || ' ' || cursor_xid::text || '/' || cursor_id || ' ' || coalesce(claim_owner, '-'), '; '), '')
+		FROM ql3.run_event_consumers`).Scan(&cursor)
+	var maxXid string
+	var events int
+	_ = f.SU.QueryRow(ctx, `SELECT coalesce(max(feed_xid)::text, ''), count(*) FROM ql3.run_events`).Scan(&maxXid, &events)
+	t.Logf("feed horizon %s; consumers %s; %d events, newest xid %s", horizon, cursor, events, maxXid)
 }
 
 // tlog writes a replica's log lines into the test's log.
