@@ -3,6 +3,7 @@ package httpapi
 import (
 	"crypto/rand"
 	"errors"
+	"github.com/ql3/ql3/core/accountwire"
 	"net/http"
 	"strconv"
 	"sync"
@@ -14,44 +15,16 @@ import (
 	"github.com/ql3/ql3/httpkit"
 )
 
-// UserView is an account as listed: never its hash or TOTP secret.
-type UserView struct {
-	Username      string `json:"username"`
-	TOTP          bool   `json:"totp"`
-	LockedUntilMs int64  `json:"lockedUntilMs,omitempty"`
-	CreatedAtMs   int64  `json:"createdAtMs"`
-}
-
-// CreateUserRequest is the body of POST /api/v1/users.
-type CreateUserRequest struct {
-	Username string `json:"username"`
-	Password string `json:"password"`
-}
-
-// PasswordRequest is the body of PUT /api/v1/users/{username}/password.
-type PasswordRequest struct {
-	Password string `json:"password"`
-}
-
-// TOTPSetup is a fresh second-factor secret (not stored until confirmed).
-type TOTPSetup struct {
-	Secret string `json:"secret"`
-	URI    string `json:"uri"`
-}
-
-// TOTPConfirm turns the second factor on: the secret from setup and a
-// current code from the authenticator app.
-type TOTPConfirm struct {
-	Secret string `json:"secret"`
-	Code   string `json:"code"`
-}
-
-// PasswordSignIn is the body of POST /api/v1/session/password.
-type PasswordSignIn struct {
-	Username string `json:"username"`
-	Password string `json:"password"`
-	Code     string `json:"code,omitempty"`
-}
+// Wire types of the account routes: one copy in core/accountwire, shared
+// by both binaries.
+type (
+	UserView          = accountwire.UserView
+	CreateUserRequest = accountwire.CreateUserRequest
+	PasswordRequest   = accountwire.PasswordRequest
+	TOTPSetup         = accountwire.TOTPSetup
+	TOTPConfirm       = accountwire.TOTPConfirm
+	PasswordSignIn    = accountwire.PasswordSignIn
+)
 
 // SignInLine is one line of the sign-in log.
 type SignInLine struct {
