@@ -135,6 +135,10 @@ type Dependencies interface {
 	FailDependencyInstall(ctx context.Context, dependencyID, workerID, runKey string) error
 	// ListDependencyInstalls lists a dependency's installs by worker name.
 	ListDependencyInstalls(ctx context.Context, id string) ([]DependencyInstall, error)
+	// ListProjectInstalls lists the installs of all the project's
+	// dependencies in one read (each dependency's at most
+	// MaxDependencyWorkers, by worker name), keyed by dependency id.
+	ListProjectInstalls(ctx context.Context, projectID string) (map[string][]DependencyInstall, error)
 	GetDependencySettings(ctx context.Context, projectID, kind string) (DependencySettings, error)
 	SetDependencySettings(ctx context.Context, projectID string, in DependencySettings) (DependencySettings, error)
 }

@@ -90,12 +90,18 @@ func (s *API) listDeps(w http.ResponseWriter, r *http.Request, p controlplane.Pr
 		s.fail(w, r, err)
 		return
 	}
+	installs, err := s.deps.ListProjectInstalls(r.Context(), p.ID)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	out := DependencyList{Dependencies: make([]Dependency, len(list))}
 	for i, d := range list {
-		if out.Dependencies[i], err = s.depView(r.Context(), d); err != nil {
-			s.fail(w, r, err)
-			return
+		ins := installs[d.ID]
+		if ins == nil {
+			ins = []controlplane.DependencyInstall{}
 		}
+		out.Dependencies[i] = Dependency{Dependency: d, Installs: ins}
 	}
 	httpkit.WriteJSON(w, http.StatusOK, out)
 }

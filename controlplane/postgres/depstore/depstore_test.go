@@ -2,6 +2,7 @@ package depstore_test
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -196,6 +197,10 @@ func TestDependencyInstallRecordedAtTheRunsEnd(t *testing.T) {
 	}
 	if ins, _ = f.store.ListDependencyInstalls(ctx, d.ID); len(ins) != 1 || ins[0].Status != "installed" || ins[0].RunID != run2 {
 		t.Fatalf("after retention: %+v", ins)
+	}
+	// The list route's one read gives each dependency the same installs.
+	if all, err := f.store.ListProjectInstalls(ctx, f.ProjectID); err != nil || len(all) != 1 || !reflect.DeepEqual(all[d.ID], ins) {
+		t.Fatalf("project installs: %+v %v, want %s: %+v", all, err, d.ID, ins)
 	}
 	// A remove that fails.
 	run3 := act("remove", "dep:k3")

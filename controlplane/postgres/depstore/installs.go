@@ -189,6 +189,32 @@ func (s *Store) ListDependencyInstalls(ctx context.Context, id string) ([]contro
 	return out, postgres.Translate(err)
 }
 
+// ListProjectInstalls implements controlplane.Dependencies: one read for
+// the dependency list instead of one per dependency.
+func (s *Store) ListProjectInstalls(ctx context.Context, projectID string) (map[string][]controlplane.DependencyInstall, error) {
+	project, err := parseID("project", projectID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.Query(ctx, `SELECT `+installColumns+` FROM (
+			SELECT i.*, row_number() OVER (PARTITION BY i.dependency_id ORDER BY w.name) AS n
+			FROM ql3.dependency_installs i JOIN ql3.workers w USING (worker_id) WHERE i.project_id = $1) i
+		JOIN ql3.workers w USING (worker_id)
+		WHERE i.n <= $2 ORDER BY i.dependency_id, w.name`, project, controlplane.MaxDependencyWorkers)
+	if err != nil {
+		return nil, postgres.Translate(err)
+	}
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (controlplane.DependencyInstall, error) { return scanInstall(r) })
+	if err != nil {
+		return nil, postgres.Translate(err)
+	}
+	out := map[string][]controlplane.DependencyInstall{}
+	for _, in := range list {
+		out[in.DependencyID] = append(out[in.DependencyID], in)
+	}
+	return out, nil
+}
+
 // GetDependencySettings implements controlplane.Dependencies (empty
 // settings when none were set).
 func (s *Store) GetDependencySettings(ctx context.Context, projectID, kind string) (controlplane.DependencySettings, error) {
