@@ -26,11 +26,16 @@ func NewFeed(db DB) *Feed { return &Feed{db: db} }
 // before a position read now.
 const feedHorizon = `feed_xid < pg_snapshot_xmin(pg_current_snapshot())`
 
-const sqlFeedEvents = `SELECT feed_xid::text, feed_id, run_id::text, project_id::text, sequence, type,
+// sqlFeedEvents names the xid's text output position_xid: a bare ORDER BY
+// feed_xid would bind to an output column called feed_xid before the table's
+// column, and sort the xids as text ("1002" < "990") while WHERE compares
+// them as numbers, so a page read across a decimal digit boundary handed
+// out a cursor past events it never returned (issue 23).
+const sqlFeedEvents = `SELECT feed_xid::text AS position_xid, feed_id, run_id::text, project_id::text, sequence, type,
 	coalesce(attempt, 0), created_at_ms, payload::text
 FROM ql3.run_events
 WHERE (feed_xid, feed_id) > ($1::text::xid8, $2::bigint) AND ` + feedHorizon + `
-ORDER BY feed_xid, feed_id
+ORDER BY run_events.feed_xid, run_events.feed_id
 LIMIT $3`
 
 // Events implements controlplane.RunEventFeed.

@@ -203,3 +203,61 @@ func TestFeedNeverSkipsALaterCommit(t *testing.T) {
 		t.Fatalf("bad consumer name: %v", err)
 	}
 }
+
+// TestFeedPagesInNumericXidOrderAcrossDigitBoundaries: events whose
+// transaction ids cross a decimal digit boundary (9 → 10, 999 → 1000, …)
+// come out in numeric order, page after page, none skipped. The feed once
+// sorted its page by the xid's text ("1002" < "990") while filtering by
+// number, and moved the cursor past events it had not returned; a fresh
+// server crosses xid 1000 early, so the notification tests lost the
+// first failures now and then. The events are planted with explicit,
+// long-committed xids so a boundary is crossed every run.
+func TestFeedPagesInNumericXidOrderAcrossDigitBoundaries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFeedFixture(t)
+	// Below any live xid: initdb alone uses several hundred.
+	xids := []uint64{3, 9, 10, 11, 98, 99, 100, 101}
+	var want []string
+	for i, x := range xids {
+		f.seq++
+		f.su.Exec(t, `INSERT INTO ql3.run_events (run_id, sequence, project_id, type, created_at_ms, feed_xid)
+			SELECT run_id, $2::bigint, project_id, 'run.test', 1, $3::text::xid8 FROM ql3.runs WHERE run_id = $1::uuid`,
+			f.runID, f.seq, fmt.Sprint(x))
+		want = append(want, fmt.Sprintf("%s/%d", f.runID, f.seq))
+		if i%3 == 0 { // two events of one transaction keep their insertion order
+			f.seq++
+			f.su.Exec(t, `INSERT INTO ql3.run_events (run_id, sequence, project_id, type, created_at_ms, feed_xid)
+				SELECT run_id, $2::bigint, project_id, 'run.test', 1, $3::text::xid8 FROM ql3.runs WHERE run_id = $1::uuid`,
+				f.runID, f.seq, fmt.Sprint(x))
+			want = append(want, fmt.Sprintf("%s/%d", f.runID, f.seq))
+		}
+	}
+	for _, page := range []int{1, 2, 3, 5, 16} {
+		var got []controlplane.FeedEvent
+		cursor := controlplane.FeedPosition{}
+		for {
+			evs, err := f.a.Events(ctx, cursor, page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, e := range evs {
+				prev := cursor
+				if i > 0 {
+					prev = evs[i-1].Position
+				}
+				if e.Position.Xid < prev.Xid || (e.Position.Xid == prev.Xid && e.Position.ID <= prev.ID) {
+					t.Fatalf("page %d: position %+v after %+v", page, e.Position, prev)
+				}
+			}
+			got = append(got, evs...)
+			if len(evs) < page {
+				break
+			}
+			cursor = evs[len(evs)-1].Position
+		}
+		if !slices.Equal(keys(got), want) {
+			t.Fatalf("pages of %d: %v, want %v", page, keys(got), want)
+		}
+	}
+}

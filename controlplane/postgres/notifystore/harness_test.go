@@ -254,6 +254,9 @@ func (f *fixture) logOpenTransactions(t *testing.T) {
 	var events int
 	_ = f.SU.QueryRow(ctx, `SELECT coalesce(max(feed_xid)::text, ''), count(*) FROM ql3.run_events`).Scan(&maxXid, &events)
 	t.Logf("feed horizon %s; consumers %s; %d events, newest xid %s", horizon, cursor, events, maxXid)
+	var order string
+	_ = f.SU.QueryRow(ctx, `SELECT coalesce(string_agg(feed_id || '@' || feed_xid::text || '/' || xmin::text, ' ' ORDER BY feed_id), '') FROM ql3.run_events`).Scan(&order)
+	t.Logf("events id@feed_xid/xmin: %s", order)
 }
 
 // tlog writes a replica's log lines into the test's log.
