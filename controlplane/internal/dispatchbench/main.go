@@ -243,8 +243,10 @@ func (b *bench) start() (*stack, error) {
 	go func() { defer close(pacerDone); pacer.Run(pctx) }()
 	auth := session.NewWorkerAuth(ing)
 	srv, err := ingress.New(ingress.Config{TLS: b.files, Sessions: sessions, Leases: d, Pacer: pacer, Audit: auth,
-		Auth:   ingress.NewPrincipalCache(auth, b.o.authCache, time.Now),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), ReloadInterval: -1})
+		Auth: ingress.NewPrincipalCache(auth, b.o.authCache, time.Now),
+		// Only the ingress's errors (an internal error names its cause
+		// there, never in the answer) reach stderr, beside the table.
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})), ReloadInterval: -1})
 	if err != nil {
 		stopPacer()
 		return nil, err
