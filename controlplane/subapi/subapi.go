@@ -13,8 +13,8 @@ import (
 	"github.com/ql3/ql3/controlplane"
 	"github.com/ql3/ql3/core/canonjson"
 	"github.com/ql3/ql3/core/errs"
-	"github.com/ql3/ql3/core/subdef"
 	"github.com/ql3/ql3/core/subplan"
+	"github.com/ql3/ql3/core/subwire"
 	"github.com/ql3/ql3/httpkit"
 )
 
@@ -36,29 +36,9 @@ const subBase = "/api/v1/projects/{project}/subscriptions"
 
 var subLimits = canonjson.Limits{MaxBytes: 64 << 10, MaxDepth: 4, MaxEntries: 3 * subplan.MaxFilterEntries, MaxString: 4096}
 
-// SubscriptionRequest creates or replaces a subscription. credential
-// names an env store entry of the project holding an HTTPS token or an
-// SSH private key; the value never travels here.
-type SubscriptionRequest struct {
-	Name            string   `json:"name"`
-	Slug            string   `json:"slug,omitempty"`
-	Kind            string   `json:"kind"`
-	URL             string   `json:"url"`
-	Branch          string   `json:"branch,omitempty"`
-	Credential      string   `json:"credential,omitempty"`
-	CredentialKind  string   `json:"credentialKind,omitempty"`
-	Include         []string `json:"include,omitempty"`
-	Exclude         []string `json:"exclude,omitempty"`
-	Extensions      []string `json:"extensions,omitempty"`
-	Schedule        string   `json:"schedule,omitempty"`
-	AutoAddTasks    *bool    `json:"autoAddTasks,omitempty"`
-	AutoRemoveTasks *bool    `json:"autoRemoveTasks,omitempty"`
-	RemoveMode      string   `json:"removeMode,omitempty"`
-	DefaultCron     string   `json:"defaultCron,omitempty"`
-	Proxy           string   `json:"proxy,omitempty"`
-	TimeZone        string   `json:"timeZone,omitempty"`
-	Enabled         *bool    `json:"enabled,omitempty"`
-}
+// SubscriptionRequest creates or replaces a subscription (the edge's
+// shape; credential names an env store entry of the project).
+type SubscriptionRequest = subwire.SubscriptionRequest
 
 // SubscriptionView is a subscription as the API shows it (the edge's
 // fields, plus its project and version).
@@ -180,19 +160,6 @@ func subView(sub controlplane.Subscription) SubscriptionView {
 		Version: sub.Version, CreatedAtMs: sub.CreatedAtMs, UpdatedAtMs: sub.UpdatedAtMs}
 }
 
-func subDef(req SubscriptionRequest) subdef.Def {
-	on := func(b *bool, def bool) bool {
-		if b == nil {
-			return def
-		}
-		return *b
-	}
-	return subdef.Def{Name: req.Name, Slug: req.Slug, Kind: req.Kind, URL: req.URL, Branch: req.Branch, Credential: req.Credential,
-		CredentialKind: req.CredentialKind, Filter: subplan.Filter{Include: req.Include, Exclude: req.Exclude, Extensions: req.Extensions},
-		Schedule: req.Schedule, AutoAdd: on(req.AutoAddTasks, true), AutoRemove: on(req.AutoRemoveTasks, true), RemoveMode: req.RemoveMode,
-		DefaultCron: req.DefaultCron, Proxy: req.Proxy, TimeZone: req.TimeZone, Enabled: on(req.Enabled, true)}
-}
-
 // ownSub reads {id} and checks it belongs to the project.
 func (s *API) ownSub(r *http.Request, project string) (controlplane.Subscription, error) {
 	sub, err := s.cfg.Subs.GetSubscription(r.Context(), r.PathValue("id"))
@@ -233,7 +200,7 @@ func (s *API) createSub(w http.ResponseWriter, r *http.Request, project string) 
 		s.fail(w, r, err)
 		return
 	}
-	sub, err := s.cfg.Subs.CreateSubscription(r.Context(), project, subDef(req))
+	sub, err := s.cfg.Subs.CreateSubscription(r.Context(), project, req.Def())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -268,7 +235,7 @@ func (s *API) replaceSub(w http.ResponseWriter, r *http.Request, project string)
 			return
 		}
 	}
-	sub, err := s.cfg.Subs.UpdateSubscription(r.Context(), cur.ID, version, subDef(req))
+	sub, err := s.cfg.Subs.UpdateSubscription(r.Context(), cur.ID, version, req.Def())
 	if err != nil {
 		s.fail(w, r, err)
 		return

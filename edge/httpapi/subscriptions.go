@@ -91,7 +91,7 @@ func (s *Server) createSub(w http.ResponseWriter, r *http.Request) {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	sub, err := s.subs.Subs.Create(r.Context(), subscriptionInput(req), s.actor(r))
+	sub, err := s.subs.Subs.Create(r.Context(), req.Def(), s.actor(r))
 	if err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return
@@ -114,7 +114,7 @@ func (s *Server) replaceSub(w http.ResponseWriter, r *http.Request) {
 		httpkit.Fail(w, r, s.log, err)
 		return
 	}
-	sub, err := s.subs.Subs.Update(r.Context(), r.PathValue("id"), subscriptionInput(req), s.actor(r))
+	sub, err := s.subs.Subs.Update(r.Context(), r.PathValue("id"), req.Def(), s.actor(r))
 	if err != nil {
 		httpkit.Fail(w, r, s.log, err)
 		return

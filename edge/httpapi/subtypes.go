@@ -2,34 +2,15 @@ package httpapi
 
 import (
 	"github.com/ql3/ql3/core/subplan"
+	"github.com/ql3/ql3/core/subwire"
 	"github.com/ql3/ql3/edge"
 	"github.com/ql3/ql3/edge/deps"
 	"github.com/ql3/ql3/edge/subs"
 )
 
-// SubscriptionRequest creates or replaces a subscription (ADR 0054).
-// credential names an env store entry holding an HTTPS token or an SSH
-// private key; the value never travels here.
-type SubscriptionRequest struct {
-	Name            string   `json:"name"`
-	Slug            string   `json:"slug,omitempty"`
-	Kind            string   `json:"kind"`
-	URL             string   `json:"url"`
-	Branch          string   `json:"branch,omitempty"`
-	Credential      string   `json:"credential,omitempty"`
-	CredentialKind  string   `json:"credentialKind,omitempty"`
-	Include         []string `json:"include,omitempty"`
-	Exclude         []string `json:"exclude,omitempty"`
-	Extensions      []string `json:"extensions,omitempty"`
-	Schedule        string   `json:"schedule,omitempty"`
-	AutoAddTasks    *bool    `json:"autoAddTasks,omitempty"`
-	AutoRemoveTasks *bool    `json:"autoRemoveTasks,omitempty"`
-	RemoveMode      string   `json:"removeMode,omitempty"`
-	DefaultCron     string   `json:"defaultCron,omitempty"`
-	Proxy           string   `json:"proxy,omitempty"`
-	TimeZone        string   `json:"timeZone,omitempty"`
-	Enabled         *bool    `json:"enabled,omitempty"`
-}
+// SubscriptionRequest creates or replaces a subscription (ADR 0054; the
+// shape both binaries take).
+type SubscriptionRequest = subwire.SubscriptionRequest
 
 // Subscription is a subscription as the API shows it.
 type Subscription struct {
@@ -148,20 +129,6 @@ func subscriptionView(s edge.Subscription) Subscription {
 		Extensions: nz(s.Filter.Extensions), Schedule: s.Schedule, AutoAddTasks: s.AutoAdd, AutoRemoveTasks: s.AutoRemove,
 		RemoveMode: s.RemoveMode, DefaultCron: s.DefaultCron, Proxy: s.Proxy, TimeZone: s.TimeZone, Enabled: s.Enabled,
 		TaskID: s.TaskID, LastCommit: s.LastCommit, LastPullAtMs: s.LastPullAtMs, CreatedAtMs: s.CreatedAtMs, UpdatedAtMs: s.UpdatedAtMs}
-}
-
-func subscriptionInput(r SubscriptionRequest) edge.NewSubscription {
-	on := func(b *bool, def bool) bool {
-		if b == nil {
-			return def
-		}
-		return *b
-	}
-	return edge.NewSubscription{Name: r.Name, Slug: r.Slug, Kind: r.Kind, URL: r.URL, Branch: r.Branch,
-		Credential: r.Credential, CredentialKind: r.CredentialKind,
-		Filter:   subplan.Filter{Include: r.Include, Exclude: r.Exclude, Extensions: r.Extensions},
-		Schedule: r.Schedule, AutoAdd: on(r.AutoAddTasks, true), AutoRemove: on(r.AutoRemoveTasks, true),
-		RemoveMode: r.RemoveMode, DefaultCron: r.DefaultCron, Proxy: r.Proxy, TimeZone: r.TimeZone, Enabled: on(r.Enabled, true)}
 }
 
 func dependencyView(d edge.Dependency, last *edge.Run) Dependency {
