@@ -245,7 +245,8 @@
     } }, box, label, enabled, h("button", { type: "submit", text: t("common.search", "Search") }));
   }
   async function taskList(params, g) {
-    const { list, tasks, last } = await taskRows(params);
+    // The views bar is filled before anything renders (overview.js).
+    const [{ list, tasks, last }, viewBar] = await Promise.all([taskRows(params), ext.views ? ext.views(params) : null]);
     const filtered = !!(params.get("q") || params.get("label") || params.get("enabled"));
     const rows = tasks.map((x) => {
       const trig = x.triggers || [];
@@ -270,7 +271,7 @@
     const here = { q: params.get("q"), label: params.get("label"), enabled: params.get("enabled"), project: params.get("project") };
     render(g, h("div", { class: "bar" }, h("h1", { text: t("tasks.title", "Tasks") }), h("a", { class: "button", href: "#/tasks/new", id: "new-task", text: t("tasks.new", "New task") })),
       taskSearch(params),
-      ext.views ? ext.views(params) : null,
+      viewBar,
       rows.length ? h("table", { class: "cards", id: "tasks" },
         head(t("tasks.task", "Task"), t("tasks.enabled", "Enabled"), t("tasks.schedule", "Schedule"), t("tasks.nextFire", "Next fire"), t("tasks.lastRun", "Last run"), t("common.actions", "Actions")),
         h("tbody", {}, rows)) : h("p", { id: "no-tasks", text: filtered ? t("tasks.noMatch", "No task matches.") : t("tasks.none", "No tasks yet.") }),

@@ -56,21 +56,23 @@
   // views is the task list's bar of saved filters (QingLong's views): one
   // link each, a delete button, and "save" for the filter on screen. On
   // the control plane views belong to a project: the one on screen
-  // (?project=), else the first.
-  function views(params) {
+  // (?project=), else the first. It resolves with the bar filled, and the
+  // list renders only then: a bar that filled in later pushed the table
+  // down under a pointer already on its way to a row.
+  async function views(params) {
     const bar = h("div", { class: "bar views", id: "views" });
     const cur = { q: params.get("q") || "", label: params.get("label") || "", enabled: params.get("enabled") || "" };
     const act = (fn) => async () => {
       try { await fn(); } catch (e) { if (e.status !== 401) alert(e.message); return; }
       P.route();
     };
-    (async () => {
+    try {
       let project = "";
       if (P.S && P.S.control) {
         project = params.get("project") || "";
         if (!project) {
           const ps = await api("GET", "/api/v1/projects?limit=1");
-          if (!ps.items.length) return;
+          if (!ps.items.length) return bar;
           project = ps.items[0].name;
         }
       }
@@ -87,7 +89,9 @@
           if (name) await api("POST", "/api/v1/views", body);
         }) }) : null;
       bar.replaceChildren(...[items.length ? h("span", { class: "muted", text: t("views.title", "Views:") }) : null, ...items, save].filter(Boolean));
-    })().catch((e) => { if (e.status !== 401) bar.textContent = e.message; });
+    } catch (e) {
+      if (e.status !== 401) bar.textContent = e.message; // the list still shows
+    }
     return bar;
   }
   if (P.ext) P.ext.views = views;
