@@ -170,15 +170,29 @@ func publish[T any](ctx context.Context, p *Publisher, mutationID, kind string, 
 				mutationID, kind, reqDigest[:], string(body))
 			return err
 		})
+	if err != nil && mutationID != "" && errs.Code(err) == errs.Conflict {
+		// Concurrent first uses of one mutationId all find it unrecorded;
+		// the winner commits, and a loser whose snapshot could not see the
+		// winner's unique key (a task's name, say) gets a unique violation
+		// rather than a serialization failure. The committed mutation is
+		// its answer too; without one the conflict stands.
+		var replay T
+		if ok, rerr := replayMutation(ctx, p.db, mutationID, kind, reqDigest, &replay); rerr == nil && ok {
+			return replay, nil
+		}
+	}
 	if err != nil {
 		return zero, err
 	}
 	return out, nil
 }
 
-// replayMutation looks mutationID up; when it was recorded for the same
-// request it decodes the stored result into out.
-func replayMutation(ctx context.Context, tx pgx.Tx, mutationID, kind string, digest canonjson.Digest, out any) (bool, error) {
+// replayMutation looks mutationID up (in the publishing transaction, or
+// afterwards on the pool); when it was recorded for the same request it
+// decodes the stored result into out.
+func replayMutation(ctx context.Context, tx interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}, mutationID, kind string, digest canonjson.Digest, out any) (bool, error) {
 	var gotKind string
 	var gotDigest []byte
 	var result []byte
