@@ -171,12 +171,10 @@ sleep "$SETTLE"
 
 q() { "${psql[@]}" -c "$1"; }
 echo "== occurrences vs Runs (per trigger: seconds from its first to its last occurrence)"
-q "SELECT sum(due)::text || ' due, ' || sum(runs) || ' runs, ' || sum(due - runs) || ' missing' FROM (
+read -r due runs missing <<<"$(q "SELECT coalesce(sum(due), 0) || ' ' || coalesce(sum(runs), 0) || ' ' || coalesce(sum(due - runs), 0) FROM (
 	SELECT (max(scheduled_for_ms) - min(scheduled_for_ms)) / 1000 + 1 AS due, count(DISTINCT scheduled_for_ms) AS runs
-	FROM ql3.runs WHERE trigger_id IS NOT NULL GROUP BY trigger_id) t"
-missing=$(q "SELECT coalesce(sum(due - runs), 0) FROM (
-	SELECT (max(scheduled_for_ms) - min(scheduled_for_ms)) / 1000 + 1 AS due, count(DISTINCT scheduled_for_ms) AS runs
-	FROM ql3.runs WHERE trigger_id IS NOT NULL GROUP BY trigger_id) t")
+	FROM ql3.runs WHERE trigger_id IS NOT NULL GROUP BY trigger_id) t")"
+echo "$due due, $runs runs, $missing missing"
 dups=$(q "SELECT count(*) FROM (SELECT 1 FROM ql3.runs WHERE trigger_id IS NOT NULL GROUP BY trigger_id, scheduled_for_ms HAVING count(*) > 1) d")
 echo "duplicate Runs (same trigger and occurrence): $dups"
 echo "== Runs by status"
